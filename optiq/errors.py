@@ -1,0 +1,25 @@
+"""Typed exceptions. Every user mistake raises one of these, never a bare error."""
+
+
+class OptiqError(Exception):
+    """Base class of every error optiq raises for bad input."""
+
+
+class TopologyError(OptiqError):
+    """A topology spec, graph or node reference is invalid."""
+
+
+class WorkloadError(OptiqError):
+    """A demand set or pattern is invalid (bad node, size, or pairing)."""
+
+
+class PathError(OptiqError):
+    """Candidate paths cannot be generated (e.g. no route within the hop limit)."""
+
+
+class PlanError(OptiqError):
+    """A plan is malformed or inconsistent with its topology and demands."""
+
+
+class SolverError(OptiqError):
+    """The LP solver failed or returned no usable solution."""

@@ -1,0 +1,186 @@
+"""The :class:`Topology`: nodes, directed links numbered ``0..L-1`` and their capacities."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
+
+from ..errors import TopologyError
+
+__all__ = ["Topology"]
+
+
+@dataclass(eq=False)
+class Topology:
+    """A directed network with numbered links.
+
+    Nodes are ``0..num_nodes-1``; the endpoints (hosts that send and receive data) are the
+    first ``num_endpoints`` of them, so endpoint ids, node ids and MPI ranks coincide for
+    endpoints. Link ``e`` goes from ``link_src[e]`` to ``link_dst[e]`` with capacity
+    ``capacity[e]`` bytes/s. Parallel links (two links with the same ends) are distinct.
+
+    Parameters
+    ----------
+    name : str
+        Human-readable description.
+    num_nodes : int
+        Number of nodes, endpoints and switches together.
+    link_src, link_dst : array of int
+        Tail and head node of every link.
+    capacity : array of float
+        Link capacity in bytes/s (positive).
+    num_endpoints : int, optional
+        Number of endpoints; defaults to every node.
+    spec : str, optional
+        The spec string that rebuilds this topology (see :func:`optiq.topology.from_spec`).
+    dims, wrap : tuple, optional
+        Torus/mesh shape and per-dimension wrap-around.
+    link_dim, link_sign : array of int, optional
+        For tori: the dimension and direction (+1/-1) of every link.
+
+    Raises
+    ------
+    TopologyError
+        If a link names a node out of range or a capacity is not positive.
+    """
+
+    name: str
+    num_nodes: int
+    link_src: np.ndarray
+    link_dst: np.ndarray
+    capacity: np.ndarray
+    num_endpoints: int | None = None
+    spec: str | None = None
+    dims: tuple[int, ...] | None = None
+    wrap: tuple[bool, ...] | None = None
+    link_dim: np.ndarray | None = field(default=None, repr=False)
+    link_sign: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.link_src = np.asarray(self.link_src, dtype=np.int64)
+        self.link_dst = np.asarray(self.link_dst, dtype=np.int64)
+        self.capacity = np.asarray(self.capacity, dtype=np.float64)
+        if self.num_endpoints is None:
+            self.num_endpoints = self.num_nodes
+        n = self.num_nodes
+        if n < 2:
+            raise TopologyError(f"topology {self.name!r} needs at least 2 nodes, got {n}")
+        if not (self.link_src.shape == self.link_dst.shape == self.capacity.shape):
+            raise TopologyError("link_src, link_dst and capacity must have the same length")
+        for arr, what in ((self.link_src, "tail"), (self.link_dst, "head")):
+            bad = np.flatnonzero((arr < 0) | (arr >= n))
+            if bad.size:
+                raise TopologyError(f"link {bad[0]} has {what} node {arr[bad[0]]} outside 0..{n - 1}")
+        bad = np.flatnonzero(~(self.capacity > 0) | ~np.isfinite(self.capacity))
+        if bad.size:
+            raise TopologyError(f"link {bad[0]} has non-positive capacity {self.capacity[bad[0]]}")
+        loops = np.flatnonzero(self.link_src == self.link_dst)
+        if loops.size:
+            raise TopologyError(f"link {loops[0]} is a self-loop at node {self.link_src[loops[0]]}")
+
+    def __repr__(self) -> str:
+        return (f"Topology({self.name!r}, nodes={self.num_nodes}, endpoints={self.num_endpoints}, "
+                f"links={self.num_links})")
+
+    @property
+    def num_links(self) -> int:
+        return int(self.link_src.size)
+
+    @property
+    def is_torus(self) -> bool:
+        return self.dims is not None
+
+    @cached_property
+    def coords(self) -> np.ndarray:
+        """Torus coordinates of every node, shape ``(num_nodes, ndim)``; last dimension fastest."""
+        if self.dims is None:
+            raise TopologyError(f"topology {self.name!r} is not a torus or mesh: it has no coordinates")
+        return np.stack(np.unravel_index(np.arange(self.num_nodes), self.dims), axis=1)
+
+    @cached_property
+    def out_offsets(self) -> np.ndarray:
+        """CSR offsets of the outgoing links: node ``v``'s are ``out_links[out_offsets[v]:out_offsets[v+1]]``."""
+        return np.concatenate(([0], np.cumsum(np.bincount(self.link_src, minlength=self.num_nodes))))
+
+    @cached_property
+    def out_links(self) -> np.ndarray:
+        return np.argsort(self.link_src, kind="stable")
+
+    def links_from(self, node: int) -> np.ndarray:
+        """Ids of the links leaving ``node``."""
+        return self.out_links[self.out_offsets[node]:self.out_offsets[node + 1]]
+
+    @cached_property
+    def _pair_index(self) -> dict[tuple[int, int], list[int]]:
+        index: dict[tuple[int, int], list[int]] = {}
+        for e, (u, v) in enumerate(zip(self.link_src.tolist(), self.link_dst.tolist())):
+            index.setdefault((u, v), []).append(e)
+        return index
+
+    def links_between(self, u: int, v: int) -> list[int]:
+        """Ids of every link from ``u`` to ``v`` (more than one for parallel links)."""
+        return self._pair_index.get((int(u), int(v)), [])
+
+    def check_endpoint(self, node: int, *, what: str = "node") -> int:
+        """Return ``node`` as an int, or raise :class:`TopologyError` if it is not an endpoint."""
+        try:
+            as_int = int(node)
+        except (TypeError, ValueError):
+            raise TopologyError(f"{what} {node!r} is not an integer node id") from None
+        if as_int != node or not 0 <= as_int < self.num_endpoints:
+            raise TopologyError(
+                f"{what} {node!r} is out of range: {self.name} has endpoints 0..{self.num_endpoints - 1}")
+        return as_int
+
+    def adjacency(self) -> csr_matrix:
+        """Node adjacency matrix (1 where at least one link exists)."""
+        n = self.num_nodes
+        a = csr_matrix((np.ones(self.num_links), (self.link_src, self.link_dst)), shape=(n, n))
+        a.data[:] = 1.0
+        return a
+
+    def hop_distances(self, sources) -> np.ndarray:
+        """Hop distance from each of ``sources`` to every node, shape ``(len(sources), num_nodes)``."""
+        d = shortest_path(self.adjacency(), unweighted=True, indices=np.asarray(sources, dtype=np.int64))
+        return np.atleast_2d(d)
+
+    @cached_property
+    def diameter(self) -> int:
+        """Largest hop distance between two endpoints (computed exactly for tori, by BFS otherwise)."""
+        if self.dims is not None:
+            return int(sum((d // 2) if w else (d - 1) for d, w in zip(self.dims, self.wrap)))
+        ends = np.arange(self.num_endpoints)
+        best = 0
+        for start in range(0, ends.size, 256):
+            d = self.hop_distances(ends[start:start + 256])[:, : self.num_endpoints]
+            if np.isinf(d).any():
+                raise TopologyError(f"topology {self.name!r} is disconnected")
+            best = max(best, int(d.max()))
+        return best
+
+    def check_connected(self) -> None:
+        """Raise :class:`TopologyError` unless every endpoint reaches every other endpoint."""
+        d = self.hop_distances([0])[0]
+        back = shortest_path(self.adjacency().T.tocsr(), unweighted=True, indices=[0])[0]
+        for dist in (d, back):
+            cut = np.flatnonzero(np.isinf(dist[: self.num_endpoints]))
+            if cut.size:
+                raise TopologyError(
+                    f"topology {self.name!r} is disconnected: endpoint {cut[0]} and endpoint 0 "
+                    "cannot reach each other")
+
+    def to_networkx(self):
+        """A :class:`networkx.MultiDiGraph` with ``link`` and ``capacity`` edge attributes."""
+        import networkx as nx
+
+        g = nx.MultiDiGraph(name=self.name)
+        for v in range(self.num_nodes):
+            g.add_node(v, endpoint=v < self.num_endpoints)
+        for e in range(self.num_links):
+            g.add_edge(int(self.link_src[e]), int(self.link_dst[e]), key=e, link=e,
+                       capacity=float(self.capacity[e]))
+        return g

@@ -1,0 +1,87 @@
+"""Fat-trees: k-ary n-trees and two-level clusters. Only hosts are endpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TopologyError
+from .base import Topology
+
+__all__ = ["kary_ntree", "cluster", "FATTREE_LINK_BANDWIDTH"]
+
+#: Default link capacity of fat-trees: 10 Gbit/s, in bytes/s.
+FATTREE_LINK_BANDWIDTH = 1.25e9
+
+
+def _bidirectional(name, num_nodes, pairs, num_endpoints, bandwidth, spec) -> Topology:
+    pairs = np.asarray(pairs, dtype=np.int64)
+    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    order = np.lexsort((dst, src))
+    return Topology(name=name, num_nodes=num_nodes, link_src=src[order], link_dst=dst[order],
+                    capacity=np.full(src.size, float(bandwidth)), num_endpoints=num_endpoints, spec=spec)
+
+
+def kary_ntree(k: int, n: int = 3, *, bandwidth: float = FATTREE_LINK_BANDWIDTH,
+               spec: str | None = None) -> Topology:
+    """A k-ary n-tree: ``k**n`` hosts and ``n`` levels of ``k**(n-1)`` switches of radix ``2k``.
+
+    Hosts are nodes ``0..k**n-1``; switch ``w`` (an ``n-1`` digit base-``k`` word) of level ``l``
+    (0 = edge) is node ``k**n + l * k**(n-1) + w``. Host ``h`` attaches to edge switch ``h // k``;
+    switch ``w`` of level ``l`` links to the switches of level ``l+1`` whose words differ from
+    ``w`` only in digit ``n-2-l`` (digit 0 being the most significant).
+
+    Raises
+    ------
+    TopologyError
+        If ``k < 2`` or ``n < 1``.
+
+    Examples
+    --------
+    >>> t = kary_ntree(4, 2)
+    >>> t.num_endpoints, t.num_nodes, t.num_links, t.diameter
+    (16, 24, 64, 4)
+    """
+    if k < 2 or n < 1:
+        raise TopologyError(f"a k-ary n-tree needs k >= 2 and n >= 1, got k={k}, n={n}")
+    hosts, per_level = k**n, k ** (n - 1)
+    base = lambda level: hosts + level * per_level  # noqa: E731
+    pairs = [(h, base(0) + h // k) for h in range(hosts)]
+    for level in range(n - 1):
+        place = k ** (level)  # weight of digit n-2-level in an (n-1)-digit word
+        for w in range(per_level):
+            digit = (w // place) % k
+            for other in range(k):
+                pairs.append((base(level) + w, base(level + 1) + w + (other - digit) * place))
+    return _bidirectional(f"{k}-ary {n}-tree", hosts + n * per_level, pairs, hosts, bandwidth,
+                          spec or f"fattree:k={k},n={n}")
+
+
+def cluster(hosts: int = 20, edges: int = 4, cores: int = 2, *,
+            bandwidth: float = FATTREE_LINK_BANDWIDTH, spec: str | None = None) -> Topology:
+    """A two-level fat-tree cluster: hosts split evenly over edge switches, every edge to every core.
+
+    The default is the 20-host cluster of the fat-tree routing study (4 edge switches of
+    5 hosts, 2 core switches). Hosts are nodes ``0..hosts-1`` (host ``h`` on edge switch
+    ``h // (hosts/edges)``), then the edge switches, then the cores.
+
+    Raises
+    ------
+    TopologyError
+        If a count is not positive or hosts do not split evenly over the edge switches.
+
+    Examples
+    --------
+    >>> t = cluster()
+    >>> t.num_endpoints, t.num_nodes, t.num_links
+    (20, 26, 56)
+    """
+    if hosts < 2 or edges < 1 or cores < 1:
+        raise TopologyError(f"cluster needs hosts >= 2, edges >= 1, cores >= 1; got {hosts}, {edges}, {cores}")
+    if hosts % edges:
+        raise TopologyError(f"cluster: {hosts} hosts do not split evenly over {edges} edge switches")
+    per_edge = hosts // edges
+    pairs = [(h, hosts + h // per_edge) for h in range(hosts)]
+    pairs += [(hosts + e, hosts + edges + c) for e in range(edges) for c in range(cores)]
+    return _bidirectional(f"cluster {hosts} hosts/{edges} edges/{cores} cores", hosts + edges + cores,
+                          pairs, hosts, bandwidth, spec or f"cluster:hosts={hosts},edges={edges},cores={cores}")
