@@ -1,0 +1,1 @@
+"""optiq: plan and replay multipath data movement on supercomputer interconnects."""

@@ -1,0 +1,145 @@
+"""Candidate paths per job: diverse hop-limited paths, or plain Yen k-shortest paths."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import PathError
+from .pathset import PathSet
+from .shortest import hop_limited_shortest_paths
+
+__all__ = ["diverse_paths", "yen_paths"]
+
+#: Largest ``jobs x links`` weight matrix one batch of path searches may use.
+_BATCH_ENTRIES = 3_000_000
+
+
+def _hop_limit(topology, demands, hop_limit: int | None) -> int:
+    limit = topology.diameter if hop_limit is None else int(hop_limit)
+    if limit < 1:
+        raise PathError(f"hop limit must be at least 1, got {limit}")
+    return limit
+
+
+def diverse_paths(topology, demands, k: int = 16, *, hop_limit: int | None = None,
+                  penalty: float = 2.0, seed: int = 0,
+                  progress: Callable[[str], None] | None = None) -> PathSet:
+    """Up to ``k`` diverse paths per job, each of at most ``hop_limit`` links.
+
+    Path ``i`` of a job is a least-weight path where every link weighs
+    ``1 + penalty * (times the job's earlier paths used it) + jitter``: the first path is a
+    shortest path, later ones avoid the links already used (link-disjoint when the hop limit
+    allows) and take detours within the hop limit rather than share. The jitter (below
+    ``0.5 / hop_limit`` per link, drawn from ``seed``) spreads equal-length choices so that
+    different jobs do not all favour the same links. A job gets fewer than ``k`` paths when
+    its next least-weight path repeats an earlier one.
+
+    Parameters
+    ----------
+    topology : Topology
+    demands : Demands
+    k : int
+        Paths per job at most.
+    hop_limit : int, optional
+        Longest path allowed, in links; default the network diameter.
+    penalty : float
+        Extra weight per earlier use of a link by the same job.
+    seed : int
+        Seed of the jitter.
+    progress : callable, optional
+        Called with a short message after each batch of jobs.
+
+    Returns
+    -------
+    PathSet
+
+    Raises
+    ------
+    PathError
+        If ``k < 1`` or a job has no path within the hop limit.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import Demands
+    >>> ps = diverse_paths(torus((4, 4)), Demands([0], [5], [1]), k=4)
+    >>> ps.num_paths, ps.hops.min()
+    (4, 2)
+    """
+    if k < 1:
+        raise PathError(f"k (paths per job) must be at least 1, got {k}")
+    demands.check_against(topology)
+    limit = _hop_limit(topology, demands, hop_limit)
+    rng = np.random.default_rng(seed)
+    L = topology.num_links
+    batch = max(1, _BATCH_ENTRIES // L)
+    all_paths: list[np.ndarray] = []
+    all_jobs: list[int] = []
+    for start in range(0, demands.num_jobs, batch):
+        jobs = np.arange(start, min(start + batch, demands.num_jobs))
+        weights = (1.0 + rng.random((jobs.size, L)) * (0.5 / limit)).astype(np.float32)
+        seen: list[set] = [set() for _ in jobs]
+        active = np.arange(jobs.size)
+        for rnd in range(k):
+            paths, _ = hop_limited_shortest_paths(topology, demands.src[jobs[active]], demands.dst[jobs[active]],
+                                                  weights[active], limit)
+            keep = []
+            for row, path in zip(active, paths):
+                if path is None:
+                    j = jobs[row]
+                    raise PathError(f"job {j} ({demands.src[j]} -> {demands.dst[j]}) has no path of at most "
+                                    f"{limit} hops")
+                key = path.tobytes()
+                if key in seen[row]:
+                    continue
+                seen[row].add(key)
+                all_paths.append(path)
+                all_jobs.append(int(jobs[row]))
+                weights[row, path] += penalty
+                keep.append(row)
+            active = np.asarray(keep, dtype=np.int64)
+            if active.size == 0:
+                break
+        if progress:
+            progress(f"candidate paths: {jobs[-1] + 1}/{demands.num_jobs} jobs")
+    return PathSet.from_lists(all_paths, all_jobs, demands.num_jobs)
+
+
+def yen_paths(topology, demands, k: int = 16, *, hop_limit: int | None = None) -> PathSet:
+    """The ``k`` shortest simple paths per job (Yen's algorithm, networkx), within the hop limit.
+
+    Included to show why diversity matters: these paths overlap heavily on tori. Where two
+    parallel links join the same nodes, the lower-numbered one is used.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import Demands
+    >>> yen_paths(torus((4, 4)), Demands([0], [5], [1]), k=3).num_paths
+    3
+    """
+    import itertools
+
+    import networkx as nx
+
+    if k < 1:
+        raise PathError(f"k (paths per job) must be at least 1, got {k}")
+    demands.check_against(topology)
+    limit = _hop_limit(topology, demands, hop_limit)
+    g = nx.DiGraph()
+    for e in range(topology.num_links - 1, -1, -1):  # lowest id wins for parallel links
+        g.add_edge(int(topology.link_src[e]), int(topology.link_dst[e]), link=e)
+    paths, jobs = [], []
+    for j, (s, d) in enumerate(zip(demands.src.tolist(), demands.dst.tolist())):
+        found = 0
+        for nodes in itertools.islice(nx.shortest_simple_paths(g, s, d), k):
+            if len(nodes) - 1 > limit:
+                break
+            paths.append([g.edges[u, v]["link"] for u, v in zip(nodes, nodes[1:])])
+            jobs.append(j)
+            found += 1
+        if not found:
+            raise PathError(f"job {j} ({s} -> {d}) has no path of at most {limit} hops")
+    return PathSet.from_lists(paths, jobs, demands.num_jobs)

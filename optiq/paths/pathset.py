@@ -1,0 +1,110 @@
+"""The :class:`PathSet`: paths as one flat array of link ids plus offsets (CSR style)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csr_matrix
+
+from ..errors import PathError
+
+__all__ = ["PathSet"]
+
+
+@dataclass(frozen=True, eq=False)
+class PathSet:
+    """Candidate or chosen paths of a set of jobs.
+
+    Path ``p`` belongs to job ``job[p]`` and crosses links ``links[offsets[p]:offsets[p+1]]``
+    in order. Paths are grouped by job (``job`` is non-decreasing).
+
+    Examples
+    --------
+    >>> ps = PathSet.from_lists([[0, 1], [2]], [0, 0], num_jobs=1)
+    >>> ps.num_paths, ps.hops.tolist(), ps.path(0).tolist()
+    (2, [2, 1], [0, 1])
+    """
+
+    job: np.ndarray
+    offsets: np.ndarray
+    links: np.ndarray
+    num_jobs: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "job", np.asarray(self.job, dtype=np.int64))
+        object.__setattr__(self, "offsets", np.asarray(self.offsets, dtype=np.int64))
+        object.__setattr__(self, "links", np.asarray(self.links, dtype=np.int64))
+        if self.offsets.size != self.job.size + 1 or self.offsets[-1] != self.links.size:
+            raise PathError("path offsets do not match the number of paths and links")
+        if self.job.size and np.any(np.diff(self.job) < 0):
+            raise PathError("paths must be grouped by job (job ids non-decreasing)")
+
+    @classmethod
+    def from_lists(cls, paths: list, jobs, num_jobs: int) -> "PathSet":
+        """Build from a list of link-id lists and the job of each path (reordered by job, stably)."""
+        jobs = np.asarray(jobs, dtype=np.int64)
+        order = np.argsort(jobs, kind="stable")
+        lengths = np.array([len(paths[i]) for i in order], dtype=np.int64)
+        flat = np.concatenate([np.asarray(paths[i], dtype=np.int64) for i in order]) if len(paths) else np.zeros(0, np.int64)
+        return cls(jobs[order], np.concatenate(([0], np.cumsum(lengths))), flat, num_jobs)
+
+    def __repr__(self) -> str:
+        return f"PathSet(jobs={self.num_jobs}, paths={self.num_paths}, hops_max={int(self.hops.max(initial=0))})"
+
+    @property
+    def num_paths(self) -> int:
+        return int(self.job.size)
+
+    @property
+    def hops(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @property
+    def job_offsets(self) -> np.ndarray:
+        """Paths of job ``j`` are ``job_offsets[j]:job_offsets[j+1]``."""
+        return np.searchsorted(self.job, np.arange(self.num_jobs + 1), side="left")
+
+    @property
+    def paths_per_job(self) -> np.ndarray:
+        return np.bincount(self.job, minlength=self.num_jobs)
+
+    @property
+    def path_of_link_entry(self) -> np.ndarray:
+        """For every entry of ``links``, the path it belongs to."""
+        return np.repeat(np.arange(self.num_paths), self.hops)
+
+    def path(self, p: int) -> np.ndarray:
+        return self.links[self.offsets[p]:self.offsets[p + 1]]
+
+    def incidence(self, num_links: int) -> csr_matrix:
+        """Sparse link-by-path matrix ``A`` with ``A[e, p] = 1`` when path ``p`` crosses link ``e``."""
+        return csr_matrix((np.ones(self.links.size), (self.links, self.path_of_link_entry)),
+                          shape=(num_links, self.num_paths))
+
+    def link_loads(self, path_bytes, num_links: int) -> np.ndarray:
+        """Bytes on every link when path ``p`` carries ``path_bytes[p]``."""
+        return np.bincount(self.links, weights=np.repeat(np.asarray(path_bytes, float), self.hops),
+                           minlength=num_links)
+
+    def select(self, mask) -> "PathSet":
+        """The paths where ``mask`` is true (a boolean array over paths), keeping job ids."""
+        keep = np.flatnonzero(mask)
+        hops = self.hops[keep]
+        entries = np.repeat(self.offsets[keep], hops) + (np.arange(hops.sum()) - np.repeat(np.cumsum(hops) - hops, hops))
+        return PathSet(self.job[keep], np.concatenate(([0], np.cumsum(hops))), self.links[entries], self.num_jobs)
+
+    def nodes(self, p: int, topology) -> list[int]:
+        """Node sequence of path ``p`` (source first)."""
+        ls = self.path(p)
+        return [int(topology.link_src[ls[0]])] + topology.link_dst[ls].tolist()
+
+    @staticmethod
+    def concat(sets: list["PathSet"]) -> "PathSet":
+        """Merge path sets of the same jobs, grouping by job again."""
+        num_jobs = sets[0].num_jobs
+        paths, jobs = [], []
+        for s in sets:
+            paths += [s.path(p) for p in range(s.num_paths)]
+            jobs.append(s.job)
+        return PathSet.from_lists(paths, np.concatenate(jobs), num_jobs)
