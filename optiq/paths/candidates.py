@@ -65,7 +65,7 @@ def diverse_paths(topology, demands, k: int = 16, *, hop_limit: int | None = Non
     >>> from optiq.topology import torus
     >>> from optiq.workloads import Demands
     >>> ps = diverse_paths(torus((4, 4)), Demands([0], [5], [1]), k=4)
-    >>> ps.num_paths, ps.hops.min()
+    >>> ps.num_paths, int(ps.hops.min())
     (4, 2)
     """
     if k < 1:

@@ -67,7 +67,7 @@ def hop_limited_shortest_paths(topology, sources, targets, weights: np.ndarray,
     >>> t = torus((5,), wrap=False)
     >>> w = np.ones((1, t.num_links))
     >>> paths, cost = hop_limited_shortest_paths(t, [0], [3], w, 4)
-    >>> [t.link_dst[e] for e in paths[0]], cost.tolist()
+    >>> t.link_dst[paths[0]].tolist(), cost.tolist()
     ([1, 2, 3], [3.0])
     """
     inl = _in_links(topology)
