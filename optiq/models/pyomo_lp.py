@@ -1,0 +1,108 @@
+"""The max-throughput multipath LP as a Pyomo model a user can read and extend."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyomo.environ as pyo
+
+from ..errors import SolverError
+from .scaling import lp_coefficients
+from .solution import DEFAULT_SOLVER, LP_SOLVERS, LPSolution, LPStatus
+
+__all__ = ["build_pyomo_model", "solve_pyomo_model"]
+
+
+def build_pyomo_model(topology, demands, paths) -> pyo.ConcreteModel:
+    """Build the multipath LP over the candidate ``paths`` as a Pyomo model.
+
+    ::
+
+        minimise   tau
+        subject to sum_{p of job j} x[p] = 1                    (demand[j], every job)
+                   sum_{p crossing e} a[e,p] x[p] <= tau        (capacity[e], every used link)
+                   x >= 0
+
+    where ``x[p]`` is the share of its job's demand on path ``p``, ``a[e,p] = D_j / (c_e T0)``
+    and the completion time is ``t = tau * T0`` seconds (``model.time_unit_s`` holds ``T0``).
+    Indices: ``model.J`` jobs, ``model.P`` paths, ``model.E`` used links. Add constraints or
+    change the objective before :func:`solve_pyomo_model` to extend it.
+
+    Raises
+    ------
+    PlanError
+        If a job has no candidate path.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import Demands
+    >>> from optiq.paths import diverse_paths
+    >>> t = torus((4,)); d = Demands([0], [2], [10**6])
+    >>> m = build_pyomo_model(t, d, diverse_paths(t, d, k=2))
+    >>> len(m.P), len(m.E)
+    (2, 4)
+    """
+    links, cols, vals, used, t0 = lp_coefficients(topology, demands, paths)
+    by_link: dict[int, list[tuple[int, float]]] = {}
+    for e, p, a in zip(links.tolist(), cols.tolist(), vals.tolist()):
+        by_link.setdefault(e, []).append((p, a))
+    job_offsets = paths.job_offsets
+    m = pyo.ConcreteModel(name="optiq multipath throughput")
+    m.J = pyo.RangeSet(0, demands.num_jobs - 1)
+    m.P = pyo.RangeSet(0, paths.num_paths - 1)
+    m.E = pyo.Set(initialize=used.tolist())
+    m.time_unit_s = t0
+    m.x = pyo.Var(m.P, domain=pyo.NonNegativeReals)
+    m.tau = pyo.Var(domain=pyo.NonNegativeReals)
+    m.demand = pyo.Constraint(m.J, rule=lambda m, j: sum(
+        m.x[p] for p in range(job_offsets[j], job_offsets[j + 1])) == 1)
+    m.capacity = pyo.Constraint(m.E, rule=lambda m, e: sum(a * m.x[p] for p, a in by_link[e]) <= m.tau)
+    m.objective = pyo.Objective(expr=m.tau, sense=pyo.minimize)
+    return m
+
+
+def solve_pyomo_model(model: pyo.ConcreteModel, *, solver: str = DEFAULT_SOLVER,
+                      time_limit: float | None = None, build_s: float = 0.0) -> LPSolution:
+    """Solve a model from :func:`build_pyomo_model` with HiGHS through Pyomo.
+
+    Parameters
+    ----------
+    solver : {"ipm", "simplex", "pdlp"}
+        The HiGHS algorithm (see :data:`optiq.models.DEFAULT_SOLVER`).
+    time_limit : float, optional
+        Seconds; the best point found so far is returned with status ``TIME_LIMIT``.
+
+    Raises
+    ------
+    SolverError
+        If the solver is unknown or HiGHS returns no usable point.
+    """
+    from pyomo.contrib.solver.common.factory import SolverFactory
+    from pyomo.contrib.solver.common.results import TerminationCondition
+
+    if solver not in LP_SOLVERS:
+        raise SolverError(f"unknown LP solver {solver!r}; expected one of {', '.join(LP_SOLVERS)}")
+    options = {"solver": solver, "run_crossover": "off" if solver == "ipm" else "choose",
+               "output_flag": False}
+    if time_limit is not None:
+        options["time_limit"] = float(time_limit)
+    start = time.perf_counter()
+    try:
+        res = SolverFactory("highs").solve(model, solver_options=options, load_solutions=False,
+                                           raise_exception_on_nonoptimal_result=False)
+        res.solution_loader.load_vars()
+    except Exception as exc:  # pyomo raises RuntimeError / NoSolutionError variants
+        raise SolverError(f"HiGHS ({solver}) via Pyomo returned no solution: {exc}") from None
+    solve_s = time.perf_counter() - start
+    cond = res.termination_condition
+    if cond == TerminationCondition.convergenceCriteriaSatisfied:
+        status = LPStatus.OPTIMAL
+    elif cond in (TerminationCondition.maxTimeLimit, TerminationCondition.iterationLimit):
+        status = LPStatus.TIME_LIMIT
+    else:
+        status = LPStatus.FAILED
+    share = np.array([model.x[p].value or 0.0 for p in model.P], dtype=float)
+    return LPSolution(share=share, time_s=float(pyo.value(model.tau)) * model.time_unit_s, status=status,
+                      route="pyomo", solver=solver, build_s=build_s, solve_s=solve_s)

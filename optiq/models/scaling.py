@@ -1,0 +1,36 @@
+"""Shared scaling of the LP: the same numbers for the Pyomo and the direct route."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import PlanError
+
+
+def lp_coefficients(topology, demands, paths):
+    """Scaled link-by-path coefficients of the capacity rows.
+
+    The LP is solved in the unit ``T0 = max demand / min capacity``: variable ``x[p]`` is the
+    fraction of job ``job[p]``'s demand on path ``p`` and ``tau = t / T0``. Link ``e``'s row is
+    ``sum_p a[e, p] x[p] <= tau`` with ``a[e, p] = D_job(p) / (c_e * T0)``, all in (0, 1].
+
+    Returns
+    -------
+    rows, cols, vals : ndarray
+        COO entries of the coefficient matrix (link, path, coefficient).
+    used_links : ndarray
+        Links crossed by at least one path (the only capacity rows needed).
+    t0 : float
+        The time unit in seconds.
+    """
+    if paths.num_jobs != demands.num_jobs:
+        raise PlanError(f"paths are for {paths.num_jobs} jobs but there are {demands.num_jobs} demands")
+    missing = np.flatnonzero(paths.paths_per_job == 0)
+    if missing.size:
+        j = missing[0]
+        raise PlanError(f"job {j} ({demands.src[j]} -> {demands.dst[j]}) has no candidate path")
+    t0 = float(demands.nbytes.max() / topology.capacity.min())
+    path_of_entry = paths.path_of_link_entry
+    vals = demands.nbytes[paths.job[path_of_entry]] / (topology.capacity[paths.links] * t0)
+    used_links = np.unique(paths.links)
+    return paths.links, path_of_entry, vals, used_links, t0
