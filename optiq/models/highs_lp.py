@@ -10,7 +10,7 @@ from scipy.sparse import coo_matrix
 
 from ..errors import SolverError
 from .scaling import lp_coefficients
-from .solution import DEFAULT_SOLVER, LP_SOLVERS, LPSolution, LPStatus
+from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options
 
 __all__ = ["solve_lp"]
 
@@ -36,8 +36,7 @@ def solve_lp(topology, demands, paths, *, solver: str = DEFAULT_SOLVER,
     >>> round(solve_lp(t, d, diverse_paths(t, d, k=2)).time_s, 6)   # two 2-hop paths, half each
     0.5
     """
-    if solver not in LP_SOLVERS:
-        raise SolverError(f"unknown LP solver {solver!r}; expected one of {', '.join(LP_SOLVERS)}")
+    options = highs_options(solver, time_limit)
     start = time.perf_counter()
     links, cols, vals, used, t0 = lp_coefficients(topology, demands, paths)
     P, J = paths.num_paths, demands.num_jobs
@@ -59,12 +58,8 @@ def solve_lp(topology, demands, paths, *, solver: str = DEFAULT_SOLVER,
     lp.a_matrix_.index_ = a.indices
     lp.a_matrix_.value_ = a.data
     h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("solver", solver)
-    if solver == "ipm":
-        h.setOptionValue("run_crossover", "off")
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
+    for name, value in options.items():
+        h.setOptionValue(name, value)
     h.passModel(lp)
     build_s = time.perf_counter() - start
     start = time.perf_counter()

@@ -9,7 +9,7 @@ import pyomo.environ as pyo
 
 from ..errors import SolverError
 from .scaling import lp_coefficients
-from .solution import DEFAULT_SOLVER, LP_SOLVERS, LPSolution, LPStatus
+from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options
 
 __all__ = ["build_pyomo_model", "solve_pyomo_model"]
 
@@ -69,7 +69,7 @@ def solve_pyomo_model(model: pyo.ConcreteModel, *, solver: str = DEFAULT_SOLVER,
 
     Parameters
     ----------
-    solver : {"ipm", "simplex", "pdlp"}
+    solver : {"ipm", "ipm-nox", "pdlp", "simplex"}
         The HiGHS algorithm (see :data:`optiq.models.DEFAULT_SOLVER`).
     time_limit : float, optional
         Seconds; the best point found so far is returned with status ``TIME_LIMIT``.
@@ -82,12 +82,7 @@ def solve_pyomo_model(model: pyo.ConcreteModel, *, solver: str = DEFAULT_SOLVER,
     from pyomo.contrib.solver.common.factory import SolverFactory
     from pyomo.contrib.solver.common.results import TerminationCondition
 
-    if solver not in LP_SOLVERS:
-        raise SolverError(f"unknown LP solver {solver!r}; expected one of {', '.join(LP_SOLVERS)}")
-    options = {"solver": solver, "run_crossover": "off" if solver == "ipm" else "choose",
-               "output_flag": False}
-    if time_limit is not None:
-        options["time_limit"] = float(time_limit)
+    options = highs_options(solver, time_limit)
     start = time.perf_counter()
     try:
         res = SolverFactory("highs").solve(model, solver_options=options, load_solutions=False,

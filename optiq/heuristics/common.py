@@ -1,0 +1,31 @@
+"""Helpers shared by the heuristics."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import PlanError
+
+
+def even_split(paths, demands, chosen: np.ndarray) -> np.ndarray:
+    """Bytes per candidate path: each job's demand split evenly over its chosen paths.
+
+    The remainder bytes go one each to the job's first chosen paths.
+    """
+    job = paths.job
+    count = np.bincount(job, weights=chosen, minlength=paths.num_jobs).astype(np.int64)
+    if (count == 0).any():
+        j = int(np.flatnonzero(count == 0)[0])
+        raise PlanError(f"job {j} got no path")
+    base = demands.nbytes // count
+    extra = demands.nbytes - base * count
+    rank = np.cumsum(chosen) - np.repeat(np.concatenate(([0], np.cumsum(count)[:-1])), paths.paths_per_job) - 1
+    return np.where(chosen, base[job] + (rank < extra[job]), 0).astype(np.int64)
+
+
+def job_candidates(paths, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Path ids, flat link ids and local offsets of job ``j``'s candidates."""
+    jo = paths.job_offsets
+    ids = np.arange(jo[j], jo[j + 1])
+    start, stop = paths.offsets[jo[j]], paths.offsets[jo[j + 1]]
+    return ids, paths.links[start:stop], paths.offsets[jo[j]:jo[j + 1]] - start

@@ -1,0 +1,78 @@
+"""The metrics of the OPTIQ evaluation table (paths, hops, hop-bytes, copies, link loads)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+__all__ = ["Metrics", "plan_metrics"]
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Per-plan metrics; bytes in bytes, times in seconds, rates in bytes/s.
+
+    ``copies`` of a path are its chunks times its intermediate nodes (each forwards every
+    chunk once). Per-link averages are over the links that carry something. Only paths
+    that carry bytes count.
+    """
+
+    method: str
+    jobs: int
+    total_bytes: int
+    total_paths: int
+    paths_per_job_max: int
+    paths_per_job_avg: float
+    hops_max: int
+    hops_avg: float
+    hopbytes_per_path_max: float
+    hopbytes_per_path_avg: float
+    copies_per_path_max: int
+    copies_per_path_avg: float
+    paths_per_link_max: int
+    paths_per_link_avg: float
+    bytes_per_link_max: float
+    bytes_per_link_avg: float
+    predicted_time_s: float
+    throughput_Bps: float
+    lower_bound_time_s: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def plan_metrics(plan) -> Metrics:
+    """Compute the :class:`Metrics` of a plan.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import Demands
+    >>> from optiq.planner import make_plan
+    >>> plan = make_plan(torus((4, 4), bandwidth=1e9), Demands([0], [5], [2**20]), "default")
+    >>> m = plan_metrics(plan)
+    >>> m.total_paths, m.hops_max, m.bytes_per_link_max, m.copies_per_path_max
+    (1, 2, 1048576.0, 16)
+    """
+    p = plan.used()
+    ps, nbytes = p.paths, p.path_bytes.astype(float)
+    hops = ps.hops
+    per_job = ps.paths_per_job
+    hopbytes = nbytes * hops
+    copies = -(-p.path_bytes // p.chunk_size) * (hops - 1)
+    link_paths = np.bincount(ps.links, minlength=p.topology.num_links)
+    link_bytes = p.link_bytes
+    used = link_paths > 0
+    predicted = float((link_bytes / p.topology.capacity).max())
+    total = int(p.demands.total_bytes)
+    return Metrics(
+        method=p.method, jobs=p.demands.num_jobs, total_bytes=total, total_paths=ps.num_paths,
+        paths_per_job_max=int(per_job.max()), paths_per_job_avg=float(per_job.mean()),
+        hops_max=int(hops.max()), hops_avg=float(hops.mean()),
+        hopbytes_per_path_max=float(hopbytes.max()), hopbytes_per_path_avg=float(hopbytes.mean()),
+        copies_per_path_max=int(copies.max()), copies_per_path_avg=float(copies.mean()),
+        paths_per_link_max=int(link_paths.max()), paths_per_link_avg=float(link_paths[used].mean()),
+        bytes_per_link_max=float(link_bytes.max()), bytes_per_link_avg=float(link_bytes[used].mean()),
+        predicted_time_s=predicted, throughput_Bps=total / predicted if predicted > 0 else float("inf"),
+        lower_bound_time_s=float(p.lower_bound_time_s))

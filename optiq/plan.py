@@ -1,0 +1,298 @@
+"""The :class:`Plan`: jobs, their paths and whole bytes per path; versioned JSON files.
+
+The file format is documented in ``docs/plan-format.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import OptiqError, PlanError
+from .paths import PathSet
+from .topology import Topology, from_spec
+from .workloads import Demands
+
+__all__ = ["Plan", "load_plan", "PLAN_FORMAT", "PLAN_VERSION", "DEFAULT_CHUNK_SIZE"]
+
+PLAN_FORMAT = "optiq-plan"
+PLAN_VERSION = 1
+#: 64 KiB, the chunk size of the OPTIQ Blue Gene/Q runs (8 MiB / 64 KiB = 128 chunks per path).
+DEFAULT_CHUNK_SIZE = 64 * 1024
+
+
+@dataclass(eq=False)
+class Plan:
+    """How every job's bytes are split over paths.
+
+    Attributes
+    ----------
+    topology : Topology
+    demands : Demands
+    paths : PathSet
+        The paths of the plan, grouped by job.
+    path_bytes : ndarray of int
+        Bytes on every path; per job they sum exactly to the demand.
+    chunk_size : int
+        Bytes per chunk when the executor forwards data along a path.
+    method : str
+        The planner that made it (``opt``, ``lp``, ``heu1``, ``heu2``, ``dynamic``, ``default``).
+    lower_bound_time_s : float
+        A proven lower bound on the completion time of any plan for these demands.
+    lower_bound_cut : str
+        Where that bound comes from.
+    ranks : ndarray of int
+        MPI rank of every endpoint (default: endpoint ``i`` is rank ``i``).
+    info : dict
+        Planner details (solver, timings, LP time) kept in the file as they are.
+
+    Raises
+    ------
+    PlanError
+        If the plan is inconsistent (see :meth:`validate`).
+    """
+
+    topology: Topology
+    demands: Demands
+    paths: PathSet
+    path_bytes: np.ndarray
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    method: str = "custom"
+    lower_bound_time_s: float = 0.0
+    lower_bound_cut: str = ""
+    ranks: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.path_bytes = np.asarray(self.path_bytes, dtype=np.int64)
+        if self.ranks is None:
+            self.ranks = np.arange(self.topology.num_endpoints)
+        self.ranks = np.asarray(self.ranks, dtype=np.int64)
+        self.validate()
+
+    def __repr__(self) -> str:
+        return (f"Plan(method={self.method!r}, topology={self.topology.name!r}, jobs={self.demands.num_jobs}, "
+                f"paths={self.paths.num_paths}, predicted_time_s={self.predicted_time_s:.6g}, "
+                f"lower_bound_time_s={self.lower_bound_time_s:.6g})")
+
+    # -- checks -----------------------------------------------------------------------
+    def validate(self) -> None:
+        """Check the plan against its topology and demands.
+
+        Raises
+        ------
+        PlanError
+            If a path does not run from its job's source to its destination over existing
+            links, revisits a node, bytes are negative, or a job's bytes do not sum to its
+            demand; or the chunk size or rank map is invalid.
+        """
+        topo, dem, ps = self.topology, self.demands, self.paths
+        if self.chunk_size < 1:
+            raise PlanError(f"chunk size must be a positive number of bytes, got {self.chunk_size}")
+        if ps.num_jobs != dem.num_jobs:
+            raise PlanError(f"the paths are for {ps.num_jobs} jobs but the plan has {dem.num_jobs}")
+        if self.path_bytes.shape != (ps.num_paths,):
+            raise PlanError(f"{self.path_bytes.size} byte counts for {ps.num_paths} paths")
+        try:
+            dem.check_against(topo)
+        except OptiqError as exc:
+            raise PlanError(str(exc)) from None
+        if self.ranks.shape != (topo.num_endpoints,) or (self.ranks < 0).any() or \
+                np.unique(self.ranks).size != self.ranks.size:
+            raise PlanError(f"ranks must give {topo.num_endpoints} distinct non-negative ranks, one per endpoint")
+        bad_link = np.flatnonzero((ps.links < 0) | (ps.links >= topo.num_links))
+        if bad_link.size:
+            p = int(np.searchsorted(ps.offsets, bad_link[0], side="right") - 1)
+            raise PlanError(f"path {p} of job {ps.job[p]} uses link {ps.links[bad_link[0]]}, "
+                            f"which does not exist (links are 0..{topo.num_links - 1})")
+        empty = np.flatnonzero(ps.hops == 0)
+        if empty.size:
+            raise PlanError(f"path {empty[0]} of job {ps.job[empty[0]]} has no links")
+        first, last = ps.offsets[:-1], ps.offsets[1:] - 1
+        heads, tails = topo.link_dst[ps.links], topo.link_src[ps.links]
+        broken = np.flatnonzero(heads[:-1] != tails[1:])
+        broken = broken[~np.isin(broken, last)]
+        if broken.size:
+            p = int(np.searchsorted(ps.offsets, broken[0], side="right") - 1)
+            raise PlanError(f"path {p} of job {ps.job[p]} is not connected: link {ps.links[broken[0]]} ends at "
+                            f"node {heads[broken[0]]} but the next link starts at node {tails[broken[0] + 1]}")
+        for arr, want, what in ((tails[first], dem.src[ps.job], "start at its source"),
+                                (heads[last], dem.dst[ps.job], "end at its destination")):
+            wrong = np.flatnonzero(arr != want)
+            if wrong.size:
+                p = wrong[0]
+                raise PlanError(f"path {p} of job {ps.job[p]} does not {what} {want[p]} (it is at node {arr[p]})")
+        neg = np.flatnonzero(self.path_bytes < 0)
+        if neg.size:
+            raise PlanError(f"path {neg[0]} of job {ps.job[neg[0]]} has negative bytes {self.path_bytes[neg[0]]}")
+        sums = np.bincount(ps.job, weights=self.path_bytes, minlength=dem.num_jobs).astype(np.int64)
+        off = np.flatnonzero(sums != dem.nbytes)
+        if off.size:
+            j = off[0]
+            raise PlanError(f"job {j} ({dem.src[j]} -> {dem.dst[j]}): its paths carry {sums[j]} bytes "
+                            f"but its demand is {dem.nbytes[j]}")
+        # a simple path visits every node once: its link tails and its last head are distinct
+        n = topo.num_nodes
+        visits = np.concatenate([ps.path_of_link_entry * n + tails, np.arange(ps.num_paths) * n + heads[last]])
+        uniq, counts = np.unique(visits, return_counts=True)
+        if (counts > 1).any():
+            p, v = divmod(int(uniq[counts > 1][0]), n)
+            raise PlanError(f"path {p} of job {ps.job[p]} visits node {v} more than once")
+
+    # -- derived values ---------------------------------------------------------------
+    @property
+    def link_bytes(self) -> np.ndarray:
+        """Bytes carried by every link."""
+        return self.paths.link_loads(self.path_bytes, self.topology.num_links)
+
+    @property
+    def predicted_time_s(self) -> float:
+        """Flow-level completion time: the busiest link's bytes over its capacity."""
+        return float((self.link_bytes / self.topology.capacity).max())
+
+    def used(self) -> "Plan":
+        """The same plan without its zero-byte paths."""
+        keep = self.path_bytes > 0
+        return Plan(self.topology, self.demands, self.paths.select(keep), self.path_bytes[keep], self.chunk_size,
+                    self.method, self.lower_bound_time_s, self.lower_bound_cut, self.ranks, dict(self.info))
+
+    # -- files ------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        topo, dem, ps = self.topology, self.demands, self.paths
+        if topo.spec is not None:
+            topo_json = {"spec": topo.spec}
+        else:
+            topo_json = {"name": topo.name, "nodes": topo.num_nodes, "endpoints": topo.num_endpoints,
+                         "links": [[int(u), int(v), float(c)] for u, v, c in
+                                   zip(topo.link_src, topo.link_dst, topo.capacity)]}
+        jo = ps.job_offsets
+        jobs = []
+        for j in range(dem.num_jobs):
+            jobs.append({"src": int(dem.src[j]), "dst": int(dem.dst[j]), "bytes": int(dem.nbytes[j]),
+                         "paths": [{"nodes": ps.nodes(p, topo), "links": ps.path(p).tolist(),
+                                    "bytes": int(self.path_bytes[p])} for p in range(jo[j], jo[j + 1])]})
+        return {"format": PLAN_FORMAT, "version": PLAN_VERSION, "topology": topo_json, "method": self.method,
+                "chunk_size": int(self.chunk_size), "lower_bound_time_s": float(self.lower_bound_time_s),
+                "lower_bound_cut": self.lower_bound_cut, "ranks": self.ranks.tolist(), "info": self.info,
+                "jobs": jobs}
+
+    def save(self, path: str | Path) -> None:
+        """Write the plan as JSON (``docs/plan-format.md``)."""
+        Path(path).write_text(json.dumps(self.to_dict(), separators=(",", ":")))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Plan":
+        """Rebuild and validate a plan from its JSON object.
+
+        Raises
+        ------
+        PlanError
+            Naming the first thing that is missing, malformed or inconsistent.
+        """
+        if not isinstance(data, dict) or data.get("format") != PLAN_FORMAT:
+            raise PlanError(f"not an optiq plan: the \"format\" field must be {PLAN_FORMAT!r}")
+        if data.get("version") != PLAN_VERSION:
+            raise PlanError(f"plan version {data.get('version')!r} is not supported (this optiq reads {PLAN_VERSION})")
+        topology = _topology_from_json(data.get("topology"))
+        jobs = data.get("jobs")
+        if not isinstance(jobs, list) or not jobs:
+            raise PlanError("the plan has no \"jobs\" list")
+        src, dst, size, paths, path_jobs, path_bytes = [], [], [], [], [], []
+        for j, job in enumerate(jobs):
+            where = f"job {j}"
+            if not isinstance(job, dict):
+                raise PlanError(f"{where} is not an object")
+            s, d, b = (_int(job.get(k), f"{where} {k!r}") for k in ("src", "dst", "bytes"))
+            src.append(s), dst.append(d), size.append(b)
+            jp = job.get("paths")
+            if not isinstance(jp, list) or not jp:
+                raise PlanError(f"{where} ({s} -> {d}) has no paths")
+            for i, path in enumerate(jp):
+                paths.append(_path_links(topology, path, f"{where} path {i}"))
+                path_jobs.append(j)
+                path_bytes.append(_int(path.get("bytes"), f"{where} path {i} 'bytes'", allow_zero=True))
+        try:
+            demands = Demands(src, dst, size, name="plan")
+        except OptiqError as exc:
+            raise PlanError(str(exc)) from None
+        ps = PathSet.from_lists(paths, path_jobs, len(jobs))
+        ranks = data.get("ranks")
+        if ranks is not None and (not isinstance(ranks, list) or not all(isinstance(r, int) for r in ranks)):
+            raise PlanError("\"ranks\" must be a list of integers, one per endpoint")
+        return cls(topology, demands, ps, np.asarray(path_bytes, dtype=np.int64),
+                   chunk_size=_int(data.get("chunk_size", DEFAULT_CHUNK_SIZE), "chunk_size"),
+                   method=str(data.get("method", "custom")),
+                   lower_bound_time_s=float(data.get("lower_bound_time_s") or 0.0),
+                   lower_bound_cut=str(data.get("lower_bound_cut", "")), ranks=ranks,
+                   info=dict(data.get("info") or {}))
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and validate a plan file.
+
+    Raises
+    ------
+    PlanError
+        If the file is missing, not JSON, or not a valid plan (the message says what is wrong).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise PlanError(f"plan file {str(path)!r} does not exist")
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise PlanError(f"plan file {str(path)!r} is not valid JSON: {exc}") from None
+    return Plan.from_dict(data)
+
+
+def _int(value, where: str, *, allow_zero: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise PlanError(f"{where} must be an integer, got {value!r}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise PlanError(f"{where} must be {'non-negative' if allow_zero else 'positive'}, got {value!r}")
+    return int(value)
+
+
+def _topology_from_json(obj) -> Topology:
+    try:
+        if isinstance(obj, dict) and "spec" in obj:
+            return from_spec(obj["spec"])
+        if isinstance(obj, dict) and "links" in obj:
+            links = np.asarray(obj["links"], dtype=float).reshape(-1, 3)
+            return Topology(name=str(obj.get("name", "graph")), num_nodes=int(obj["nodes"]),
+                            link_src=links[:, 0].astype(np.int64), link_dst=links[:, 1].astype(np.int64),
+                            capacity=links[:, 2], num_endpoints=int(obj.get("endpoints", obj["nodes"])))
+    except OptiqError as exc:
+        raise PlanError(f"plan topology: {exc}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PlanError(f"plan topology is malformed: {exc}") from None
+    raise PlanError("the plan's \"topology\" must be {\"spec\": ...} or {\"nodes\": .., \"links\": [[u, v, capacity], ..]}")
+
+
+def _path_links(topology: Topology, path, where: str) -> list[int]:
+    if not isinstance(path, dict):
+        raise PlanError(f"{where} is not an object")
+    nodes = path.get("nodes")
+    if not isinstance(nodes, list) or len(nodes) < 2 or not all(isinstance(v, int) for v in nodes):
+        raise PlanError(f"{where}: \"nodes\" must list at least two integer node ids")
+    for v in nodes:
+        if not 0 <= v < topology.num_nodes:
+            raise PlanError(f"{where}: node {v} does not exist (nodes are 0..{topology.num_nodes - 1})")
+    links = path.get("links")
+    if links is None:  # without explicit links, the lowest-numbered link between two nodes
+        links = []
+        for u, v in zip(nodes, nodes[1:]):
+            between = topology.links_between(u, v)
+            if not between:
+                raise PlanError(f"{where}: no link from node {u} to node {v}")
+            links.append(between[0])
+        return links
+    if not isinstance(links, list) or len(links) != len(nodes) - 1 or not all(isinstance(e, int) for e in links):
+        raise PlanError(f"{where}: \"links\" must list {len(nodes) - 1} integer link ids, one per hop")
+    for u, v, e in zip(nodes, nodes[1:], links):
+        if not 0 <= e < topology.num_links or topology.link_src[e] != u or topology.link_dst[e] != v:
+            raise PlanError(f"{where}: link {e} does not go from node {u} to node {v}")
+    return links

@@ -1,0 +1,109 @@
+"""One entry point for every planning method: :func:`make_plan`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from .errors import PlanError, SolverError
+from .heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
+from .models import DEFAULT_SOLVER, LPStatus, cut_lower_bound, round_to_bytes, solve_lp
+from .paths import diverse_paths, system_routes
+from .plan import DEFAULT_CHUNK_SIZE, Plan
+
+__all__ = ["make_plan", "METHODS"]
+
+#: Planning methods. ``opt`` and ``lp`` solve the LP over ``k`` diverse candidates per job.
+METHODS = ("opt", "lp", "heu1", "heu2", "dynamic", "default")
+
+
+def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: int = 16,
+              unit: int = DEFAULT_UNIT, hop_limit: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
+              solver: str = DEFAULT_SOLVER, time_limit: float | None = None, seed: int = 0,
+              progress: Callable[[str], None] | None = None) -> Plan:
+    """Plan how every job's bytes travel.
+
+    Parameters
+    ----------
+    topology : Topology
+    demands : Demands
+    method : {"opt", "lp", "heu1", "heu2", "dynamic", "default"}
+        ``opt``/``lp``: the max-throughput LP over ``k`` diverse candidate paths per job,
+        solved with HiGHS and rounded to whole bytes; ``heu1``: Heuristic 1 with
+        ``maxload``; ``heu2``: Heuristic 2 with ``unit``; ``dynamic``: heaviest pair first on
+        its least-loaded shortest candidate; ``default``: the system's own routes.
+    k : int
+        Candidate paths per job (not used by ``default``).
+    hop_limit : int, optional
+        Longest candidate path in hops; default the network diameter.
+    chunk_size : int
+        Chunk size recorded in the plan for the executor.
+    solver, time_limit
+        HiGHS algorithm and time limit for the LP methods.
+    seed : int
+        Seed of the candidate-path jitter.
+    progress : callable, optional
+        Receives one-line progress messages.
+
+    Returns
+    -------
+    Plan
+        Without zero-byte paths, with the cut lower bound and timings in ``info``.
+
+    Raises
+    ------
+    PlanError
+        For an unknown method or invalid parameters; :class:`~optiq.errors.PathError` and
+        :class:`~optiq.errors.SolverError` when paths or the LP fail.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import constant_ratio
+    >>> t = torus((4, 4, 2)); d = constant_ratio(32, nbytes=2**20, num_sources=2, ratio=4)
+    >>> opt, default = make_plan(t, d, "opt", k=8), make_plan(t, d, "default")
+    >>> opt.predicted_time_s < default.predicted_time_s
+    True
+    """
+    if method not in METHODS:
+        raise PlanError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    demands.check_against(topology)
+    say = progress or (lambda msg: None)
+    info: dict = {"k": k} if method != "default" else {}
+    start = time.perf_counter()
+    if method == "default":
+        candidates = system_routes(topology, demands)
+        nbytes = demands.nbytes.copy()
+    else:
+        candidates = diverse_paths(topology, demands, k, hop_limit=hop_limit, seed=seed, progress=progress)
+        info["candidate_paths"] = candidates.num_paths
+        info["paths_s"] = time.perf_counter() - start
+        say(f"{candidates.num_paths} candidate paths for {demands.num_jobs} jobs "
+            f"in {info['paths_s']:.2f} s")
+        t1 = time.perf_counter()
+        if method in ("opt", "lp"):
+            say(f"solving the LP with HiGHS ({solver})")
+            sol = solve_lp(topology, demands, candidates, solver=solver, time_limit=time_limit)
+            if sol.status == LPStatus.FAILED:
+                raise SolverError(f"HiGHS ({solver}) did not solve the LP")
+            if sol.status == LPStatus.TIME_LIMIT:
+                say("LP time limit reached: using the best point found so far")
+            nbytes = round_to_bytes(candidates, demands, sol.share)
+            info.update(solver=solver, lp_status=sol.status.value, lp_time_s=sol.time_s,
+                        build_s=sol.build_s, solve_s=sol.solve_s)
+        elif method == "heu1":
+            nbytes = maxload_heuristic(topology, demands, candidates, maxload)
+            info["maxload"] = maxload
+        elif method == "heu2":
+            nbytes = demand_aware_heuristic(topology, demands, candidates, unit)
+            info["unit"] = unit
+        else:
+            nbytes = dynamic_routing(topology, demands, candidates)
+        info["plan_s"] = time.perf_counter() - t1
+    bound = cut_lower_bound(topology, demands)
+    info["total_s"] = time.perf_counter() - start
+    plan = Plan(topology, demands, candidates, np.asarray(nbytes, dtype=np.int64), chunk_size=chunk_size,
+                method=method, lower_bound_time_s=bound.time_s, lower_bound_cut=bound.cut, info=info)
+    return plan.used()
