@@ -1,1 +1,18 @@
-"""optiq: plan and replay multipath data movement on supercomputer interconnects."""
+"""optiq: plan and replay multipath data movement on supercomputer interconnects.
+
+The pipeline: a :class:`Topology` and :class:`Demands` go to :func:`make_plan`, which picks
+candidate paths and splits every job's bytes over them (LP or heuristic); the resulting
+:class:`Plan` is saved as JSON and measured with :func:`plan_metrics`.
+"""
+
+__version__ = "0.1.0"
+
+from .errors import OptiqError, PathError, PlanError, SolverError, TopologyError, WorkloadError
+from .metrics import Metrics, plan_metrics
+from .plan import Plan, load_plan
+from .planner import METHODS, make_plan
+from .topology import Topology, from_spec
+from .workloads import Demands
+
+__all__ = ["Topology", "from_spec", "Demands", "make_plan", "METHODS", "Plan", "load_plan", "plan_metrics",
+           "Metrics", "OptiqError", "TopologyError", "WorkloadError", "PathError", "PlanError", "SolverError"]

@@ -10,7 +10,7 @@ import numpy as np
 from .errors import PlanError, SolverError
 from .heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
 from .models import DEFAULT_SOLVER, LPStatus, cut_lower_bound, round_to_bytes, solve_lp
-from .paths import diverse_paths, system_routes
+from .paths import PathSet, diverse_paths, system_routes
 from .plan import DEFAULT_CHUNK_SIZE, Plan
 
 __all__ = ["make_plan", "METHODS"]
@@ -22,7 +22,7 @@ METHODS = ("opt", "lp", "heu1", "heu2", "dynamic", "default")
 def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: int = 16,
               unit: int = DEFAULT_UNIT, hop_limit: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
               solver: str = DEFAULT_SOLVER, time_limit: float | None = None, seed: int = 0,
-              progress: Callable[[str], None] | None = None) -> Plan:
+              candidates: PathSet | None = None, progress: Callable[[str], None] | None = None) -> Plan:
     """Plan how every job's bytes travel.
 
     Parameters
@@ -44,6 +44,8 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
         HiGHS algorithm and time limit for the LP methods.
     seed : int
         Seed of the candidate-path jitter.
+    candidates : PathSet, optional
+        Candidate paths to use instead of generating them (e.g. shared by several methods).
     progress : callable, optional
         Receives one-line progress messages.
 
@@ -77,7 +79,10 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
         candidates = system_routes(topology, demands)
         nbytes = demands.nbytes.copy()
     else:
-        candidates = diverse_paths(topology, demands, k, hop_limit=hop_limit, seed=seed, progress=progress)
+        if candidates is None:
+            candidates = diverse_paths(topology, demands, k, hop_limit=hop_limit, seed=seed, progress=progress)
+        elif candidates.num_jobs != demands.num_jobs:
+            raise PlanError(f"candidates are for {candidates.num_jobs} jobs, the demands have {demands.num_jobs}")
         info["candidate_paths"] = candidates.num_paths
         info["paths_s"] = time.perf_counter() - start
         say(f"{candidates.num_paths} candidate paths for {demands.num_jobs} jobs "

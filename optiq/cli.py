@@ -1,0 +1,206 @@
+"""The ``optiq`` command line: parsing and error handling only; the work is in the library."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from . import __version__
+from .errors import OptiqError
+from .heuristics import DEFAULT_UNIT
+from .metrics import plan_metrics
+from .models import DEFAULT_SOLVER, LP_SOLVERS
+from .paths import diverse_paths
+from .plan import DEFAULT_CHUNK_SIZE, load_plan
+from .planner import METHODS, make_plan
+from .report import metrics_table
+from .topology import from_spec
+from .topology.spec import SPEC_HELP
+from .units import parse_size
+from .workloads import (PATTERNS, constant_ratio, destination_sweep, distance_sweep, random_pairing,
+                        random_sizes, read_demands)
+
+PATTERN_CHOICES = PATTERNS + ("distance", "destsize")
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except OptiqError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _add_workload(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--topology", "-t", required=True, help=SPEC_HELP)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--pattern", choices=PATTERN_CHOICES,
+                     help="disjoint/overlap/subset: first P/16 endpoints each to RATIO others (docs in "
+                          "optiq.workloads.patterns); distance: needs --position; destsize: needs --per-source")
+    src.add_argument("--demands", metavar="FILE", help="CSV (src,dst,bytes) or JSON demand file")
+    p.add_argument("--size", type=_size, default=8 * 2**20, help="bytes per pair, e.g. 8MiB (default)")
+    p.add_argument("--random-sizes", metavar="LOW:HIGH", help="draw each pair's size in [LOW, HIGH], e.g. 64KiB:8MiB")
+    p.add_argument("--ratio", type=_positive_int, default=8, help="destinations per source (default 8)")
+    p.add_argument("--sources", type=_positive_int, help="number of sources (default P/16; P/8 for distance)")
+    p.add_argument("--position", type=_positive_int, help="distance pattern: destination block at POSITION*sources")
+    p.add_argument("--per-source", type=_positive_int, help="destsize pattern: destinations per source")
+    p.add_argument("--pairing", choices=("aligned", "random"), default="aligned",
+                   help="random: shuffle which destination each source sends to (uses --seed)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
+
+
+def _add_planning(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--k", type=_positive_int, default=16, help="candidate paths per job (default 16)")
+    p.add_argument("--maxload", type=_positive_int, default=16, help="heu1: paths allowed per link (default 16)")
+    p.add_argument("--unit", type=_size, default=DEFAULT_UNIT, help="heu2: bytes placed per step (default 1MiB)")
+    p.add_argument("--hop-limit", type=_positive_int, help="longest candidate path (default: network diameter)")
+    p.add_argument("--chunk-size", type=_size, default=DEFAULT_CHUNK_SIZE, help="executor chunk (default 64KiB)")
+    p.add_argument("--solver", choices=LP_SOLVERS, default=DEFAULT_SOLVER, help="HiGHS LP algorithm")
+    p.add_argument("--time-limit", type=float, help="LP time limit in seconds")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="optiq", description="Plan multipath data movement on torus and "
+                                     "fat-tree interconnects.")
+    parser.add_argument("--version", action="version", version=f"optiq {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plan", help="plan one workload with one method and write the plan file")
+    _add_workload(p)
+    _add_planning(p)
+    p.add_argument("--method", "-m", choices=METHODS, default="opt")
+    p.add_argument("--output", "-o", required=True, help="plan file to write (JSON)")
+    p = sub.add_parser("eval", help="print the metrics of a plan file")
+    p.add_argument("plan")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    p = sub.add_parser("compare", help="plan one workload with several methods, side by side")
+    _add_workload(p)
+    _add_planning(p)
+    p.add_argument("--methods", default="default,heu1,heu2,opt",
+                   help=f"comma-separated, from {','.join(METHODS)} (default default,heu1,heu2,opt)")
+    p.add_argument("--json", action="store_true", help="a JSON list instead of a table")
+    p = sub.add_parser("demo", help="the main job: compare methods on Blue Gene/Q 1024, disjoint, 8 MiB")
+    p.add_argument("--topology", "-t", default="bgq:1024", help="default bgq:1024")
+    return parser
+
+
+def _workload(args):
+    topology = from_spec(args.topology)
+    P = topology.num_endpoints
+    if args.demands:
+        demands = read_demands(args.demands)
+    elif args.pattern in PATTERNS:
+        demands = constant_ratio(P, args.pattern, nbytes=args.size, num_sources=args.sources, ratio=args.ratio)
+    elif args.pattern == "distance":
+        if args.position is None:
+            raise OptiqError("--pattern distance needs --position")
+        demands = distance_sweep(P, args.position, nbytes=args.size, num_sources=args.sources,
+                                 ratio=args.ratio if args.ratio != 8 else 2)
+    else:
+        if args.per_source is None:
+            raise OptiqError("--pattern destsize needs --per-source")
+        demands = destination_sweep(P, args.per_source, nbytes=args.size, num_sources=args.sources or 64)
+    if args.pairing == "random":
+        demands = random_pairing(demands, seed=args.seed)
+    if args.random_sizes:
+        low, sep, high = args.random_sizes.partition(":")
+        if not sep:
+            raise OptiqError(f"--random-sizes {args.random_sizes!r} must be LOW:HIGH, e.g. 64KiB:8MiB")
+        demands = random_sizes(demands, parse_size(low), parse_size(high), seed=args.seed)
+    demands.check_against(topology)
+    return topology, demands
+
+
+def _progress(args):
+    if getattr(args, "quiet", False):
+        return None
+    start = time.perf_counter()
+    return lambda msg: print(f"[{time.perf_counter() - start:7.2f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def _plan_kwargs(args) -> dict:
+    return dict(k=args.k, maxload=args.maxload, unit=args.unit, hop_limit=args.hop_limit,
+                chunk_size=args.chunk_size, solver=args.solver, time_limit=args.time_limit, seed=args.seed)
+
+
+def _compare(topology, demands, methods, kwargs, say) -> tuple[list, list[str]]:
+    rows, times, candidates = [], [], None
+    if any(m != "default" for m in methods):
+        candidates = diverse_paths(topology, demands, kwargs.get("k", 16), hop_limit=kwargs.get("hop_limit"),
+                                   seed=kwargs.get("seed", 0), progress=say)
+    for method in methods:
+        if say:
+            say(f"planning with {method}")
+        start = time.perf_counter()
+        plan = make_plan(topology, demands, method, progress=say, candidates=candidates, **kwargs)
+        times.append(f"{time.perf_counter() - start:.2f}")  # without the shared candidate search
+        rows.append(plan_metrics(plan))
+    return rows, times
+
+
+def run(args) -> int:
+    if args.command == "plan":
+        topology, demands = _workload(args)
+        say = _progress(args)
+        plan = make_plan(topology, demands, args.method, progress=say, **_plan_kwargs(args))
+        plan.save(args.output)
+        m = plan_metrics(plan)
+        print(f"wrote {args.output}: {args.method}, {m.jobs} jobs, {m.total_paths} paths, predicted "
+              f"{m.predicted_time_s * 1e3:.3f} ms (lower bound {m.lower_bound_time_s * 1e3:.3f} ms)")
+    elif args.command == "eval":
+        m = plan_metrics(load_plan(args.plan))
+        print(json.dumps(m.to_dict()) if args.json else metrics_table([m]))
+    elif args.command == "compare":
+        topology, demands = _workload(args)
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        unknown = [m for m in methods if m not in METHODS]
+        if unknown or not methods:
+            raise OptiqError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}")
+        rows, times = _compare(topology, demands, methods, _plan_kwargs(args), _progress(args))
+        if args.json:
+            print(json.dumps([dict(r.to_dict(), plan_s=float(t)) for r, t in zip(rows, times)]))
+        else:
+            print(f"{topology.name}, {demands.name}, {demands.total_bytes / 2**20:.0f} MiB in all")
+            print(metrics_table(rows, {"plan s": times}))
+    elif args.command == "demo":
+        topology = from_spec(args.topology)
+        demands = constant_ratio(topology.num_endpoints, "disjoint")
+        print(f"{topology.name}: disjoint 1:8 pattern, {demands.num_jobs} pairs x 8 MiB")
+        rows, times = _compare(topology, demands, ["default", "heu1", "heu2", "opt"],
+                               dict(k=16), _progress(args))
+        print(metrics_table(rows, {"plan s": times}))
+        print(f"optimised plan vs default routing: {rows[0].predicted_time_s / rows[-1].predicted_time_s:.2f}x "
+              "faster (predicted, flow level)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 ok, 1 bad input or failure, 2 usage)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        return run(args)
+    except OptiqError as exc:
+        print(f"optiq: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("optiq: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
