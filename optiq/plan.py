@@ -205,7 +205,8 @@ class Plan:
             where = f"job {j}"
             if not isinstance(job, dict):
                 raise PlanError(f"{where} is not an object")
-            s, d, b = (_int(job.get(k), f"{where} {k!r}") for k in ("src", "dst", "bytes"))
+            s, d = (_int(job.get(k), f"{where} {k!r}", allow_zero=True) for k in ("src", "dst"))
+            b = _int(job.get("bytes"), f"{where} 'bytes'")
             src.append(s), dst.append(d), size.append(b)
             jp = job.get("paths")
             if not isinstance(jp, list) or not jp:

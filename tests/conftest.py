@@ -1,0 +1,51 @@
+import networkx as nx
+import numpy as np
+import pytest
+
+from optiq.paths import PathSet
+from optiq.topology import cluster, from_networkx, mesh, torus
+from optiq.workloads import Demands
+
+
+def all_simple_paths(topology, demands) -> PathSet:
+    """Every simple path of every job, parallel links distinguished (brute force)."""
+    g = topology.to_networkx()
+    paths, jobs = [], []
+    for j, (s, d) in enumerate(zip(demands.src.tolist(), demands.dst.tolist())):
+        for edge_path in nx.all_simple_edge_paths(g, s, d):
+            paths.append([key for _, _, key in edge_path])
+            jobs.append(j)
+    return PathSet.from_lists(paths, jobs, demands.num_jobs)
+
+
+def random_graph_topology(seed: int):
+    rng = np.random.default_rng(seed)
+    g = nx.connected_watts_strogatz_graph(7, 4, 0.5, seed=seed)
+    for u, v in g.edges:
+        g.edges[u, v]["capacity"] = float(rng.integers(1, 5)) * 1e9
+    return from_networkx(g)
+
+
+SMALL_TOPOLOGIES = {
+    "torus3x2": lambda: torus((3, 2), bandwidth=1e9),
+    "mesh2x3": lambda: mesh((2, 3), bandwidth=1e9),
+    "cluster4": lambda: cluster(4, 2, 2, bandwidth=1e9),
+    "random7": lambda: random_graph_topology(3),
+}
+
+
+def random_demands(topology, jobs: int, seed: int) -> Demands:
+    rng = np.random.default_rng(seed)
+    pairs = set()
+    n = topology.num_endpoints
+    while len(pairs) < jobs:
+        s, d = rng.integers(0, n, 2)
+        if s != d:
+            pairs.add((int(s), int(d)))
+    src, dst = zip(*sorted(pairs))
+    return Demands(src, dst, rng.integers(1, 100, len(src)) * 10**6)
+
+
+@pytest.fixture(params=sorted(SMALL_TOPOLOGIES))
+def small_topology(request):
+    return SMALL_TOPOLOGIES[request.param]()

@@ -1,0 +1,95 @@
+import json
+
+import networkx as nx
+import pytest
+
+from optiq.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_plan_then_eval_json(tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    code, out, _ = run(capsys, "plan", "--topology", "bgq:512", "--pattern", "disjoint", "--size", "8MiB",
+                       "--method", "default", "-o", str(plan), "-q")
+    assert code == 0 and plan.exists()
+    code, out, _ = run(capsys, "eval", str(plan), "--json")
+    m = json.loads(out)
+    keys = {"total_paths", "paths_per_job_max", "paths_per_job_avg", "hops_max", "hops_avg",
+            "hopbytes_per_path_max", "hopbytes_per_path_avg", "copies_per_path_max", "copies_per_path_avg",
+            "paths_per_link_max", "paths_per_link_avg", "bytes_per_link_max", "bytes_per_link_avg",
+            "predicted_time_s", "throughput_Bps", "lower_bound_time_s"}
+    assert keys <= m.keys()
+    assert m["total_paths"] == 256 and m["predicted_time_s"] >= m["lower_bound_time_s"] > 0
+
+
+def test_plan_from_demand_file_and_eval_table(tmp_path, capsys):
+    f = tmp_path / "d.csv"
+    f.write_text("src,dst,bytes\n0,9,1MiB\n3,12,2MiB\n")
+    plan = tmp_path / "p.json"
+    assert run(capsys, "plan", "-t", "torus:4x4", "--demands", str(f), "-m", "heu2", "-o", str(plan), "-q")[0] == 0
+    code, out, _ = run(capsys, "eval", str(plan))
+    assert code == 0 and "heu2" in out and "lower bound" in out
+
+
+def test_compare_prints_all_methods(capsys):
+    code, out, _ = run(capsys, "compare", "-t", "fattree:k=4,n=2", "--pattern", "disjoint", "--size", "1MiB",
+                       "--methods", "default,heu1,heu2,dynamic,opt", "--json", "-q")
+    rows = json.loads(out)
+    assert code == 0 and [r["method"] for r in rows] == ["default", "heu1", "heu2", "dynamic", "opt"]
+    opt = rows[-1]["predicted_time_s"]
+    assert all(opt <= r["predicted_time_s"] * (1 + 1e-6) for r in rows)
+
+
+def _disconnected_graphml(tmp_path):
+    g = nx.Graph()
+    g.add_edge(0, 1, capacity=1.0)
+    g.add_edge(2, 3, capacity=1.0)
+    path = tmp_path / "two.graphml"
+    nx.write_graphml(g, path)
+    return f"graphml:{path}"
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["plan", "-t", "bgq:999", "--pattern", "disjoint", "-o", "x.json"], "no Blue Gene/Q preset"),
+    (["plan", "-t", "torus:4x4", "--demands", "{d_range}", "-o", "x.json"], "out of range"),
+    (["plan", "-t", "torus:4x4", "--demands", "{d_self}", "-o", "x.json"], "source = destination"),
+    (["plan", "-t", "torus:4x4", "--demands", "{d_zero}", "-o", "x.json"], "must be positive"),
+    (["plan", "-t", "{disconnected}", "--demands", "{d_self}", "-o", "x.json"], "disconnected"),
+    (["eval", "{bad_plan}"], "not valid JSON"),
+    (["eval", "{inconsistent_plan}"], "demand is"),
+    (["compare", "-t", "torus:4x4", "--pattern", "disjoint", "--methods", "fast"], "unknown method"),
+    (["plan", "-t", "torus:4x4", "--pattern", "distance", "-o", "x.json"], "--position"),
+])
+def test_user_mistakes_give_one_line_errors(tmp_path, capsys, argv, fragment):
+    files = {"d_range": "src,dst,bytes\n0,99,10\n", "d_self": "src,dst,bytes\n2,2,10\n",
+             "d_zero": "src,dst,bytes\n1,2,0\n"}
+    subst = {}
+    for name, text in files.items():
+        (tmp_path / f"{name}.csv").write_text(text)
+        subst[name] = str(tmp_path / f"{name}.csv")
+    (tmp_path / "bad.json").write_text("{oops")
+    subst["bad_plan"] = str(tmp_path / "bad.json")
+    good = tmp_path / "good.json"
+    assert main(["plan", "-t", "torus:4x4", "--pattern", "disjoint", "-m", "default", "-o", str(good), "-q"]) == 0
+    data = json.loads(good.read_text())
+    data["jobs"][0]["bytes"] += 1
+    (tmp_path / "inc.json").write_text(json.dumps(data))
+    subst["inconsistent_plan"] = str(tmp_path / "inc.json")
+    subst["disconnected"] = _disconnected_graphml(tmp_path)
+    capsys.readouterr()
+    argv = [a.format(**subst) for a in argv]
+    code, out, err = run(capsys, *argv, *(["-q"] if argv[0] != "eval" else []))
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("optiq: error:") and fragment in lines[0]
+    assert "Traceback" not in err
+
+
+def test_usage_errors_exit_2(capsys):
+    assert run(capsys, "plan", "--pattern", "disjoint")[0] == 2
+    assert run(capsys, "plan", "-t", "torus:4x4", "--pattern", "disjoint", "--size", "-3", "-o", "x")[0] == 2

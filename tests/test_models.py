@@ -1,0 +1,124 @@
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+from scipy.sparse import lil_matrix
+
+from optiq.heuristics import demand_aware_heuristic, dynamic_routing, maxload_heuristic
+from optiq.models import build_pyomo_model, cut_lower_bound, round_to_bytes, solve_lp, solve_pyomo_model
+from optiq.paths import diverse_paths
+from optiq.planner import make_plan
+from optiq.topology import bgq, torus
+from optiq.workloads import Demands, constant_ratio
+
+from conftest import all_simple_paths, random_demands
+
+
+def arc_flow_optimum(topology, demands) -> float:
+    """Independent formulation: multicommodity flow on links, minimise the completion time.
+
+    Bytes and capacities are scaled to O(1) first: raw 1e9 coefficients defeat LP tolerances.
+    """
+    J, L, N = demands.num_jobs, topology.num_links, topology.num_nodes
+    byte_unit, cap_unit = float(demands.nbytes.max()), float(topology.capacity.max())
+    size, cap = demands.nbytes / byte_unit, topology.capacity / cap_unit
+    nvar = J * L + 1
+    eq = lil_matrix((J * N, nvar))
+    b_eq = np.zeros(J * N)
+    for j in range(J):
+        for e in range(L):
+            eq[j * N + topology.link_src[e], j * L + e] += 1
+            eq[j * N + topology.link_dst[e], j * L + e] -= 1
+        b_eq[j * N + demands.src[j]] = size[j]
+        b_eq[j * N + demands.dst[j]] = -size[j]
+    ub = lil_matrix((L, nvar))
+    for e in range(L):
+        for j in range(J):
+            ub[e, j * L + e] = 1
+        ub[e, J * L] = -cap[e]
+    cost = np.zeros(nvar)
+    cost[-1] = 1
+    res = linprog(cost, A_ub=ub.tocsr(), b_ub=np.zeros(L), A_eq=eq.tocsr(), b_eq=b_eq, method="highs")
+    assert res.status == 0
+    return res.fun * byte_unit / cap_unit
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_path_lp_over_all_simple_paths_equals_arc_flow_optimum(small_topology, seed):
+    d = random_demands(small_topology, 4, seed)
+    paths = all_simple_paths(small_topology, d)
+    want = arc_flow_optimum(small_topology, d)
+    for solver in ("ipm", "simplex"):
+        assert solve_lp(small_topology, d, paths, solver=solver).time_s == pytest.approx(want, rel=1e-6)
+    # no plan beats the cut bound; the true optimum is at least the cut bound
+    assert cut_lower_bound(small_topology, d).time_s <= want * (1 + 1e-9)
+
+
+def test_pyomo_and_direct_routes_agree(small_topology):
+    d = random_demands(small_topology, 5, seed=7)
+    paths = all_simple_paths(small_topology, d)
+    direct = solve_lp(small_topology, d, paths)
+    model = build_pyomo_model(small_topology, d, paths)
+    via_pyomo = solve_pyomo_model(model)
+    assert via_pyomo.status.value == "optimal"
+    assert via_pyomo.time_s == pytest.approx(direct.time_s, rel=1e-6)
+
+
+def test_pyomo_model_is_extensible():
+    t = torus((4,), bandwidth=1.0)
+    d = Demands([0], [2], [10])
+    paths = diverse_paths(t, d, k=2)
+    m = build_pyomo_model(t, d, paths)
+    import pyomo.environ as pyo
+    m.only_first = pyo.Constraint(expr=m.x[1] == 0)  # a user forbids the second path
+    assert solve_pyomo_model(m).time_s == pytest.approx(10.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lp_is_never_worse_than_heuristics_on_the_same_candidates(seed):
+    t = torus((4, 4, 2), bandwidth=1e9)
+    d = random_demands(t, 24, seed)
+    cand = diverse_paths(t, d, k=6, seed=seed)
+    lp = solve_lp(t, d, cand)
+    for nbytes in (maxload_heuristic(t, d, cand, 3), demand_aware_heuristic(t, d, cand, 10**6),
+                   dynamic_routing(t, d, cand)):
+        load = cand.link_loads(nbytes, t.num_links)
+        assert lp.time_s <= (load / t.capacity).max() * (1 + 1e-6)
+        assert np.array_equal(np.bincount(cand.job, weights=nbytes, minlength=d.num_jobs), d.nbytes)
+
+
+def test_rounded_plan_is_exact_and_close_to_the_lp():
+    t = torus((4, 4), bandwidth=1e9)
+    d = random_demands(t, 12, seed=4)
+    cand = diverse_paths(t, d, k=5)
+    sol = solve_lp(t, d, cand, solver="ipm-nox")
+    nbytes = round_to_bytes(cand, d, sol.share)
+    assert (nbytes >= 0).all()
+    assert np.array_equal(np.bincount(cand.job, weights=nbytes, minlength=d.num_jobs).astype(np.int64), d.nbytes)
+    true_time = (cand.link_loads(nbytes, t.num_links) / t.capacity).max()
+    assert true_time == pytest.approx(sol.time_s, rel=1e-4)
+
+
+@pytest.mark.parametrize("method", ["opt", "heu1", "heu2", "dynamic", "default"])
+def test_no_plan_beats_its_lower_bound(method):
+    t = bgq(512)
+    d = constant_ratio(512, "overlap")
+    plan = make_plan(t, d, method, k=4)
+    assert plan.lower_bound_time_s > 0
+    assert plan.predicted_time_s >= plan.lower_bound_time_s * (1 - 1e-9)
+
+
+def test_cut_bound_of_the_disjoint_experiment_is_the_source_block():
+    # 64 sources = the a=0, b=0 slab of 4x4x4x8x2: 256 links leave it, 4 GiB must cross them
+    b = cut_lower_bound(bgq(1024), constant_ratio(1024))
+    assert b.bytes == 512 * 8 * 2**20 and b.capacity == 256 * 1.8e9
+
+
+def test_heuristic1_respects_maxload():
+    t = torus((4, 4, 4), bandwidth=1e9)
+    d = constant_ratio(64, nbytes=10**6, num_sources=4, ratio=4)
+    cand = diverse_paths(t, d, k=8)
+    nbytes = maxload_heuristic(t, d, cand, maxload=3)
+    per_link = np.bincount(cand.links, weights=np.repeat(nbytes > 0, cand.hops), minlength=t.num_links)
+    assert per_link.max() <= 3
+    per_job = np.bincount(cand.job, weights=nbytes > 0, minlength=d.num_jobs)
+    assert per_job.min() >= 1 and per_job.max() > 1

@@ -1,0 +1,169 @@
+import itertools
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from optiq.errors import PathError
+from optiq.paths import (PathSet, bgq_dimension_order, diverse_paths, dmodk_routes, hop_limited_shortest_paths,
+                         system_routes, yen_paths)
+from optiq.topology import bgq, cluster, kary_ntree, mesh, torus
+from optiq.workloads import Demands, constant_ratio
+
+from conftest import SMALL_TOPOLOGIES, all_simple_paths, random_demands
+
+
+def torus_distance(t, s, d):
+    delta = np.abs(t.coords[s] - t.coords[d])
+    dims = np.array(t.dims)
+    return int(np.where(t.wrap, np.minimum(delta, dims - delta), delta).sum())
+
+
+def route_dims(t, ps, p):
+    return [int(t.link_dim[e]) for e in ps.path(p)]
+
+
+def test_dimension_order_follows_selection_sort():
+    assert bgq_dimension_order((4, 4, 4, 8, 2)) == [3, 1, 2, 0, 4]  # D, B, C, A, E
+    assert bgq_dimension_order((4, 4, 4, 16, 2)) == [3, 1, 2, 0, 4]
+    assert bgq_dimension_order((4, 4, 4, 4, 2)) == [0, 1, 2, 3, 4]
+    assert bgq_dimension_order((2, 8, 4)) == [1, 2, 0]
+
+
+def test_bgq_routes_by_hand():
+    t = bgq(1024)  # 4x4x4x8x2, route D, B, C, A, E
+    node = lambda a, b, c, d, e: int(np.ravel_multi_index((a, b, c, d, e), t.dims))  # noqa: E731
+    s, d = node(0, 1, 0, 0, 0), node(1, 0, 0, 5, 1)
+    ps = system_routes(t, Demands([s], [d], [1]))
+    # D: 0 -> 5 is 5 forward or 3 back: 3 steps back (wrapping); B: 1 -> 0 one step back;
+    # A: 0 -> 1 one forward; E: 0 -> 1 is half the ring, even source: the non-wrapping + link
+    assert route_dims(t, ps, 0) == [3, 3, 3, 1, 0, 4]
+    assert [int(t.link_sign[e]) for e in ps.path(0)] == [-1, -1, -1, -1, +1, +1]
+    assert ps.nodes(0, t)[1] == node(0, 1, 0, 7, 0)
+
+
+@pytest.mark.parametrize("start,expected_sign", [(0, +1), (1, -1), (2, -1), (3, +1)])
+def test_half_ring_tie_rule(start, expected_sign):
+    # ring of 4, distance exactly 2: even source goes the non-wrapping way, odd wraps
+    t = torus((4,))
+    ps = system_routes(t, Demands([start], [(start + 2) % 4], [1]))
+    sign = int(t.link_sign[ps.path(0)[0]])
+    wraps = any(abs(int(t.coords[u][0]) - int(t.coords[v][0])) > 1
+                for u, v in zip(ps.nodes(0, t), ps.nodes(0, t)[1:]))
+    assert wraps == (start % 2 == 1)
+    assert sign == expected_sign
+
+
+def test_length_two_dimension_uses_plus_link_from_both_sides():
+    t = torus((2, 2))
+    ps = system_routes(t, Demands([0, 1], [1, 0], [1, 1]))
+    assert all(t.link_sign[ps.path(p)[0]] == +1 for p in range(2))
+
+
+def test_dimension_order_routes_are_shortest_on_random_pairs():
+    t = bgq(512)
+    d = random_demands(t, 200, seed=5)
+    ps = system_routes(t, d)
+    assert all(ps.hops[j] == torus_distance(t, d.src[j], d.dst[j]) for j in range(d.num_jobs))
+
+
+def test_default_routing_reproduces_paper_mpi_row():
+    # seed 000, Table constantr, Disjoint / MPI: 16 paths max and 3.07 avg per link, max 11 hops, avg 6
+    t, d = bgq(1024), constant_ratio(1024)
+    ps = system_routes(t, d)
+    per_link = np.bincount(ps.links, minlength=t.num_links)
+    assert per_link.max() == 16 and round(per_link[per_link > 0].mean(), 2) == 3.07
+    assert ps.hops.max() == 11 and ps.hops.mean() == 6.0
+
+
+def test_mesh_routes_never_wrap():
+    t = mesh((4, 4))
+    d = Demands([0, 15], [15, 0], [1, 1])
+    assert system_routes(t, d).hops.tolist() == [6, 6]
+
+
+def test_dmodk_picks_core_by_destination():
+    t = cluster()
+    d = Demands([0] * 10, list(range(5, 15)), [1] * 10)
+    ps = dmodk_routes(t, d)
+    cores = [ps.nodes(p, t)[2] for p in range(ps.num_paths)]
+    assert cores == [24 + (dst % 2) for dst in range(5, 15)]
+
+
+def test_dmodk_on_kary_ntree_is_shortest_and_spreads():
+    t = kary_ntree(4, 3)
+    d = Demands([0] * 16, list(range(48, 64)), [1] * 16)
+    ps = dmodk_routes(t, d)
+    assert (ps.hops == 6).all()
+    assert len({ps.nodes(p, t)[3] for p in range(16)}) == 16  # 16 destinations, 16 distinct top switches
+
+
+def brute_force_best(topology, s, d, w, limit):
+    g = topology.to_networkx()
+    best = np.inf
+    for edge_path in nx.all_simple_edge_paths(g, s, d, cutoff=limit):
+        best = min(best, sum(w[k] for _, _, k in edge_path))
+    return best
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_TOPOLOGIES))
+@pytest.mark.parametrize("limit", [2, 3, 6])
+def test_hop_limited_shortest_paths_match_brute_force(name, limit):
+    topology = SMALL_TOPOLOGIES[name]()
+    rng = np.random.default_rng(limit)
+    pairs = [(s, d) for s in range(topology.num_endpoints) for d in range(topology.num_endpoints) if s != d]
+    w = rng.random((len(pairs), topology.num_links)) + 0.1
+    src, dst = zip(*pairs)
+    paths, cost = hop_limited_shortest_paths(topology, src, dst, w, limit)
+    for i, (s, d) in enumerate(pairs):
+        want = brute_force_best(topology, s, d, w[i], limit)
+        if np.isinf(want):
+            assert paths[i] is None
+            continue
+        path = paths[i]
+        assert len(path) <= limit
+        assert topology.link_src[path[0]] == s and topology.link_dst[path[-1]] == d
+        assert np.all(topology.link_dst[path[:-1]] == topology.link_src[path[1:]])
+        assert cost[i] == pytest.approx(want) == pytest.approx(w[i][path].sum())
+
+
+def test_diverse_paths_are_valid_distinct_and_within_the_hop_limit():
+    t = torus((4, 4, 2))
+    d = random_demands(t, 20, seed=1)
+    ps = diverse_paths(t, d, k=8, hop_limit=6, seed=3)
+    assert ps.hops.max() <= 6
+    for j in range(d.num_jobs):
+        jo = ps.job_offsets
+        own = [tuple(ps.path(p)) for p in range(jo[j], jo[j + 1])]
+        assert len(own) == len(set(own)) >= 1
+        assert len(own[0]) == torus_distance(t, d.src[j], d.dst[j])  # first path is a shortest one
+        for p in range(jo[j], jo[j + 1]):
+            nodes = ps.nodes(p, t)
+            assert nodes[0] == d.src[j] and nodes[-1] == d.dst[j] and len(set(nodes)) == len(nodes)
+
+
+def test_diverse_paths_use_more_distinct_links_than_yen():
+    t = torus((4, 4, 4))
+    d = constant_ratio(64, nbytes=1, num_sources=4, ratio=4)
+    div, yen = diverse_paths(t, d, k=8), yen_paths(t, d, k=8)
+    distinct = lambda ps, j: len(set(ps.links[ps.offsets[ps.job_offsets[j]]:ps.offsets[ps.job_offsets[j + 1]]]))  # noqa: E731
+    assert sum(distinct(div, j) for j in range(d.num_jobs)) > 1.3 * sum(distinct(yen, j) for j in range(d.num_jobs))
+
+
+def test_diverse_paths_are_seeded():
+    t, d = torus((4, 4)), random_demands(torus((4, 4)), 6, seed=2)
+    a, b = diverse_paths(t, d, k=4, seed=9), diverse_paths(t, d, k=4, seed=9)
+    assert np.array_equal(a.links, b.links)
+
+
+def test_no_path_within_hop_limit_is_an_error():
+    t = torus((8,))
+    with pytest.raises(PathError, match="no path of at most 2 hops"):
+        diverse_paths(t, Demands([0], [4], [1]), k=2, hop_limit=2)
+
+
+def test_pathset_select_and_loads():
+    ps = PathSet.from_lists([[0, 1], [2], [3, 4, 5]], [0, 1, 1], num_jobs=2)
+    sub = ps.select([True, False, True])
+    assert sub.num_paths == 2 and sub.path(1).tolist() == [3, 4, 5]
+    assert ps.link_loads([1, 2, 3], 6).tolist() == [1, 1, 2, 3, 3, 3]

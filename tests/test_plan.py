@@ -1,0 +1,118 @@
+import json
+
+import numpy as np
+import pytest
+
+from optiq.errors import PlanError
+from optiq.metrics import plan_metrics
+from optiq.plan import Plan, load_plan
+from optiq.planner import make_plan
+from optiq.topology import cluster, from_networkx, torus
+from optiq.workloads import Demands, constant_ratio
+
+
+@pytest.fixture(scope="module")
+def plan():
+    t = torus((4, 4, 2), bandwidth=1e9, spec="torus:4x4x2,bw=1GB/s")
+    return make_plan(t, constant_ratio(32, nbytes=10**6 + 7, num_sources=2, ratio=4), "opt", k=6)
+
+
+def test_round_trip(tmp_path, plan):
+    plan.save(tmp_path / "p.json")
+    back = load_plan(tmp_path / "p.json")
+    assert np.array_equal(back.paths.links, plan.paths.links)
+    assert np.array_equal(back.path_bytes, plan.path_bytes)
+    assert back.predicted_time_s == plan.predicted_time_s
+    assert plan_metrics(back) == plan_metrics(plan)
+
+
+def test_round_trip_without_spec_embeds_links(tmp_path):
+    import networkx as nx
+    g = nx.cycle_graph(5)
+    nx.set_edge_attributes(g, 2.0, "capacity")
+    t = from_networkx(g)
+    p = make_plan(t, Demands([0], [2], [100]), "opt", k=2)
+    p.save(tmp_path / "g.json")
+    assert load_plan(tmp_path / "g.json").predicted_time_s == p.predicted_time_s
+
+
+def test_parallel_links_are_kept_apart(tmp_path):
+    t = torus((2,), spec="torus:2")
+    p = make_plan(t, Demands([0], [1], [1000]), "opt", k=2)
+    assert p.paths.num_paths == 2 and p.predicted_time_s == pytest.approx(500 / 1.8e9)
+    p.save(tmp_path / "e.json")
+    assert load_plan(tmp_path / "e.json").paths.links.tolist() == p.paths.links.tolist()
+
+
+def edit(plan, tmp_path, change):
+    data = plan.to_dict()
+    change(data)
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(data))
+    return f
+
+
+def _set(path, value):
+    def change(data):
+        obj = data
+        for key in path[:-1]:
+            obj = obj[key]
+        obj[path[-1]] = value
+    return change
+
+
+def _bytes_off(data):
+    data["jobs"][0]["paths"][0]["bytes"] += 1
+
+
+def _break_path(data):
+    p = next(p for job in data["jobs"] for p in job["paths"] if len(p["nodes"]) >= 3)
+    p["nodes"] = p["nodes"][:1] + p["nodes"][2:]  # skip a node: two hops apart on a torus
+    p.pop("links")
+
+
+@pytest.mark.parametrize("change,fragment", [
+    (_set(["format"], "other"), "not an optiq plan"),
+    (_set(["version"], 99), "version 99"),
+    (_set(["topology"], {"spec": "bgq:3"}), "no Blue Gene/Q preset"),
+    (_bytes_off, "demand is"),
+    (_break_path, "no link from node"),
+    (_set(["jobs", 0, "paths", 0, "bytes"], -1), "non-negative"),
+    (_set(["jobs", 0, "dst"], 99), "out of range"),
+    (_set(["jobs", 0, "paths", 0, "nodes", 0], 5), "does not go from node 5"),
+    (_set(["jobs", 0, "paths", 0, "links", 0], 10**6), "does not go from"),
+    (_set(["jobs", 0, "paths"], []), "has no paths"),
+    (_set(["chunk_size"], 0), "chunk_size"),
+    (_set(["jobs"], []), "no \"jobs\""),
+])
+def test_validation_names_the_problem(plan, tmp_path, change, fragment):
+    with pytest.raises(PlanError, match=fragment):
+        load_plan(edit(plan, tmp_path, change))
+
+
+def test_corrupt_or_missing_file(tmp_path):
+    (tmp_path / "x.json").write_text("{not json")
+    with pytest.raises(PlanError, match="not valid JSON"):
+        load_plan(tmp_path / "x.json")
+    with pytest.raises(PlanError, match="does not exist"):
+        load_plan(tmp_path / "missing.json")
+
+
+def test_plan_rejects_path_not_ending_at_destination():
+    t = cluster(4, 2, 2)
+    good = make_plan(t, Demands([0], [3], [10]), "default")
+    with pytest.raises(PlanError, match="end at its destination"):
+        Plan(t, Demands([0], [2], [10]), good.paths, good.path_bytes)
+
+
+def test_metrics_by_hand():
+    t = torus((4, 4), bandwidth=1e9)
+    d = Demands([0, 0], [2, 8], [3 * 2**16, 2**16])
+    plan = make_plan(t, d, "default", chunk_size=2**16)
+    m = plan_metrics(plan)
+    assert (m.total_paths, m.hops_max, m.hops_avg) == (2, 2, 2.0)
+    assert m.hopbytes_per_path_max == 2 * 3 * 2**16
+    assert m.copies_per_path_max == 3 and m.copies_per_path_avg == 2.0  # chunks x 1 intermediate
+    assert m.bytes_per_link_max == 3 * 2**16
+    assert m.predicted_time_s == pytest.approx(3 * 2**16 / 1e9)
+    assert m.throughput_Bps == pytest.approx(4 * 2**16 / m.predicted_time_s)

@@ -1,0 +1,115 @@
+import networkx as nx
+import numpy as np
+import pytest
+
+from optiq.errors import TopologyError
+from optiq.topology import BGQ_SHAPES, bgq, cluster, from_networkx, from_spec, kary_ntree, mesh, read_graphml, torus
+
+
+def test_torus_links_are_one_per_direction_per_dimension():
+    t = torus((4, 3, 5))
+    assert t.num_links == 60 * 6
+    # every link moves one coordinate by +-1 (mod length) and nothing else
+    diff = (t.coords[t.link_dst] - t.coords[t.link_src]) % np.array(t.dims)
+    moved = diff != 0
+    assert (moved.sum(axis=1) == 1).all()
+    step = diff[moved]
+    length = np.array(t.dims)[np.argmax(moved, axis=1)]
+    assert np.all((step == 1) | (step == length - 1))
+
+
+def test_length_two_dimension_has_two_distinct_links_per_direction():
+    t = torus((2,))
+    assert t.num_links == 4
+    assert sorted(t.links_between(0, 1)) != [] and len(t.links_between(0, 1)) == 2
+    assert len(t.links_between(1, 0)) == 2
+
+
+def test_mesh_has_no_wraparound():
+    t = mesh((3, 3))
+    assert t.num_links == 2 * 2 * 3 * 2  # 2 dims x 3 rows x 2 edges per row x 2 directions
+    assert not t.links_between(0, 2)
+    assert t.diameter == 4
+
+
+@pytest.mark.parametrize("nodes", [512, 1024, 2048, 49152])
+def test_bgq_presets_shape_numbering_and_bandwidth(nodes):
+    t = bgq(nodes)
+    assert t.num_nodes == nodes == int(np.prod(BGQ_SHAPES[nodes]))
+    assert t.num_links == 10 * nodes
+    A, B, C, D, E = t.dims
+    assert E == 2
+    a, b, c, d, e = t.coords[nodes - 3]
+    assert ((((a * B + b) * C + c) * D + d) * E + e) == nodes - 3
+    assert np.all(t.capacity == 1.8e9)
+
+
+def test_mira_full_machine_shape():
+    assert bgq(49152).dims == (8, 12, 16, 16, 2)
+
+
+def test_kary_ntree_structure_matches_networkx_shortest_paths():
+    t = kary_ntree(3, 3)
+    assert t.num_endpoints == 27 and t.num_nodes == 27 + 3 * 9
+    g = nx.DiGraph(list(zip(t.link_src.tolist(), t.link_dst.tolist())))
+    # hosts under one edge switch are 2 hops apart, in different pods 6
+    assert nx.shortest_path_length(g, 0, 1) == 2
+    assert nx.shortest_path_length(g, 0, 26) == 6
+    # every switch has radix 2k (k down, k up) except top-level ones (k down)
+    deg = np.bincount(t.link_src, minlength=t.num_nodes)
+    assert (deg[:27] == 1).all()
+    assert (deg[27:27 + 18] == 6).all() and (deg[27 + 18:] == 3).all()
+
+
+def test_cluster_preset():
+    t = from_spec("cluster:hosts=20,edges=4,cores=2")
+    assert (t.num_endpoints, t.num_nodes) == (20, 26)
+    assert t.links_between(0, 20) and t.links_between(20, 24) and t.links_between(23, 25)
+
+
+@pytest.mark.parametrize("spec,nodes", [("bgq:1024", 1024), ("torus:4x4x4x8x2", 1024), ("mesh:8x8", 64),
+                                        ("fattree:k=4", 112), ("fattree:k=2,n=2", 8)])
+def test_spec_strings(spec, nodes):
+    assert from_spec(spec).num_nodes == nodes
+
+
+def test_spec_bandwidth_option():
+    assert from_spec("torus:4x4,bw=200MB/s").capacity[0] == 2e8
+
+
+@pytest.mark.parametrize("spec,fragment", [("bgq:1000", "1000"), ("hypercube:4", "hypercube"),
+                                           ("torus:4xq", "4xq"), ("fattree:n=3", "k="),
+                                           ("cluster:hosts=21", "21"), ("torus:4x4,speed=3", "speed"),
+                                           ("bgq", "KIND:ARGS"), ("graphml:/no/such.graphml", "does not exist")])
+def test_bad_specs_name_the_problem(spec, fragment):
+    with pytest.raises(TopologyError, match=fragment):
+        from_spec(spec)
+
+
+def test_networkx_graph_needs_capacities():
+    g = nx.path_graph(3)
+    with pytest.raises(TopologyError, match="capacity"):
+        from_networkx(g)
+    assert from_networkx(g, default_capacity=1.0).num_links == 4
+
+
+def test_disconnected_graph_is_rejected():
+    g = nx.Graph()
+    g.add_edge(0, 1, capacity=1.0)
+    g.add_edge(2, 3, capacity=1.0)
+    with pytest.raises(TopologyError, match="disconnected"):
+        from_networkx(g)
+
+
+def test_graphml_hosts_come_first(tmp_path):
+    g = nx.Graph()
+    g.add_node("sw", host=False)
+    for h in ("a", "b", "c"):
+        g.add_node(h, host=True)
+        g.add_edge(h, "sw", capacity=5.0)
+    path = tmp_path / "star.graphml"
+    nx.write_graphml(g, path)
+    t = read_graphml(path)
+    assert t.num_endpoints == 3 and t.num_nodes == 4
+    assert t.node_labels[:3] == ["a", "b", "c"]
+    assert from_spec(f"graphml:{path}").num_links == 6

@@ -1,0 +1,96 @@
+import json
+
+import numpy as np
+import pytest
+
+from optiq.errors import OptiqError, WorkloadError
+from optiq.units import parse_size
+from optiq.workloads import (Demands, constant_ratio, destination_sweep, distance_sweep, random_pairing,
+                             random_sizes, read_demands, write_demands)
+
+
+def test_disjoint_is_the_constant_ratio_experiment():
+    P = 1024
+    d = constant_ratio(P, "disjoint")
+    assert d.num_jobs == 512
+    for i in (0, 5, 63):
+        assert d.dst[d.src == i].tolist() == list(range(P // 2 + 8 * i, P // 2 + 8 * i + 8))
+    assert np.all(d.nbytes == 8 * 2**20)
+
+
+def test_overlap_and_subset_definitions():
+    P = 256
+    ov = constant_ratio(P, "overlap")
+    srcs, dsts = set(ov.src.tolist()), set(ov.dst.tolist())
+    assert srcs == set(range(16)) and srcs & dsts == set(range(8, 16))
+    sub = constant_ratio(P, "subset")
+    assert set(sub.src.tolist()) < set(sub.dst.tolist()) == set(range(P // 2, P))
+    # every destination receives exactly once in all three patterns
+    for d in (constant_ratio(P), ov, sub):
+        assert np.unique(d.dst).size == d.num_jobs
+
+
+def test_sweeps_match_the_paper_ranges():
+    assert [(int(d.dst.min()), int(d.dst.max())) for d in (distance_sweep(2048, p) for p in (1, 4))] == \
+        [(256, 767), (1024, 1535)]
+    d = destination_sweep(2048, 8)
+    assert (d.num_jobs, int(d.dst.min()), int(d.dst.max())) == (512, 1088, 1599)
+    assert d.dst[d.src == 3].tolist() == list(range(1088 + 24, 1088 + 32))
+
+
+def test_random_pairing_keeps_sets_and_is_seeded():
+    base = constant_ratio(512, "subset")
+    a, b, c = random_pairing(base, seed=1), random_pairing(base, seed=1), random_pairing(base, seed=2)
+    assert np.array_equal(a.dst, b.dst) and not np.array_equal(a.dst, c.dst)
+    assert sorted(a.dst.tolist()) == sorted(base.dst.tolist())
+    assert np.array_equal(np.bincount(a.src), np.bincount(base.src))
+    assert not (a.src == a.dst).any()
+
+
+def test_random_sizes_are_seeded_and_in_range():
+    base = constant_ratio(256)
+    a = random_sizes(base, 64 * 1024, 8 * 2**20, seed=4)
+    assert np.array_equal(a.nbytes, random_sizes(base, 64 * 1024, 8 * 2**20, seed=4).nbytes)
+    assert a.nbytes.min() >= 65536 and a.nbytes.max() <= 8 * 2**20 and np.unique(a.nbytes).size > 1
+
+
+@pytest.mark.parametrize("text,value", [("8MiB", 8388608), ("64KB", 64000), ("1.5KiB", 1536), ("4096", 4096),
+                                        ("2GB", 2 * 10**9)])
+def test_parse_size(text, value):
+    assert parse_size(text) == value
+
+
+@pytest.mark.parametrize("text", ["0", "-5MiB", "8XB", "abc", "0.5"])
+def test_parse_size_rejects(text):
+    with pytest.raises(OptiqError):
+        parse_size(text)
+
+
+@pytest.mark.parametrize("src,dst,size,fragment", [([1], [1], [5], "source = destination"),
+                                                   ([0], [1], [0], "positive"),
+                                                   ([0], [1], [1.5], "positive integers"),
+                                                   ([0, 0], [1, 1], [5, 5], "more than once")])
+def test_bad_demands(src, dst, size, fragment):
+    with pytest.raises(WorkloadError, match=fragment):
+        Demands(src, dst, size)
+
+
+def test_demand_files_round_trip(tmp_path):
+    d = random_sizes(constant_ratio(64), 10, 1000, seed=1)
+    write_demands(d, tmp_path / "d.csv")
+    back = read_demands(tmp_path / "d.csv")
+    assert back.to_rows() == d.to_rows()
+    (tmp_path / "d.json").write_text(json.dumps({"demands": [{"src": 0, "dst": 3, "bytes": "1MiB"}]}))
+    assert read_demands(tmp_path / "d.json").to_rows() == [(0, 3, 2**20)]
+
+
+def test_demand_file_errors_name_the_line(tmp_path):
+    f = tmp_path / "bad.csv"
+    f.write_text("src,dst,bytes\n0,1,5\n2,x,5\n")
+    with pytest.raises(WorkloadError, match="line 3"):
+        read_demands(f)
+    f.write_text("a,b\n1,2\n")
+    with pytest.raises(WorkloadError, match="header"):
+        read_demands(f)
+    with pytest.raises(WorkloadError, match="does not exist"):
+        read_demands(tmp_path / "none.csv")
