@@ -51,7 +51,7 @@ def _add_workload(p: argparse.ArgumentParser) -> None:
     src.add_argument("--demands", metavar="FILE", help="CSV (src,dst,bytes) or JSON demand file")
     p.add_argument("--size", type=_size, default=8 * 2**20, help="bytes per pair, e.g. 8MiB (default)")
     p.add_argument("--random-sizes", metavar="LOW:HIGH", help="draw each pair's size in [LOW, HIGH], e.g. 64KiB:8MiB")
-    p.add_argument("--ratio", type=_positive_int, default=8, help="destinations per source (default 8)")
+    p.add_argument("--ratio", type=_positive_int, help="destinations per source (default 8; 2 for distance)")
     p.add_argument("--sources", type=_positive_int, help="number of sources (default P/16; P/8 for distance)")
     p.add_argument("--position", type=_positive_int, help="distance pattern: destination block at POSITION*sources")
     p.add_argument("--per-source", type=_positive_int, help="destsize pattern: destinations per source")
@@ -101,12 +101,12 @@ def _workload(args):
     if args.demands:
         demands = read_demands(args.demands)
     elif args.pattern in PATTERNS:
-        demands = constant_ratio(P, args.pattern, nbytes=args.size, num_sources=args.sources, ratio=args.ratio)
+        demands = constant_ratio(P, args.pattern, nbytes=args.size, num_sources=args.sources, ratio=args.ratio or 8)
     elif args.pattern == "distance":
         if args.position is None:
             raise OptiqError("--pattern distance needs --position")
         demands = distance_sweep(P, args.position, nbytes=args.size, num_sources=args.sources,
-                                 ratio=args.ratio if args.ratio != 8 else 2)
+                                 ratio=args.ratio or 2)
     else:
         if args.per_source is None:
             raise OptiqError("--pattern destsize needs --per-source")

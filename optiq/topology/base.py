@@ -41,6 +41,8 @@ class Topology:
         Torus/mesh shape and per-dimension wrap-around.
     link_dim, link_sign : array of int, optional
         For tori: the dimension and direction (+1/-1) of every link.
+    node_labels : list, optional
+        For graphs read from networkx: the original label of every node.
 
     Raises
     ------
@@ -59,6 +61,7 @@ class Topology:
     wrap: tuple[bool, ...] | None = None
     link_dim: np.ndarray | None = field(default=None, repr=False)
     link_sign: np.ndarray | None = field(default=None, repr=False)
+    node_labels: list | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.link_src = np.asarray(self.link_src, dtype=np.int64)

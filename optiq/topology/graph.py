@@ -41,8 +41,6 @@ def from_networkx(graph, *, capacity: str = "capacity", default_capacity: float 
     >>> from_networkx(g).num_links
     8
     """
-    import networkx as nx
-
     nodes = list(graph.nodes)
     if len(nodes) < 2:
         raise TopologyError(f"graph has {len(nodes)} node(s); at least 2 are needed")
@@ -50,6 +48,8 @@ def from_networkx(graph, *, capacity: str = "capacity", default_capacity: float 
     others = [v for v in nodes if v not in set(hosts)] if hosts else []
     order = (hosts + others) if hosts else nodes
     index = {v: i for i, v in enumerate(order)}
+    if graph.number_of_edges() == 0:
+        raise TopologyError("graph has no edges")
     src, dst, cap = [], [], []
     edges = graph.edges(keys=True, data=True) if graph.is_multigraph() else graph.edges(data=True)
     for edge in edges:
@@ -68,12 +68,8 @@ def from_networkx(graph, *, capacity: str = "capacity", default_capacity: float 
             cap.append(c)
     topo = Topology(name=name or (graph.name or "graph"), num_nodes=len(order), link_src=np.array(src, dtype=np.int64),
                     link_dst=np.array(dst, dtype=np.int64), capacity=np.array(cap),
-                    num_endpoints=len(hosts) if hosts else len(order), spec=spec)
-    topo.node_labels = order
-    if topo.num_links == 0:
-        raise TopologyError("graph has no edges")
+                    num_endpoints=len(hosts) if hosts else len(order), spec=spec, node_labels=order)
     topo.check_connected()
-    del nx
     return topo
 
 
