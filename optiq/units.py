@@ -78,17 +78,3 @@ def parse_rate(text: str | int | float, *, what: str = "rate") -> float:
     if rate <= 0:
         raise OptiqError(f"{what} {text!r} must be positive")
     return rate
-
-
-def format_bytes(n: float) -> str:
-    """Short human form of a byte count, in binary units.
-
-    Examples
-    --------
-    >>> format_bytes(8388608)
-    '8 MiB'
-    """
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= scale:
-            return f"{n / scale:.4g} {unit}"
-    return f"{n:.4g} B"

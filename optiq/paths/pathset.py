@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from ..errors import PathError
 
@@ -77,11 +76,6 @@ class PathSet:
     def path(self, p: int) -> np.ndarray:
         return self.links[self.offsets[p]:self.offsets[p + 1]]
 
-    def incidence(self, num_links: int) -> csr_matrix:
-        """Sparse link-by-path matrix ``A`` with ``A[e, p] = 1`` when path ``p`` crosses link ``e``."""
-        return csr_matrix((np.ones(self.links.size), (self.links, self.path_of_link_entry)),
-                          shape=(num_links, self.num_paths))
-
     def link_loads(self, path_bytes, num_links: int) -> np.ndarray:
         """Bytes on every link when path ``p`` carries ``path_bytes[p]``."""
         return np.bincount(self.links, weights=np.repeat(np.asarray(path_bytes, float), self.hops),
@@ -98,13 +92,3 @@ class PathSet:
         """Node sequence of path ``p`` (source first)."""
         ls = self.path(p)
         return [int(topology.link_src[ls[0]])] + topology.link_dst[ls].tolist()
-
-    @staticmethod
-    def concat(sets: list["PathSet"]) -> "PathSet":
-        """Merge path sets of the same jobs, grouping by job again."""
-        num_jobs = sets[0].num_jobs
-        paths, jobs = [], []
-        for s in sets:
-            paths += [s.path(p) for p in range(s.num_paths)]
-            jobs.append(s.job)
-        return PathSet.from_lists(paths, np.concatenate(jobs), num_jobs)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import OptiqError, WorkloadError
+from ..errors import WorkloadError
 
 __all__ = ["Demands"]
 
