@@ -1,4 +1,3 @@
-import itertools
 
 import networkx as nx
 import numpy as np
@@ -10,7 +9,7 @@ from optiq.paths import (PathSet, bgq_dimension_order, diverse_paths, dmodk_rout
 from optiq.topology import bgq, cluster, kary_ntree, mesh, torus
 from optiq.workloads import Demands, constant_ratio
 
-from conftest import SMALL_TOPOLOGIES, all_simple_paths, random_demands
+from conftest import SMALL_TOPOLOGIES, random_demands
 
 
 def torus_distance(t, s, d):

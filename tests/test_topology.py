@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from optiq.errors import TopologyError
-from optiq.topology import BGQ_SHAPES, bgq, cluster, from_networkx, from_spec, kary_ntree, mesh, read_graphml, torus
+from optiq.topology import BGQ_SHAPES, bgq, from_networkx, from_spec, kary_ntree, mesh, read_graphml, torus
 
 
 def test_torus_links_are_one_per_direction_per_dimension():
