@@ -223,12 +223,16 @@ class Plan:
         ranks = data.get("ranks")
         if ranks is not None and (not isinstance(ranks, list) or not all(isinstance(r, int) for r in ranks)):
             raise PlanError("\"ranks\" must be a list of integers, one per endpoint")
+        bound = data.get("lower_bound_time_s") or 0.0
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or bound < 0:
+            raise PlanError(f"\"lower_bound_time_s\" must be a non-negative number, got {bound!r}")
+        info = data.get("info") or {}
+        if not isinstance(info, dict):
+            raise PlanError(f"\"info\" must be an object, got {info!r}")
         return cls(topology, demands, ps, np.asarray(path_bytes, dtype=np.int64),
                    chunk_size=_int(data.get("chunk_size", DEFAULT_CHUNK_SIZE), "chunk_size"),
-                   method=str(data.get("method", "custom")),
-                   lower_bound_time_s=float(data.get("lower_bound_time_s") or 0.0),
-                   lower_bound_cut=str(data.get("lower_bound_cut", "")), ranks=ranks,
-                   info=dict(data.get("info") or {}))
+                   method=str(data.get("method", "custom")), lower_bound_time_s=float(bound),
+                   lower_bound_cut=str(data.get("lower_bound_cut", "")), ranks=ranks, info=dict(info))
 
 
 def load_plan(path: str | Path) -> Plan:

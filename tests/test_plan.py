@@ -84,6 +84,8 @@ def _break_path(data):
     (_set(["jobs", 0, "paths"], []), "has no paths"),
     (_set(["chunk_size"], 0), "chunk_size"),
     (_set(["jobs"], []), "no \"jobs\""),
+    (_set(["lower_bound_time_s"], "soon"), "lower_bound_time_s"),
+    (_set(["info"], [1]), "\"info\" must be an object"),
 ])
 def test_validation_names_the_problem(plan, tmp_path, change, fragment):
     with pytest.raises(PlanError, match=fragment):

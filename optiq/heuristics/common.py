@@ -23,9 +23,9 @@ def even_split(paths, demands, chosen: np.ndarray) -> np.ndarray:
     return np.where(chosen, base[job] + (rank < extra[job]), 0).astype(np.int64)
 
 
-def job_candidates(paths, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Path ids, flat link ids and local offsets of job ``j``'s candidates."""
+def job_candidates(paths, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Path ids, flat link ids, local offsets and hop counts of job ``j``'s candidates."""
     jo = paths.job_offsets
     ids = np.arange(jo[j], jo[j + 1])
     start, stop = paths.offsets[jo[j]], paths.offsets[jo[j + 1]]
-    return ids, paths.links[start:stop], paths.offsets[jo[j]:jo[j + 1]] - start
+    return ids, paths.links[start:stop], paths.offsets[jo[j]:jo[j + 1]] - start, paths.hops[ids]

@@ -49,8 +49,7 @@ def demand_aware_heuristic(topology, demands, candidates, unit: int = DEFAULT_UN
     while heap:
         _, j = heapq.heappop(heap)
         if j not in cache:
-            ids, links, offs = job_candidates(candidates, j)
-            cache[j] = (ids, links, offs, np.diff(np.append(offs, links.size)))
+            cache[j] = job_candidates(candidates, j)
         ids, links, offs, hops = cache[j]
         amount = min(unit, int(left[j]))
         worst = np.maximum.reduceat((load[links] + amount) / cap[links], offs)

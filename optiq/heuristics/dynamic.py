@@ -34,8 +34,7 @@ def dynamic_routing(topology, demands, candidates) -> np.ndarray:
     out = np.zeros(candidates.num_paths, dtype=np.int64)
     order = np.lexsort((np.arange(demands.num_jobs), -demands.nbytes))
     for j in order:
-        ids, links, offs = job_candidates(candidates, j)
-        hops = np.diff(np.append(offs, links.size))
+        ids, links, offs, hops = job_candidates(candidates, j)
         size = float(demands.nbytes[j])
         worst = np.maximum.reduceat((load[links] + size) / cap[links], offs)
         worst = np.where(hops == hops.min(), worst, np.inf)
