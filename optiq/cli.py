@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+import traceback
 
 from . import __version__
 from .errors import OptiqError
@@ -16,9 +18,10 @@ from .paths import diverse_paths
 from .plan import DEFAULT_CHUNK_SIZE, load_plan
 from .planner import METHODS, make_plan
 from .report import metrics_table
+from .runtime import BASELINES
 from .topology import from_spec
 from .topology.spec import SPEC_HELP
-from .units import parse_size
+from .units import parse_rate, parse_size
 from .workloads import (PATTERNS, constant_ratio, destination_sweep, distance_sweep, random_pairing,
                         random_sizes, read_demands)
 
@@ -40,6 +43,23 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
     return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        return parse_rate(text)
+    except OptiqError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_workload(p: argparse.ArgumentParser) -> None:
@@ -92,6 +112,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="a JSON list instead of a table")
     p = sub.add_parser("demo", help="the main job: compare methods on Blue Gene/Q 1024, disjoint, 8 MiB")
     p.add_argument("--topology", "-t", default="bgq:1024", help="default bgq:1024")
+    p = sub.add_parser("run", help="replay a plan under mpiexec (same as python -m optiq.runtime)",
+                       description="Replay a plan with chunked store-and-forward. Run it under "
+                                   "mpiexec -n N with one rank per endpoint of the plan.")
+    p.add_argument("plan", help="plan file (JSON) from optiq plan")
+    p.add_argument("--verify", action="store_true", help="send seeded patterns and check every byte received")
+    p.add_argument("--json", metavar="FILE", help="write the measurements as JSON (rank 0)")
+    p.add_argument("--baseline", choices=BASELINES, default="none", help="also time MPI_Alltoallv on the same jobs")
+    p.add_argument("--repeat", type=_positive_int, default=3, help="measured repeats (default 3)")
+    p.add_argument("--warmup", type=_non_negative_int, default=1, help="unmeasured runs first (default 1)")
+    p.add_argument("--link-bw", type=_rate, help="emulate links of this bandwidth, e.g. 200MB/s")
+    p.add_argument("--window", type=_positive_int, default=4,
+                   help="chunks in flight per link and slots per forwarded path (default 4)")
+    p.add_argument("--chunk-size", type=_size, help="override the plan's chunk size")
+    p.add_argument("--timeout", type=float,
+                   help="seconds per transfer before every rank gives up (default 60 + 10x the predicted time)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the --verify patterns (default 0)")
     return parser
 
 
@@ -182,7 +218,54 @@ def run(args) -> int:
         print(metrics_table(rows, {"plan s": times}))
         print(f"optimised plan vs default routing: {rows[0].predicted_time_s / rows[-1].predicted_time_s:.2f}x "
               "faster (predicted, flow level)")
+    elif args.command == "run":
+        return _replay(args)
     return 0
+
+
+def _replay(args) -> int:
+    """``optiq run``: errors found by every rank alike are printed once; a rank failing alone aborts all."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise OptiqError("optiq run needs mpi4py and an MPI library: pip install 'optiq[mpi]'") from None
+    from .runtime import bcast_plan, check_comm, format_report, measure, predicted_time
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    try:
+        if args.json and rank == 0 and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
+            raise OptiqError(f"cannot write --json {args.json!r}: its directory does not exist")
+        plan = bcast_plan(comm, args.plan)
+        check_comm(comm, plan)
+        if args.timeout is not None and not args.timeout > 0:
+            raise OptiqError(f"--timeout must be positive, got {args.timeout}")
+    except OptiqError as exc:
+        if rank == 0:
+            print(f"optiq: error: {exc}", file=sys.stderr)
+        return 1
+    timeout = args.timeout or 60.0 + 10 * predicted_time(plan, args.link_bw)[0]
+    try:
+        report = measure(comm, plan, repeat=args.repeat, warmup=args.warmup, verify=args.verify, seed=args.seed,
+                         window=args.window, link_bw=args.link_bw, chunk_size=args.chunk_size,
+                         baseline=args.baseline, timeout=timeout)
+    except Exception as exc:  # the other ranks would wait for this one forever: stop them all
+        if not isinstance(exc, OptiqError):
+            traceback.print_exc()
+        message = str(exc) if str(exc).startswith(f"rank {rank}:") else f"rank {rank}: {exc}"
+        print(f"optiq: error: {message}", file=sys.stderr, flush=True)
+        if comm.Get_size() > 1:
+            comm.Abort(1)
+        return 1
+    failed = [t.name for t in (report.plan, report.baseline) if t is not None and t.verified is False]
+    if rank == 0:
+        print(format_report(report), flush=True)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(report.to_dict(), fh, indent=1)
+        if failed:
+            print(f"optiq: error: verification failed for {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:

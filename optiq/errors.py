@@ -23,3 +23,7 @@ class PlanError(OptiqError):
 
 class SolverError(OptiqError):
     """The LP solver failed or returned no usable solution."""
+
+
+class TransferError(OptiqError):
+    """The executor could not complete a transfer: timeout, a stopped rank, or a bad buffer."""

@@ -6,6 +6,8 @@ from optiq.paths import PathSet
 from optiq.topology import cluster, from_networkx, mesh, torus
 from optiq.workloads import Demands
 
+collect_ignore = ["mpi"]  # scripts run under mpiexec by test_runtime.py, not test modules
+
 
 def all_simple_paths(topology, demands) -> PathSet:
     """Every simple path of every job, parallel links distinguished (brute force)."""

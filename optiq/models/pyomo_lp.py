@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyomo.environ as pyo
 
 from ..errors import SolverError
 from .scaling import lp_coefficients
 from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options
+
+if TYPE_CHECKING:  # pyomo takes ~1.5 s to import; only the model functions need it
+    import pyomo.environ as pyo
 
 __all__ = ["build_pyomo_model", "solve_pyomo_model"]
 
@@ -49,6 +52,8 @@ def build_pyomo_model(topology, demands, paths) -> pyo.ConcreteModel:
     for e, p, a in zip(links.tolist(), cols.tolist(), vals.tolist()):
         by_link.setdefault(e, []).append((p, a))
     job_offsets = paths.job_offsets
+    import pyomo.environ as pyo
+
     m = pyo.ConcreteModel(name="optiq multipath throughput")
     m.J = pyo.RangeSet(0, demands.num_jobs - 1)
     m.P = pyo.RangeSet(0, paths.num_paths - 1)
@@ -79,6 +84,7 @@ def solve_pyomo_model(model: pyo.ConcreteModel, *, solver: str = DEFAULT_SOLVER,
     SolverError
         If the solver is unknown or HiGHS returns no usable point.
     """
+    import pyomo.environ as pyo
     from pyomo.contrib.solver.common.factory import SolverFactory
     from pyomo.contrib.solver.common.results import TerminationCondition
 

@@ -1,0 +1,15 @@
+"""The executor: replay a plan over MPI with chunked store-and-forward (needs mpi4py).
+
+Run a plan file with ``mpiexec -n N python -m optiq.runtime PLAN.json`` (or ``optiq run``),
+or call :func:`run_plan` / :class:`Executor` from an application with its communicator.
+"""
+
+from .executor import Executor, bcast_plan, check_comm, run_plan
+from .runner import BASELINES, RunReport, Timing, format_report, measure, predicted_time
+from .schedule import RankSchedule, Stream, compile_schedule
+from .transport import TransferResult
+from .verify import fill_send_buffers, find_mismatches, job_pattern
+
+__all__ = ["run_plan", "Executor", "TransferResult", "measure", "RunReport", "Timing", "format_report",
+           "predicted_time", "compile_schedule", "RankSchedule", "Stream", "check_comm", "bcast_plan", "job_pattern",
+           "fill_send_buffers", "find_mismatches", "BASELINES"]

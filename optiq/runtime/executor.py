@@ -1,0 +1,173 @@
+"""Run a plan on a communicator: the library call an application makes instead of its all-to-all."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import PlanError, TransferError
+from ..plan import Plan
+from .schedule import RankSchedule, compile_schedule
+from .transport import TransferResult, transfer
+
+__all__ = ["Executor", "run_plan", "check_comm", "bcast_plan"]
+
+
+def check_comm(comm, plan: Plan) -> None:
+    """Check that ``comm`` has a rank for every endpoint of ``plan``.
+
+    Raises
+    ------
+    PlanError
+        Naming how many ranks the plan needs and how many the communicator has.
+    """
+    needed = int(plan.ranks.max()) + 1
+    if comm.Get_size() < needed:
+        raise PlanError(f"the plan maps its {plan.topology.num_endpoints} endpoints onto ranks 0..{needed - 1}, "
+                        f"but the communicator has {comm.Get_size()} rank(s); run it with mpiexec -n {needed}")
+
+
+class Executor:
+    """A plan compiled for this rank of ``comm``, ready to run many times.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        Every rank of it constructs the executor and calls :meth:`run` together.
+    plan : Plan
+    window : int
+        Chunks in flight per outgoing link, and receive slots per path this rank forwards.
+    link_bw : float, optional
+        Emulate links of this many bytes/s (each rank paces what it sends on each link).
+    chunk_size : int, optional
+        Override the plan's chunk size.
+
+    Raises
+    ------
+    PlanError
+        If the communicator is too small for the plan, or an argument is out of range.
+    """
+
+    def __init__(self, comm, plan: Plan, *, window: int = 4, link_bw: float | None = None,
+                 chunk_size: int | None = None) -> None:
+        check_comm(comm, plan)
+        if window < 1:
+            raise PlanError(f"window must be at least 1 chunk, got {window}")
+        if link_bw is not None and not link_bw > 0:
+            raise PlanError(f"link bandwidth must be positive, got {link_bw}")
+        chunk = plan.chunk_size if chunk_size is None else int(chunk_size)
+        if chunk < 1:
+            raise PlanError(f"chunk size must be a positive number of bytes, got {chunk}")
+        self.comm, self.plan, self.window, self.link_bw, self.chunk_size = comm, plan, window, link_bw, chunk
+        self.schedule: RankSchedule = compile_schedule(plan, comm.Get_rank())
+
+    def __repr__(self) -> str:
+        return (f"Executor(rank={self.schedule.rank}, method={self.plan.method!r}, chunk_size={self.chunk_size}, "
+                f"window={self.window}, link_bw={self.link_bw})")
+
+    def empty_recv_buffers(self) -> dict[int, np.ndarray]:
+        """Fresh receive buffers for the jobs this rank is the destination of."""
+        return {j: np.empty(n, dtype=np.uint8) for j, n in self.schedule.recv_jobs.items()}
+
+    def run(self, send: Mapping[int, np.ndarray], recv: Mapping[int, np.ndarray] | None = None, *,
+            timeout: float = 60.0) -> TransferResult:
+        """Move this rank's bytes; all ranks call it together.
+
+        Parameters
+        ----------
+        send : mapping
+            Job id -> send buffer (any contiguous numpy array of exactly the job's bytes)
+            for every job whose source is this rank.
+        recv : mapping, optional
+            Job id -> receive buffer likewise; allocated when not given.
+        timeout : float
+            Seconds before the transfer is abandoned with :class:`TransferError`.
+
+        Returns
+        -------
+        TransferResult
+            The receive buffers (as ``uint8`` views) and this rank's timings.
+
+        Raises
+        ------
+        TransferError
+            If a buffer is missing or has the wrong size, or on timeout.
+        """
+        sched = self.schedule
+        send_views = _byte_views(send, sched.send_jobs, "send", sched.rank)
+        recv_views = _byte_views(self.empty_recv_buffers() if recv is None else recv, sched.recv_jobs, "receive",
+                                 sched.rank)
+        return transfer(self.comm, sched, self.chunk_size, send_views, recv_views, window=self.window,
+                        link_bw=self.link_bw, timeout=timeout)
+
+
+def run_plan(comm, plan: Plan, send: Mapping[int, np.ndarray], recv: Mapping[int, np.ndarray] | None = None, *,
+             window: int = 4, link_bw: float | None = None, timeout: float = 60.0) -> TransferResult:
+    """Move the plan's bytes over ``comm``: one call on every rank, like an all-to-all.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+    plan : Plan
+    send : mapping
+        Job id -> bytes to send, for the jobs whose source is this rank (numpy arrays).
+    recv : mapping, optional
+        Job id -> receive buffer, for the jobs whose destination is this rank.
+    window, link_bw, timeout
+        As in :class:`Executor` and :meth:`Executor.run`.
+
+    Returns
+    -------
+    TransferResult
+
+    Raises
+    ------
+    PlanError
+        If the communicator does not fit the plan.
+    TransferError
+        If a buffer is wrong or the transfer times out.
+    """
+    return Executor(comm, plan, window=window, link_bw=link_bw).run(send, recv, timeout=timeout)
+
+
+def _byte_views(buffers: Mapping[int, np.ndarray], sizes: dict[int, int], what: str, rank: int) -> dict:
+    if not isinstance(buffers, Mapping):
+        raise TransferError(f"rank {rank}: {what} buffers must be a mapping job id -> numpy array")
+    extra = set(buffers) - set(sizes)
+    if extra:
+        j = min(extra)
+        raise TransferError(f"rank {rank}: got a {what} buffer for job {j}, which rank {rank} does not {what}")
+    views = {}
+    for j, n in sizes.items():
+        if j not in buffers:
+            raise TransferError(f"rank {rank}: no {what} buffer for job {j} ({n} bytes)")
+        buf = buffers[j]
+        if not isinstance(buf, np.ndarray) or not buf.flags.c_contiguous:
+            raise TransferError(f"rank {rank}: the {what} buffer of job {j} must be a contiguous numpy array")
+        if buf.nbytes != n:
+            raise TransferError(f"rank {rank}: the {what} buffer of job {j} has {buf.nbytes} bytes, the job has {n}")
+        if what == "receive" and not buf.flags.writeable:
+            raise TransferError(f"rank {rank}: the receive buffer of job {j} is read-only")
+        views[j] = buf.reshape(-1).view(np.uint8)
+    return views
+
+
+def bcast_plan(comm, path: str, root: int = 0) -> Plan:
+    """Load a plan file on ``root`` and hand it to every rank of ``comm``.
+
+    Collective. If the file is missing or invalid, every rank raises the same
+    :class:`PlanError`, so all of them can exit cleanly together.
+    """
+    from ..plan import load_plan
+
+    loaded: tuple[Plan | None, str | None] = (None, None)
+    if comm.Get_rank() == root:
+        try:
+            loaded = (load_plan(path), None)
+        except PlanError as exc:
+            loaded = (None, str(exc))
+    plan, error = comm.bcast(loaded, root=root)
+    if error is not None:
+        raise PlanError(error)
+    return plan

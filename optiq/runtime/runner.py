@@ -1,0 +1,210 @@
+"""Timed, repeated, verified runs of a plan and of the Alltoallv baseline, and their report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..plan import Plan
+from .baseline import AlltoallvBaseline
+from .executor import Executor
+from .transport import wait_politely
+from .verify import fill_send_buffers, find_mismatches
+
+__all__ = ["Timing", "RunReport", "measure", "predicted_time", "format_report", "BASELINES"]
+
+BASELINES = ("none", "alltoallv")
+
+
+@dataclass
+class Timing:
+    """Completion times of repeated runs (each the slowest rank's) and their check.
+
+    Attributes
+    ----------
+    name : str
+    times_s : list of float
+        One per measured repeat (warm-up excluded).
+    bytes_total : int
+    verified : bool or None
+        Whether every byte matched on every rank in every repeat; ``None`` if not checked.
+    mismatches : list of str
+        Messages naming job and offset of wrong bytes (rank-prefixed), if any.
+    """
+
+    name: str
+    times_s: list[float]
+    bytes_total: int
+    verified: bool | None
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def min_s(self) -> float:
+        return float(np.min(self.times_s))
+
+    @property
+    def median_s(self) -> float:
+        return float(np.median(self.times_s))
+
+    @property
+    def throughput_Bps(self) -> float:
+        """Bytes over the median time."""
+        return self.bytes_total / self.median_s if self.median_s > 0 else float("inf")
+
+    def to_dict(self) -> dict:
+        return {"bytes_total": self.bytes_total, "elapsed_s": self.median_s, "elapsed_min_s": self.min_s,
+                "elapsed_median_s": self.median_s, "throughput_Bps": self.throughput_Bps,
+                "times_s": list(self.times_s), "verified": self.verified, "mismatches": list(self.mismatches)}
+
+
+@dataclass
+class RunReport:
+    """Everything ``optiq run`` measured; :meth:`to_dict` is the ``--json`` contract.
+
+    The top-level ``bytes_total``, ``elapsed_s`` (median), ``elapsed_min_s``,
+    ``elapsed_median_s``, ``throughput_Bps`` and ``verified`` are the plan's; the baseline,
+    when run, has the same keys under ``baseline``.
+    """
+
+    method: str
+    topology: str
+    ranks: int
+    jobs: int
+    paths: int
+    chunk_size: int
+    window: int
+    link_bw_Bps: float | None
+    predicted_time_s: float
+    predicted_at: str
+    repeats: int
+    warmup: int
+    plan: Timing
+    baseline: Timing | None
+    chunks_forwarded: int
+    buffer_bytes_max: int
+
+    @property
+    def measured_over_predicted(self) -> float:
+        return self.plan.median_s / self.predicted_time_s if self.predicted_time_s > 0 else float("nan")
+
+    def to_dict(self) -> dict:
+        out = {"method": self.method, "topology": self.topology, "ranks": self.ranks, "jobs": self.jobs,
+               "paths": self.paths, "chunk_size": self.chunk_size, "window": self.window,
+               "link_bw_Bps": self.link_bw_Bps, "repeats": self.repeats, "warmup": self.warmup}
+        out.update(self.plan.to_dict())
+        out.update({"predicted_time_s": self.predicted_time_s, "predicted_at": self.predicted_at,
+                    "measured_over_predicted": self.measured_over_predicted,
+                    "chunks_forwarded": self.chunks_forwarded, "buffer_bytes_max": self.buffer_bytes_max,
+                    "baseline": None if self.baseline is None else {"name": self.baseline.name,
+                                                                    **self.baseline.to_dict()}})
+        return out
+
+
+def predicted_time(plan: Plan, link_bw: float | None) -> tuple[float, str]:
+    """Flow-level completion time of ``plan``, at ``link_bw`` on every paced link if given.
+
+    Only links that leave a rank are paced (all links of a torus; on a fat-tree the host
+    uplinks), so with ``link_bw`` the busiest of those sets the prediction.
+    """
+    if link_bw is None:
+        return plan.predicted_time_s, "plan link capacities"
+    topo = plan.topology
+    paced = topo.link_src < topo.num_endpoints
+    return float(plan.link_bytes[paced].max() / link_bw), f"{link_bw:.6g} B/s per paced link"
+
+
+def measure(comm, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: bool = False, seed: int = 0,
+            window: int = 4, link_bw: float | None = None, chunk_size: int | None = None,
+            baseline: str = "none", timeout: float = 60.0) -> RunReport:
+    """Run the plan ``warmup + repeat`` times (and the baseline likewise); all ranks call it.
+
+    Every repeat starts after a barrier; its time is the slowest rank's. The report is the
+    same on every rank.
+
+    Raises
+    ------
+    PlanError
+        If the communicator does not fit the plan or an option is out of range.
+    TransferError
+        If a transfer times out or a buffer is wrong.
+    """
+    from mpi4py import MPI
+
+    if repeat < 1 or warmup < 0:
+        raise ValueError(f"need repeat >= 1 and warmup >= 0, got repeat={repeat}, warmup={warmup}")
+    if baseline not in BASELINES:
+        raise ValueError(f"unknown baseline {baseline!r}; choose from {', '.join(BASELINES)}")
+    executor = Executor(comm, plan, window=window, link_bw=link_bw, chunk_size=chunk_size)
+    sched = executor.schedule
+    send = fill_send_buffers(sched.send_jobs, seed) if verify else \
+        {j: np.zeros(n, dtype=np.uint8) for j, n in sched.send_jobs.items()}
+    recv = executor.empty_recv_buffers()
+    bytes_total = int(plan.demands.nbytes.sum())
+
+    def repeated(name: str, run_once, received) -> Timing:
+        times, problems = [], []
+        for it in range(warmup + repeat):
+            for buf in received().values():
+                buf.fill(0)
+            wait_politely(comm.Ibarrier())
+            local = run_once()
+            elapsed = _allreduce(comm, local, MPI.MAX)
+            if it >= warmup:
+                times.append(elapsed)
+            if verify and not problems:
+                problems = [f"rank {comm.Get_rank()}, repeat {it}: {m}" for m in find_mismatches(received(), seed)]
+        verified = None
+        if verify:
+            verified = bool(_allreduce(comm, not problems, MPI.MIN))
+            problems = [m for ms in comm.allgather(problems[:3]) for m in ms]
+        return Timing(name, times, bytes_total, verified, problems)
+
+    stats = {}
+
+    def run_plan_once() -> float:
+        result = executor.run(send, recv, timeout=timeout)
+        stats["forwarded"], stats["buffer"] = result.chunks_forwarded, result.buffer_bytes
+        return result.elapsed_s
+
+    plan_timing = repeated(f"optiq {plan.method}", run_plan_once, lambda: recv)
+    base_timing = None
+    if baseline == "alltoallv":
+        a2a = AlltoallvBaseline(comm, plan)
+        a2a.pack(send)
+        base_timing = repeated("MPI_Alltoallv", a2a.run, a2a.unpack)
+    predicted, at = predicted_time(plan, link_bw)
+    return RunReport(method=plan.method, topology=plan.topology.name, ranks=comm.Get_size(),
+                     jobs=plan.demands.num_jobs, paths=int((plan.path_bytes > 0).sum()),
+                     chunk_size=executor.chunk_size, window=window, link_bw_Bps=link_bw, predicted_time_s=predicted,
+                     predicted_at=at, repeats=repeat, warmup=warmup, plan=plan_timing, baseline=base_timing,
+                     chunks_forwarded=int(comm.allreduce(stats["forwarded"], op=MPI.SUM)),
+                     buffer_bytes_max=int(comm.allreduce(stats["buffer"], op=MPI.MAX)))
+
+
+def _allreduce(comm, value: float, op) -> float:
+    buf, out = np.array([value], dtype=np.float64), np.empty(1, dtype=np.float64)
+    wait_politely(comm.Iallreduce(buf, out, op=op))
+    return float(out[0])
+
+
+def format_report(report: RunReport) -> str:
+    """The table ``optiq run`` prints."""
+    r = report
+    paced = f", links paced at {r.link_bw_Bps / 1e6:g} MB/s" if r.link_bw_Bps else ""
+    lines = [f"{r.method} plan on {r.topology}: {r.ranks} ranks, {r.jobs} jobs, {r.paths} paths, "
+             f"{r.plan.bytes_total / 2**20:,.1f} MiB, chunk {r.chunk_size / 1024:g} KiB, window {r.window}{paced}; "
+             f"{r.repeats} repeat(s) after {r.warmup} warm-up",
+             f"{'':16} {'min s':>10} {'median s':>10} {'GB/s':>8}  verified"]
+    for t in (r.plan, r.baseline):
+        if t is not None:
+            check = {None: "not checked", True: "yes", False: "NO"}[t.verified]
+            lines.append(f"{t.name:16} {t.min_s:10.4f} {t.median_s:10.4f} {t.throughput_Bps / 1e9:8.3f}  {check}")
+    lines.append(f"predicted (flow level, {r.predicted_at}): {r.predicted_time_s:.4f} s; "
+                 f"measured median / predicted = {r.measured_over_predicted:.2f}")
+    if r.baseline is not None:
+        lines.append(f"Alltoallv median / plan median = {r.baseline.median_s / r.plan.median_s:.2f}")
+    for t in (r.plan, r.baseline):
+        if t is not None:
+            lines.extend(f"mismatch ({t.name}): {m}" for m in t.mismatches)
+    return "\n".join(lines)

@@ -1,0 +1,146 @@
+"""What one rank does in a plan: the streams of chunks it sends, forwards and receives.
+
+A path of the plan becomes a chain of *rank-level hops*: the endpoints (ranks) it visits,
+in order. Switches of a fat-tree are not ranks; the MPI library carries data across them,
+so a host-to-host segment through switches is one hop. At a given rank a path is one
+:class:`Stream`: the rank is its source, a forwarder in the middle, or its destination.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import PlanError
+from ..plan import Plan
+
+__all__ = ["Stream", "RankSchedule", "compile_schedule", "rank_hops"]
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One path as seen by one rank.
+
+    Attributes
+    ----------
+    path : int
+        Path id in the plan; also the MPI tag of its chunks.
+    job : int
+        The job the path belongs to.
+    offset : int
+        Where the path's bytes start in the job's message.
+    nbytes : int
+        Bytes the path carries.
+    prev : int
+        Rank this rank receives the path's chunks from (``-1`` at the source).
+    next : int
+        Rank this rank sends them to (``-1`` at the destination).
+    link : int
+        Topology link that leaves this rank on the path (``-1`` at the destination).
+    """
+
+    path: int
+    job: int
+    offset: int
+    nbytes: int
+    prev: int
+    next: int
+    link: int
+
+    def num_chunks(self, chunk_size: int) -> int:
+        return -(-self.nbytes // chunk_size)
+
+
+@dataclass(frozen=True)
+class RankSchedule:
+    """The streams of one rank and the job buffers it owns.
+
+    Attributes
+    ----------
+    rank : int
+    streams : tuple of Stream
+    send_jobs : dict
+        Job id -> bytes, for the jobs this rank is the source of.
+    recv_jobs : dict
+        Job id -> bytes, for the jobs this rank is the destination of.
+    """
+
+    rank: int
+    streams: tuple[Stream, ...]
+    send_jobs: dict[int, int]
+    recv_jobs: dict[int, int]
+
+    def __repr__(self) -> str:
+        roles = [sum(1 for s in self.streams if f(s)) for f in
+                 (lambda s: s.prev < 0, lambda s: s.prev >= 0 and s.next >= 0, lambda s: s.next < 0)]
+        return (f"RankSchedule(rank={self.rank}, sends={roles[0]}, forwards={roles[1]}, receives={roles[2]}, "
+                f"send_jobs={len(self.send_jobs)}, recv_jobs={len(self.recv_jobs)})")
+
+
+def rank_hops(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rank-level hops of every path that carries bytes.
+
+    Returns
+    -------
+    path, from_rank, to_rank, link : ndarray of int
+        One entry per hop, in path order: the path, the rank that sends, the rank that
+        receives, and the topology link leaving the sender.
+
+    Examples
+    --------
+    >>> from optiq import from_spec, Demands, make_plan
+    >>> plan = make_plan(from_spec("mesh:3"), Demands([0], [2], [100]), "default")
+    >>> [a.tolist() for a in rank_hops(plan)]
+    [[0, 0], [0, 1], [1, 2], [0, 1]]
+    """
+    topo, ps = plan.topology, plan.paths
+    entry_path = ps.path_of_link_entry
+    keep = plan.path_bytes[entry_path] > 0
+    links = ps.links[keep]
+    entry_path = entry_path[keep]
+    tails, heads = topo.link_src[links], topo.link_dst[links]
+    endpoints = topo.num_endpoints
+    # the next entry (at or after this one) whose head is an endpoint ends the hop
+    position = np.arange(links.size)
+    ends = np.where(heads < endpoints, position, links.size)
+    ends = np.minimum.accumulate(ends[::-1])[::-1]
+    starts = np.flatnonzero(tails < endpoints)
+    ranks = plan.ranks
+    return (entry_path[starts], ranks[tails[starts]], ranks[heads[ends[starts]]], links[starts])
+
+
+def compile_schedule(plan: Plan, rank: int) -> RankSchedule:
+    """The streams and job buffers of ``rank`` in ``plan``.
+
+    Zero-byte paths are skipped. Path ids are kept, so every rank agrees on the tags.
+
+    Raises
+    ------
+    PlanError
+        If ``rank`` is negative.
+
+    Examples
+    --------
+    >>> from optiq import from_spec, Demands, make_plan
+    >>> plan = make_plan(from_spec("mesh:3"), Demands([0], [2], [100]), "default")
+    >>> compile_schedule(plan, 1).streams
+    (Stream(path=0, job=0, offset=0, nbytes=100, prev=0, next=2, link=1),)
+    """
+    if rank < 0:
+        raise PlanError(f"rank must be non-negative, got {rank}")
+    dem, ps = plan.demands, plan.paths
+    csum = np.cumsum(plan.path_bytes) - plan.path_bytes
+    offset = csum - csum[ps.job_offsets[ps.job]]
+    path, src, dst, link = rank_hops(plan)
+    sends = {int(p): (int(d), int(e)) for p, s, d, e in zip(path, src, dst, link) if s == rank}
+    recvs = {int(p): int(s) for p, s, d in zip(path, src, dst) if d == rank}
+    streams = []
+    for p in sorted(sends.keys() | recvs.keys()):
+        nxt, out_link = sends.get(p, (-1, -1))
+        streams.append(Stream(path=p, job=int(ps.job[p]), offset=int(offset[p]), nbytes=int(plan.path_bytes[p]),
+                              prev=recvs.get(p, -1), next=nxt, link=out_link))
+    src_rank, dst_rank = plan.ranks[dem.src], plan.ranks[dem.dst]
+    return RankSchedule(rank=rank, streams=tuple(streams),
+                        send_jobs={int(j): int(dem.nbytes[j]) for j in np.flatnonzero(src_rank == rank)},
+                        recv_jobs={int(j): int(dem.nbytes[j]) for j in np.flatnonzero(dst_rank == rank)})

@@ -1,0 +1,98 @@
+"""Run under mpiexec: seeded random plans, replayed and checked byte for byte on every rank.
+
+Exit code 0 only if every plan is delivered exactly on every rank. Usage:
+    mpiexec -n N python random_plans.py [--plans-per-topology P] [--seed S]
+"""
+
+import argparse
+import itertools
+import sys
+
+import networkx as nx
+import numpy as np
+from mpi4py import MPI
+
+from optiq import Demands, Plan, from_spec
+from optiq.paths import PathSet
+from optiq.runtime import Executor, fill_send_buffers, find_mismatches, predicted_time
+
+TOPOLOGIES = {4: ["torus:2x2", "mesh:2x2", "mesh:4", "fattree:k=2,n=2"],
+              8: ["torus:2x4", "mesh:2x2x2", "torus:2x2x2", "fattree:k=2,n=3"]}
+
+
+def random_plan(spec: str, rng: np.random.Generator) -> Plan:
+    topo = from_spec(spec)
+    n = topo.num_endpoints
+    g = topo.to_networkx()
+    jobs = int(rng.integers(n, 2 * n))
+    pair = rng.choice(n * (n - 1), size=jobs, replace=False)
+    src = pair // (n - 1)
+    dst = (src + 1 + pair % (n - 1)) % n
+    sizes = rng.integers(1, 300_000, jobs)
+    sizes[rng.random(jobs) < 0.2] = int(rng.integers(1, 50))  # some jobs smaller than one chunk
+    paths, owners, path_bytes = [], [], []
+    for j, (s, d) in enumerate(zip(src.tolist(), dst.tolist())):
+        options = list(itertools.islice(nx.all_simple_edge_paths(g, s, d, cutoff=topo.diameter + 2), 40))
+        chosen = rng.choice(len(options), size=min(len(options), int(rng.integers(1, 5))), replace=False)
+        weights = rng.random(chosen.size)
+        weights[rng.random(chosen.size) < 0.3] = 0.0  # zero-byte paths
+        weights[0] += 1e-3
+        share = np.floor(weights / weights.sum() * sizes[j]).astype(np.int64)
+        share[0] += sizes[j] - share.sum()
+        for c, b in zip(chosen, share):
+            paths.append([key for _, _, key in options[c]])
+            owners.append(j)
+            path_bytes.append(int(b))
+    ps = PathSet.from_lists(paths, owners, jobs)
+    order = np.argsort(owners, kind="stable")
+    chunk = int(rng.choice([1000, 4096 + 7, 65536]))
+    return Plan(topo, Demands(src, dst, sizes), ps, np.asarray(path_bytes)[order], chunk_size=chunk, method="random")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--plans-per-topology", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    rng = np.random.default_rng([args.seed, size])
+    failures, roles_seen, checked = [], 0, 0
+    for spec in TOPOLOGIES[size]:
+        for i in range(args.plans_per_topology):
+            plan = random_plan(spec, rng)
+            window = int(rng.integers(1, 5))
+            link_bw = 2e8 if i == 0 else None  # pace one plan per topology
+            ex = Executor(comm, plan, window=window, link_bw=link_bw)
+            streams = ex.schedule.streams
+            if any(s.prev < 0 for s in streams) and any(s.next < 0 for s in streams) and \
+                    any(s.prev >= 0 and s.next >= 0 for s in streams):
+                roles_seen += 1
+            send = fill_send_buffers(ex.schedule.send_jobs, seed=i)
+            comm.Barrier()
+            result = ex.run(send, timeout=60)
+            elapsed = comm.allreduce(result.elapsed_s, op=MPI.MAX)
+            bad = [f"{spec} plan {i} (chunk {plan.chunk_size}, window {window}), rank {rank}: {m}"
+                   for m in find_mismatches(result.recv, seed=i)]
+            if set(result.recv) != set(ex.schedule.recv_jobs):
+                bad.append(f"{spec} plan {i}, rank {rank}: received jobs {sorted(result.recv)}")
+            if link_bw is not None and elapsed < predicted_time(plan, link_bw)[0]:
+                bad.append(f"{spec} plan {i}: paced run took {elapsed:.4f} s, less than the "
+                           f"{predicted_time(plan, link_bw)[0]:.4f} s its links need at {link_bw:g} B/s")
+            failures.extend(bad)
+            checked += 1
+    failures = [f for fs in comm.gather(failures, root=0) or [] for f in fs]
+    roles_seen = comm.reduce(roles_seen, op=MPI.SUM, root=0)
+    if rank == 0:
+        print(f"{checked} random plans on {size} ranks; a rank was source, forwarder and destination "
+              f"at once in {roles_seen} (rank, plan) cases; {len(failures)} failure(s)")
+        for f in failures[:20]:
+            print("FAIL", f)
+        if roles_seen == 0:
+            print("FAIL no rank was source, forwarder and destination in the same plan")
+    ok = comm.bcast(not failures and roles_seen > 0 if rank == 0 else None, root=0)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

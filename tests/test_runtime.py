@@ -1,0 +1,173 @@
+"""The executor: schedules in process; byte-exact replay and failure handling under mpiexec."""
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from optiq import Demands, from_spec, make_plan
+from optiq.cli import main
+from optiq.runtime import compile_schedule, find_mismatches, job_pattern, predicted_time
+from optiq.runtime.schedule import rank_hops
+
+MPI_SCRIPTS = Path(__file__).parent / "mpi"
+
+
+def mpiexec() -> str:
+    found = Path(sys.executable).parent / "mpiexec"
+    if found.exists():
+        return str(found)
+    found = shutil.which("mpiexec")
+    assert found, "mpiexec not found: install the MPI extra, pip install -e '.[mpi,test]'"
+    return found
+
+
+def launch(n: int, *argv, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
+    start = time.perf_counter()
+    proc = subprocess.run([mpiexec(), "-n", str(n), sys.executable, *map(str, argv)], capture_output=True,
+                          text=True, timeout=timeout)
+    return proc, time.perf_counter() - start
+
+
+def small_plan(tmp_path, spec="torus:2x2", method="heu2", name="plan.json", **kw):
+    topo = from_spec(spec)
+    n = topo.num_endpoints
+    demands = Demands(np.arange(n), (np.arange(n) + n // 2) % n, 100_000 + 777 * np.arange(n))
+    plan = make_plan(topo, demands, method, k=4, **kw)
+    path = tmp_path / name
+    plan.save(path)
+    return plan, path
+
+
+# -- in process -------------------------------------------------------------------------
+
+def test_schedule_roles_follow_the_paths(tmp_path):
+    plan, _ = small_plan(tmp_path, "mesh:4", "default")
+    hops = set(zip(*[a.tolist() for a in rank_hops(plan)][:3]))
+    for r in range(4):
+        sched = compile_schedule(plan, r)
+        assert set(sched.send_jobs) == set(np.flatnonzero(plan.demands.src == r).tolist())
+        assert set(sched.recv_jobs) == set(np.flatnonzero(plan.demands.dst == r).tolist())
+        for s in sched.streams:
+            nodes = plan.paths.nodes(s.path, plan.topology)
+            i = nodes.index(r)
+            assert s.prev == (nodes[i - 1] if i > 0 else -1)
+            assert s.next == (nodes[i + 1] if i + 1 < len(nodes) else -1)
+            if s.next >= 0:
+                assert (s.path, r, s.next) in hops
+                assert plan.topology.link_src[s.link] == r and plan.topology.link_dst[s.link] == s.next
+
+
+def test_fat_tree_hops_skip_switches(tmp_path):
+    plan, _ = small_plan(tmp_path, "fattree:k=2,n=2", "default")
+    path, src, dst, link = rank_hops(plan)
+    assert path.size == plan.paths.num_paths  # hosts hang off switches: one rank-level hop per path
+    np.testing.assert_array_equal(src, plan.demands.src[plan.paths.job])
+    np.testing.assert_array_equal(dst, plan.demands.dst[plan.paths.job])
+
+
+def test_zero_byte_paths_and_offsets(tmp_path):
+    plan, _ = small_plan(tmp_path, "torus:2x2", "opt")
+    plan.path_bytes[:] = 0
+    jo = plan.paths.job_offsets
+    for j in range(plan.demands.num_jobs):  # all bytes on the job's last path, the others empty
+        plan.path_bytes[jo[j + 1] - 1] = plan.demands.nbytes[j]
+    carried = {s.path for r in range(4) for s in compile_schedule(plan, r).streams}
+    assert carried == set((jo[1:] - 1).tolist())
+    assert all(s.offset == 0 for r in range(4) for s in compile_schedule(plan, r).streams)
+
+
+def test_mismatch_names_job_and_offset():
+    got = {2: job_pattern(2, 1000, seed=5)}
+    assert find_mismatches(got, seed=5) == []
+    got[2][700] ^= 0xFF
+    assert find_mismatches(got, seed=5) == ["job 2: 1 of 1000 bytes differ, first at offset 700"]
+    assert find_mismatches({3: job_pattern(2, 1000, seed=5)}, seed=5)  # another job's data is caught
+
+
+def test_predicted_time_counts_only_paced_links(tmp_path):
+    plan, _ = small_plan(tmp_path, "fattree:k=2,n=2", "default")
+    host_links = plan.topology.link_src < plan.topology.num_endpoints
+    assert predicted_time(plan, 1e6)[0] == pytest.approx(plan.link_bytes[host_links].max() / 1e6)
+
+
+def test_run_without_enough_ranks_is_a_clear_error(tmp_path, capsys):
+    _, path = small_plan(tmp_path)
+    assert main(["run", str(path)]) == 1
+    assert "mpiexec -n 4" in capsys.readouterr().err
+
+
+# -- under mpiexec ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ranks", [4, 8])
+def test_random_plans_arrive_byte_exact(ranks):
+    proc, _ = launch(ranks, MPI_SCRIPTS / "random_plans.py", "--plans-per-topology", 3)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 failure(s)" in proc.stdout
+
+
+def test_run_contract_json(tmp_path):
+    plan, path = small_plan(tmp_path, "torus:2x4", "opt")
+    out = tmp_path / "out.json"
+    proc, _ = launch(8, "-m", "optiq.runtime", path, "--verify", "--json", out, "--baseline", "alltoallv",
+                     "--repeat", 2, "--chunk-size", "10000")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["verified"] is True and report["baseline"]["verified"] is True
+    assert report["bytes_total"] == plan.demands.nbytes.sum() == report["baseline"]["bytes_total"]
+    assert report["repeats"] == 2 and len(report["times_s"]) == 2
+    assert report["elapsed_min_s"] <= report["elapsed_median_s"] == report["elapsed_s"]
+    assert report["throughput_Bps"] == pytest.approx(report["bytes_total"] / report["elapsed_s"])
+    assert proc.stdout.count("verified") == 1  # only rank 0 prints
+
+
+def test_paced_run_is_never_faster_than_its_links(tmp_path):
+    plan, path = small_plan(tmp_path, "torus:2x2", "default")
+    out = tmp_path / "out.json"
+    proc, _ = launch(4, "-m", "optiq.runtime", path, "--link-bw", "50MB/s", "--json", out, "--repeat", 1)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["predicted_time_s"] == pytest.approx(plan.link_bytes.max() / 50e6)
+    assert report["elapsed_min_s"] >= report["predicted_time_s"]
+
+
+def _corrupt(tmp_path, path, what):
+    data = json.loads(path.read_text())
+    if what == "node":
+        data["jobs"][0]["paths"][0]["nodes"][-1] = 99
+    bad = tmp_path / f"bad-{what}.json"
+    bad.write_text(json.dumps(data) if what == "node" else path.read_text()[:-40])
+    return bad
+
+
+@pytest.mark.parametrize("case, fragment", [
+    ("too few ranks", "mpiexec -n 8"),
+    ("missing", "does not exist"),
+    ("corrupt", "not valid JSON"),
+    ("node", "node 99 does not exist"),
+])
+def test_bad_plans_fail_on_every_rank(tmp_path, case, fragment):
+    _, path = small_plan(tmp_path, "torus:2x4" if case == "too few ranks" else "torus:2x2")
+    path = {"missing": tmp_path / "nope.json", "corrupt": _corrupt(tmp_path, path, "json"),
+            "node": _corrupt(tmp_path, path, "node")}.get(case, path)
+    proc, _ = launch(4, "-m", "optiq.runtime", path, "--verify")
+    assert proc.returncode == 1
+    assert proc.stderr.count(fragment) == 1, proc.stderr  # said once, by rank 0
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["raise", "vanish", "exit"])
+def test_a_failing_rank_stops_every_rank(tmp_path, mode):
+    _, path = small_plan(tmp_path)
+    proc, seconds = launch(4, MPI_SCRIPTS / "failing_rank.py", mode, path, "--verify", "--timeout", 3, timeout=60)
+    assert proc.returncode != 0
+    assert seconds < 45
+    if mode == "raise":
+        assert "rank 1: the send buffer of job 1" in proc.stderr
+    if mode == "vanish":
+        assert "timed out after 3 s" in proc.stderr and "from rank 1" in proc.stderr
