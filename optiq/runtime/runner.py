@@ -203,7 +203,8 @@ def format_report(report: RunReport) -> str:
     lines.append(f"predicted (flow level, {r.predicted_at}): {r.predicted_time_s:.4f} s; "
                  f"measured median / predicted = {r.measured_over_predicted:.2f}")
     if r.baseline is not None:
-        lines.append(f"Alltoallv median / plan median = {r.baseline.median_s / r.plan.median_s:.2f}")
+        unpaced = " (Alltoallv is not paced)" if r.link_bw_Bps else ""
+        lines.append(f"Alltoallv median / plan median = {r.baseline.median_s / r.plan.median_s:.2f}{unpaced}")
     for t in (r.plan, r.baseline):
         if t is not None:
             lines.extend(f"mismatch ({t.name}): {m}" for m in t.mismatches)
