@@ -28,38 +28,33 @@ from .workloads import (PATTERNS, constant_ratio, destination_sweep, distance_sw
 PATTERN_CHOICES = PATTERNS + ("distance", "destsize")
 
 
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except OptiqError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _argument(parse):
+    """An argparse type from a parser that raises OptiqError or ValueError."""
+    def convert(text: str):
+        try:
+            return parse(text)
+        except (OptiqError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = parse.__name__
+    return convert
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise ValueError(f"{text!r} must be at least {low}")
+        return value
+    return _argument(parse)
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
-    return value
-
-
-def _rate(text: str) -> float:
-    try:
-        return parse_rate(text)
-    except OptiqError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+_size = _argument(parse_size)
+_rate = _argument(parse_rate)
+_positive_int = _int_at_least(1)
+_non_negative_int = _int_at_least(0)
 
 
 def _add_workload(p: argparse.ArgumentParser) -> None:
