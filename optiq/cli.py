@@ -14,6 +14,7 @@ from .errors import OptiqError
 from .heuristics import DEFAULT_UNIT
 from .metrics import plan_metrics
 from .models import DEFAULT_SOLVER, LP_SOLVERS
+from .models.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK
 from .paths import diverse_paths
 from .plan import DEFAULT_CHUNK_SIZE, load_plan
 from .planner import METHODS, make_plan
@@ -76,13 +77,17 @@ def _add_workload(p: argparse.ArgumentParser) -> None:
 
 
 def _add_planning(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--k", type=_positive_int, default=16, help="candidate paths per job (default 16)")
+    p.add_argument("--k", type=_positive_int, default=16, help="lp and heuristics: candidate paths per job (default 16)")
     p.add_argument("--maxload", type=_positive_int, default=16, help="heu1: paths allowed per link (default 16)")
     p.add_argument("--unit", type=_size, default=DEFAULT_UNIT, help="heu2: bytes placed per step (default 1MiB)")
     p.add_argument("--hop-limit", type=_positive_int, help="longest candidate path (default: network diameter)")
     p.add_argument("--chunk-size", type=_size, default=DEFAULT_CHUNK_SIZE, help="executor chunk (default 64KiB)")
     p.add_argument("--solver", choices=LP_SOLVERS, default=DEFAULT_SOLVER, help="HiGHS LP algorithm")
-    p.add_argument("--time-limit", type=float, help="LP time limit in seconds")
+    p.add_argument("--time-limit", type=float, help="opt/lp: time limit in seconds (best plan so far)")
+    p.add_argument("--gap", type=float, default=DEFAULT_GAP,
+                   help=f"opt: stop within this fraction of the proven lower bound (default {DEFAULT_GAP})")
+    p.add_argument("--hop-slack", type=_non_negative_int, default=DEFAULT_HOP_SLACK,
+                   help=f"opt: paths at most this many hops over the shortest (default {DEFAULT_HOP_SLACK})")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
 
 
@@ -162,12 +167,13 @@ def _progress(args):
 
 def _plan_kwargs(args) -> dict:
     return dict(k=args.k, maxload=args.maxload, unit=args.unit, hop_limit=args.hop_limit,
-                chunk_size=args.chunk_size, solver=args.solver, time_limit=args.time_limit, seed=args.seed)
+                chunk_size=args.chunk_size, solver=args.solver, time_limit=args.time_limit, seed=args.seed,
+                gap=args.gap, hop_slack=args.hop_slack)
 
 
 def _compare(topology, demands, methods, kwargs, say) -> tuple[list, list[str]]:
     rows, times, candidates = [], [], None
-    if any(m != "default" for m in methods):
+    if any(m not in ("default", "opt") for m in methods):
         candidates = diverse_paths(topology, demands, kwargs.get("k", 16), hop_limit=kwargs.get("hop_limit"),
                                    seed=kwargs.get("seed", 0), progress=say)
     for method in methods:

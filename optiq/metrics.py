@@ -15,7 +15,8 @@ class Metrics:
 
     ``copies`` of a path are its chunks times its intermediate nodes (each forwards every
     chunk once). Per-link averages are over the links that carry something. Only paths
-    that carry bytes count.
+    that carry bytes count. ``gap`` is ``1 - lower_bound_time_s / predicted_time_s``: how far
+    the plan can be from the best possible, at most.
     """
 
     method: str
@@ -37,6 +38,7 @@ class Metrics:
     predicted_time_s: float
     throughput_Bps: float
     lower_bound_time_s: float
+    gap: float
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,4 +77,5 @@ def plan_metrics(plan) -> Metrics:
         paths_per_link_max=int(link_paths.max()), paths_per_link_avg=float(link_paths[used].mean()),
         bytes_per_link_max=float(link_bytes.max()), bytes_per_link_avg=float(link_bytes[used].mean()),
         predicted_time_s=predicted, throughput_Bps=total / predicted if predicted > 0 else float("inf"),
-        lower_bound_time_s=float(p.lower_bound_time_s))
+        lower_bound_time_s=float(p.lower_bound_time_s),
+        gap=max(0.0, 1.0 - p.lower_bound_time_s / predicted) if predicted > 0 else 0.0)

@@ -10,19 +10,22 @@ import numpy as np
 from .errors import PlanError, SolverError
 from .heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
 from .models import DEFAULT_SOLVER, LPStatus, cut_lower_bound, round_to_bytes, solve_lp
+from .models.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, column_generation
 from .paths import PathSet, diverse_paths, system_routes
 from .plan import DEFAULT_CHUNK_SIZE, Plan
 
 __all__ = ["make_plan", "METHODS"]
 
-#: Planning methods. ``opt`` and ``lp`` solve the LP over ``k`` diverse candidates per job.
+#: Planning methods. ``opt``: column generation to a certified gap; ``lp``: the LP over ``k``
+#: diverse candidates per job; then the heuristics and the system's default routes.
 METHODS = ("opt", "lp", "heu1", "heu2", "dynamic", "default")
 
 
 def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: int = 16,
               unit: int = DEFAULT_UNIT, hop_limit: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
               solver: str = DEFAULT_SOLVER, time_limit: float | None = None, seed: int = 0,
-              candidates: PathSet | None = None, progress: Callable[[str], None] | None = None) -> Plan:
+              candidates: PathSet | None = None, gap: float = DEFAULT_GAP, hop_slack: int = DEFAULT_HOP_SLACK,
+              progress: Callable[[str], None] | None = None) -> Plan:
     """Plan how every job's bytes travel.
 
     Parameters
@@ -30,8 +33,9 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
     topology : Topology
     demands : Demands
     method : {"opt", "lp", "heu1", "heu2", "dynamic", "default"}
-        ``opt``/``lp``: the max-throughput LP over ``k`` diverse candidate paths per job,
-        solved with HiGHS and rounded to whole bytes; ``heu1``: Heuristic 1 with
+        ``opt``: column generation on the max-throughput LP until the plan is within
+        ``gap`` of a proven lower bound (or ``time_limit``); ``lp``: the LP over ``k``
+        diverse candidate paths per job; both solved with HiGHS and rounded to whole bytes; ``heu1``: Heuristic 1 with
         ``maxload``; ``heu2``: Heuristic 2 with ``unit``; ``dynamic``: heaviest pair first on
         its least-loaded shortest candidate; ``default``: the system's own routes.
     k : int
@@ -41,7 +45,11 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
     chunk_size : int
         Chunk size recorded in the plan for the executor.
     solver, time_limit
-        HiGHS algorithm and time limit for the LP methods.
+        HiGHS algorithm (``lp``) and time limit in seconds (``opt`` and ``lp``).
+    gap : float
+        ``opt``: stop when the LP is within this fraction of the best lower bound.
+    hop_slack : int
+        ``opt``: paths at most this many hops longer than the job's shortest route.
     seed : int
         Seed of the candidate-path jitter.
     candidates : PathSet, optional
@@ -75,9 +83,22 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
     say = progress or (lambda msg: None)
     info: dict = {"k": k} if method != "default" else {}
     start = time.perf_counter()
+    bound = cut_lower_bound(topology, demands)
+    bound_s, bound_from = bound.time_s, bound.cut
     if method == "default":
         candidates = system_routes(topology, demands)
         nbytes = demands.nbytes.copy()
+    elif method == "opt":
+        cg = column_generation(topology, demands, gap=gap, hop_slack=hop_slack, time_limit=time_limit,
+                               known_bound_s=bound.time_s, progress=progress)
+        candidates = cg.paths
+        nbytes = round_to_bytes(candidates, demands, cg.solution.share)
+        if cg.lower_bound_s > bound_s:
+            bound_s, bound_from = cg.lower_bound_s, "Lagrangian bound from the column generation's link prices"
+        info.update(gap_target=gap, hop_slack=hop_slack, cg_status=cg.status.value, iterations=cg.iterations,
+                    generated_paths=cg.paths.num_paths, lp_time_s=cg.time_s, paths_s=cg.paths_s, lp_s=cg.lp_s,
+                    price_s=cg.price_s)
+        info.pop("k", None)
     else:
         if candidates is None:
             candidates = diverse_paths(topology, demands, k, hop_limit=hop_limit, seed=seed, progress=progress)
@@ -88,7 +109,7 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
         say(f"{candidates.num_paths} candidate paths for {demands.num_jobs} jobs "
             f"in {info['paths_s']:.2f} s")
         t1 = time.perf_counter()
-        if method in ("opt", "lp"):
+        if method == "lp":
             say(f"solving the LP with HiGHS ({solver})")
             sol = solve_lp(topology, demands, candidates, solver=solver, time_limit=time_limit)
             if sol.status == LPStatus.FAILED:
@@ -107,8 +128,7 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
         else:
             nbytes = dynamic_routing(topology, demands, candidates)
         info["plan_s"] = time.perf_counter() - t1
-    bound = cut_lower_bound(topology, demands)
     info["total_s"] = time.perf_counter() - start
     plan = Plan(topology, demands, candidates, np.asarray(nbytes, dtype=np.int64), chunk_size=chunk_size,
-                method=method, lower_bound_time_s=bound.time_s, lower_bound_cut=bound.cut, info=info)
+                method=method, lower_bound_time_s=bound_s, lower_bound_cut=bound_from, info=info)
     return plan.used()

@@ -66,7 +66,8 @@ def solve_lp(topology, demands, paths, *, solver: str = DEFAULT_SOLVER,
     h.run()
     solve_s = time.perf_counter() - start
     model_status = h.getModelStatus()
-    x = np.asarray(h.getSolution().col_value)
+    solution = h.getSolution()
+    x = np.asarray(solution.col_value)
     if x.size != P + 1:
         raise SolverError(f"HiGHS ({solver}) returned no solution: {h.modelStatusToString(model_status)}")
     if model_status == highspy.HighsModelStatus.kOptimal:
@@ -75,5 +76,10 @@ def solve_lp(topology, demands, paths, *, solver: str = DEFAULT_SOLVER,
         status = LPStatus.TIME_LIMIT
     else:
         status = LPStatus.FAILED
+    link_dual, job_dual = np.zeros(topology.num_links), None
+    if solution.dual_valid:
+        row_dual = np.asarray(solution.row_dual)
+        link_dual[used] = np.maximum(-row_dual[J:], 0.0)  # HiGHS: <= rows of a minimisation have duals <= 0
+        job_dual = row_dual[:J]
     return LPSolution(share=x[:P], time_s=float(x[P]) * t0, status=status, route="highs", solver=solver,
-                      build_s=build_s, solve_s=solve_s)
+                      build_s=build_s, solve_s=solve_s, link_dual=link_dual, job_dual=job_dual, time_unit_s=t0)

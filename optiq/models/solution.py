@@ -59,6 +59,12 @@ class LPSolution:
     solver : str
     build_s, solve_s : float
         Model construction and solver wall time.
+    link_dual, job_dual : ndarray, optional
+        Dual values (direct route only): ``link_dual[e] >= 0`` for every link's capacity
+        row (zero for links no path uses), ``job_dual[j]`` for every job's demand row, in
+        the LP's scaled units (see :func:`optiq.models.scaling.lp_coefficients`).
+    time_unit_s : float
+        Seconds per unit of the scaled LP (``T0``).
     """
 
     share: np.ndarray = field(repr=False)
@@ -68,3 +74,6 @@ class LPSolution:
     solver: str
     build_s: float
     solve_s: float
+    link_dual: np.ndarray | None = field(default=None, repr=False)
+    job_dual: np.ndarray | None = field(default=None, repr=False)
+    time_unit_s: float = 1.0
