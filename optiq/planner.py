@@ -11,6 +11,7 @@ from .errors import PlanError, SolverError
 from .heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
 from .models import DEFAULT_SOLVER, LPStatus, cut_lower_bound, round_to_bytes, solve_lp
 from .models.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, column_generation
+from .models.qos import QoSClasses
 from .paths import PathSet, diverse_paths, system_routes
 from .plan import DEFAULT_CHUNK_SIZE, Plan
 
@@ -25,6 +26,7 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
               unit: int = DEFAULT_UNIT, hop_limit: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
               solver: str = DEFAULT_SOLVER, time_limit: float | None = None, seed: int = 0,
               candidates: PathSet | None = None, gap: float = DEFAULT_GAP, hop_slack: int = DEFAULT_HOP_SLACK,
+              qos: QoSClasses | None = None,
               progress: Callable[[str], None] | None = None) -> Plan:
     """Plan how every job's bytes travel.
 
@@ -50,6 +52,9 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
         ``opt``: stop when the LP is within this fraction of the best lower bound.
     hop_slack : int
         ``opt``: paths at most this many hops longer than the job's shortest route.
+    qos : QoSClasses, optional
+        ``opt``/``lp``: give class ``i`` the throughput ``alpha_i * T`` and maximise ``T``;
+        ``info["qos_throughput_Bps"]`` then holds every class's rate.
     seed : int
         Seed of the candidate-path jitter.
     candidates : PathSet, optional
@@ -81,6 +86,9 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
         raise PlanError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
     demands.check_against(topology)
     say = progress or (lambda msg: None)
+    if qos is not None and method not in ("opt", "lp"):
+        raise PlanError(f"QoS classes need method opt or lp, not {method!r}")
+    sizes = None if qos is None else qos.effective_sizes(demands)
     info: dict = {"k": k} if method != "default" else {}
     start = time.perf_counter()
     bound = cut_lower_bound(topology, demands)
@@ -90,10 +98,11 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
         nbytes = demands.nbytes.copy()
     elif method == "opt":
         cg = column_generation(topology, demands, gap=gap, hop_slack=hop_slack, time_limit=time_limit,
-                               known_bound_s=bound.time_s, progress=progress)
+                               known_bound_s=bound.time_s if qos is None else 0.0, sizes=sizes,
+                               progress=progress)
         candidates = cg.paths
         nbytes = round_to_bytes(candidates, demands, cg.solution.share)
-        if cg.lower_bound_s > bound_s:
+        if qos is None and cg.lower_bound_s > bound_s:
             bound_s, bound_from = cg.lower_bound_s, "Lagrangian bound from the column generation's link prices"
         info.update(gap_target=gap, hop_slack=hop_slack, cg_status=cg.status.value, iterations=cg.iterations,
                     generated_paths=cg.paths.num_paths, lp_time_s=cg.time_s, paths_s=cg.paths_s, lp_s=cg.lp_s,
@@ -111,7 +120,7 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
         t1 = time.perf_counter()
         if method == "lp":
             say(f"solving the LP with HiGHS ({solver})")
-            sol = solve_lp(topology, demands, candidates, solver=solver, time_limit=time_limit)
+            sol = solve_lp(topology, demands, candidates, solver=solver, time_limit=time_limit, sizes=sizes)
             if sol.status == LPStatus.FAILED:
                 raise SolverError(f"HiGHS ({solver}) did not solve the LP")
             if sol.status == LPStatus.TIME_LIMIT:
@@ -128,6 +137,10 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
         else:
             nbytes = dynamic_routing(topology, demands, candidates)
         info["plan_s"] = time.perf_counter() - t1
+    if qos is not None:
+        lp_time = info["lp_time_s"]
+        info["qos_shares"] = dict(qos.shares)
+        info["qos_throughput_Bps"] = qos.class_throughputs(demands, lp_time)
     info["total_s"] = time.perf_counter() - start
     plan = Plan(topology, demands, candidates, np.asarray(nbytes, dtype=np.int64), chunk_size=chunk_size,
                 method=method, lower_bound_time_s=bound_s, lower_bound_cut=bound_from, info=info)

@@ -2,7 +2,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from optiq.models import solve_lp
+from optiq.errors import WorkloadError
+from optiq.models import build_pyomo_model, solve_lp, solve_pyomo_model
+from optiq.models.qos import QoSClasses
 from optiq.models.colgen import CGStatus, RestrictedLP, column_generation
 from optiq.paths import diverse_paths
 from optiq.paths.pricing import least_cost_paths, min_hops
@@ -10,7 +12,7 @@ from optiq.planner import make_plan
 from optiq.topology import torus
 from optiq.workloads import constant_ratio
 
-from conftest import SMALL_TOPOLOGIES, random_demands
+from conftest import SMALL_TOPOLOGIES, all_simple_paths, random_demands
 from test_models import arc_flow_optimum
 
 
@@ -72,3 +74,48 @@ def test_opt_plan_records_gap_and_bound():
     assert plan.info["cg_status"] == "gap reached"
     assert plan.lower_bound_time_s <= plan.predicted_time_s
     assert plan.predicted_time_s <= plan.lower_bound_time_s / (1 - 0.01) * (1 + 1e-6)
+
+
+def _qos_case():
+    t = torus((3, 3), bandwidth=1e9)
+    d = random_demands(t, 6, seed=4)
+    q = QoSClasses({"gold": 0.6, "silver": 0.3, "bronze": 0.1}, ["gold", "gold", "silver", "silver", "bronze", "bronze"])
+    return t, d, q
+
+
+def test_qos_classes_get_their_shares_and_t_is_optimal():
+    t, d, q = _qos_case()
+    plan = make_plan(t, d, "opt", qos=q, gap=0.0, hop_slack=t.num_nodes)
+    rates = plan.info["qos_throughput_Bps"]
+    T = sum(rates.values())
+    for name, alpha in q.shares.items():
+        assert rates[name] == pytest.approx(alpha * T)
+    # sending every class at its rate over the plan's paths fits every link (rounding aside)
+    names, cls = q.class_index()
+    class_bytes = np.bincount(cls, weights=d.nbytes, minlength=len(names))
+    job_rate = np.array([rates[n] for n in names])[cls] * d.nbytes / class_bytes[cls]
+    path_rate = plan.path_bytes / d.nbytes[plan.paths.job] * job_rate[plan.paths.job]
+    load = plan.paths.link_loads(path_rate, t.num_links)
+    assert (load <= t.capacity * (1 + 1e-4)).all() and load.max() >= t.capacity.max() * (1 - 1e-4)
+    # and T is the best possible: the LP over every simple path with the same effective sizes
+    best = solve_lp(t, d, all_simple_paths(t, d), sizes=q.effective_sizes(d)).time_s
+    assert T == pytest.approx(d.nbytes.sum() / best, rel=1e-6)
+
+
+def test_qos_in_the_pyomo_model_gives_the_same_optimum():
+    t, d, q = _qos_case()
+    paths = all_simple_paths(t, d)
+    model = build_pyomo_model(t, d, paths, qos=q)
+    assert dict(model.alpha.items()) == q.shares
+    assert solve_pyomo_model(model).time_s == pytest.approx(
+        solve_lp(t, d, paths, sizes=q.effective_sizes(d)).time_s, rel=1e-6)
+
+
+@pytest.mark.parametrize("shares, classes, fragment", [
+    ({"a": 0.5, "b": 0.6}, ["a", "b"], "sum to 1"),
+    ({"a": 1.0}, ["a", "c"], "'c' has no share"),
+    ({"a": -1.0, "b": 2.0}, ["a", "b"], "positive share"),
+])
+def test_bad_qos_is_a_workload_error(shares, classes, fragment):
+    with pytest.raises(WorkloadError, match=fragment):
+        QoSClasses(shares, classes)

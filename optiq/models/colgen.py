@@ -104,7 +104,7 @@ class ColumnGeneration:
 
 def column_generation(topology, demands, *, hop_slack: int = DEFAULT_HOP_SLACK, gap: float = DEFAULT_GAP,
                       time_limit: float | None = None, max_iterations: int = 100, known_bound_s: float = 0.0,
-                      smoothing: float = 10.0, solver: str = "ipm-nox",
+                      smoothing: float = 10.0, solver: str = "ipm-nox", sizes: np.ndarray | None = None,
                       progress: Callable[[str], None] | None = None) -> ColumnGeneration:
     """Solve the path LP over all paths within the hop limit, adding paths as prices ask.
 
@@ -132,6 +132,8 @@ def column_generation(topology, demands, *, hop_slack: int = DEFAULT_HOP_SLACK, 
     solver : str
         HiGHS algorithm for the restricted LPs (``ipm-nox`` re-solves from scratch,
         ``simplex`` warm-starts from the last basis).
+    sizes : ndarray, optional
+        Replace the jobs' bytes (QoS effective sizes, :mod:`optiq.models.qos`).
     progress : callable, optional
         Gets one line per iteration: iteration, paths, LP time, bound, gap, elapsed.
 
@@ -160,10 +162,11 @@ def column_generation(topology, demands, *, hop_slack: int = DEFAULT_HOP_SLACK, 
     start = time.perf_counter()
     deadline = float("inf") if time_limit is None else start + time_limit
     J = demands.num_jobs
+    size = demands.nbytes.astype(float) if sizes is None else np.asarray(sizes, dtype=float)
     hop_limit = min_hops(topology, demands.src, demands.dst) + hop_slack
     first, _, _ = least_cost_paths(topology, demands.src, demands.dst, np.ones(topology.num_links), hop_limit)
-    lp = RestrictedLP(topology, demands, solver)
-    columns = _Columns(lp, demands)
+    lp = RestrictedLP(topology, demands, solver, sizes=size)
+    columns = _Columns(lp, size)
     columns.add(first, np.arange(J))
     paths_s = time.perf_counter() - start
     bound, lp_s, price_s, history = float(known_bound_s), 0.0, 0.0, []
@@ -182,16 +185,16 @@ def column_generation(topology, demands, *, hop_slack: int = DEFAULT_HOP_SLACK, 
             raise SolverError("the restricted LP returned no link prices")
         cost = link_dual / total / topology.capacity  # normalised price per byte on every link
         found, path_cost, free_cost = least_cost_paths(topology, demands.src, demands.dst, cost, hop_limit)
-        bound = max(bound, float(demands.nbytes @ free_cost))
+        bound = max(bound, float(size @ free_cost))
         # reduced cost in the scaled LP: D_j / T0 * sum_e dual_e / c_e - pi_j
-        reduced = demands.nbytes * path_cost * total / lp.t0 - job_dual
+        reduced = size * path_cost * total / lp.t0 - job_dual
         improving = np.flatnonzero(reduced < -1e-9 * lp_time / lp.t0)
         added = columns.add([found[j] for j in improving], improving)
         smooth = np.exp(smoothing * (np.minimum(utilisation, 1.0) - 1.0))
         smooth /= smooth.sum()
         found, _, free_cost = least_cost_paths(topology, demands.src, demands.dst, smooth / topology.capacity,
                                                hop_limit)
-        bound = max(bound, float(demands.nbytes @ free_cost))
+        bound = max(bound, float(size @ free_cost))
         added += columns.add(found, np.arange(J))
         price_s += time.perf_counter() - t0
         current_gap = max(0.0, (lp_time - bound) / lp_time) if lp_time > 0 else 0.0
@@ -210,7 +213,7 @@ def column_generation(topology, demands, *, hop_slack: int = DEFAULT_HOP_SLACK, 
             break
     paths = columns.pathset()
     t0 = time.perf_counter()
-    final = solve_lp(topology, demands, paths, solver="ipm")  # with crossover: a vertex, few paths
+    final = solve_lp(topology, demands, paths, solver="ipm", sizes=sizes)  # with crossover: a vertex, few paths
     lp_s += time.perf_counter() - t0
     if final.status == LPStatus.FAILED:
         raise SolverError(f"HiGHS failed on the final LP with {paths.num_paths} paths")
@@ -226,8 +229,8 @@ def _remaining(deadline: float) -> float | None:
 class _Columns:
     """The paths in the restricted LP, without duplicates, as flat link arrays."""
 
-    def __init__(self, lp: "RestrictedLP", demands) -> None:
-        self.lp, self.demands = lp, demands
+    def __init__(self, lp: "RestrictedLP", sizes: np.ndarray) -> None:
+        self.lp, self.sizes = lp, sizes
         self.known: set[tuple[int, bytes]] = set()
         self.links: list[np.ndarray] = []
         self.jobs: list[int] = []
@@ -253,11 +256,11 @@ class _Columns:
             hops = np.array([p.size for p in self.links])
             self._flat = (np.concatenate(self.links), np.repeat(np.arange(len(self.links)), hops))
         links, owner = self._flat
-        per_path = share * self.demands.nbytes[np.asarray(self.jobs)]
+        per_path = share * self.sizes[np.asarray(self.jobs)]
         return np.bincount(links, weights=per_path[owner], minlength=self.lp.topology.num_links)
 
     def pathset(self) -> PathSet:
-        return PathSet.from_lists(self.links, self.jobs, self.demands.num_jobs)
+        return PathSet.from_lists(self.links, self.jobs, self.lp.demands.num_jobs)
 
 
 class RestrictedLP:
@@ -268,11 +271,12 @@ class RestrictedLP:
     (``T0 = max demand / min capacity``). Column 0 is ``tau``.
     """
 
-    def __init__(self, topology, demands, solver: str = "simplex") -> None:
+    def __init__(self, topology, demands, solver: str = "simplex", sizes: np.ndarray | None = None) -> None:
         import highspy
 
         self.topology, self.demands = topology, demands
-        self.t0 = float(demands.nbytes.max() / topology.capacity.min())
+        self.sizes = demands.nbytes.astype(float) if sizes is None else np.asarray(sizes, dtype=float)
+        self.t0 = float(self.sizes.max() / topology.capacity.min())
         J, L = demands.num_jobs, topology.num_links
         self.num_paths = 0
         lp = highspy.HighsLp()
@@ -297,12 +301,12 @@ class RestrictedLP:
             return
         import highspy
 
-        topo, dem, J = self.topology, self.demands, self.demands.num_jobs
+        topo, J = self.topology, self.demands.num_jobs
         jobs = np.asarray(jobs, dtype=np.int64)
         hops = np.array([p.size for p in paths])
         links = np.concatenate(paths)
         owner = np.repeat(jobs, hops)
-        coef = dem.nbytes[owner] / (topo.capacity[links] * self.t0)
+        coef = self.sizes[owner] / (topo.capacity[links] * self.t0)
         starts = np.concatenate(([0], np.cumsum(hops + 1)[:-1]))
         index = np.empty(int(hops.sum() + hops.size), dtype=np.int32)
         value = np.empty(index.size)

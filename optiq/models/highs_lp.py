@@ -16,7 +16,7 @@ __all__ = ["solve_lp"]
 
 
 def solve_lp(topology, demands, paths, *, solver: str = DEFAULT_SOLVER,
-             time_limit: float | None = None) -> LPSolution:
+             time_limit: float | None = None, sizes=None) -> LPSolution:
     """Solve the multipath LP of :func:`optiq.models.build_pyomo_model` by direct assembly.
 
     Columns are the path shares ``x`` then ``tau``; rows are one demand row per job then one
@@ -38,7 +38,7 @@ def solve_lp(topology, demands, paths, *, solver: str = DEFAULT_SOLVER,
     """
     options = highs_options(solver, time_limit)
     start = time.perf_counter()
-    links, cols, vals, used, t0 = lp_coefficients(topology, demands, paths)
+    links, cols, vals, used, t0 = lp_coefficients(topology, demands, paths, sizes)
     P, J = paths.num_paths, demands.num_jobs
     link_row = np.full(topology.num_links, -1, dtype=np.int64)
     link_row[used] = J + np.arange(used.size)

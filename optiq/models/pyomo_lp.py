@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pyomo takes ~1.5 s to import; only the model functions need
 __all__ = ["build_pyomo_model", "solve_pyomo_model"]
 
 
-def build_pyomo_model(topology, demands, paths) -> pyo.ConcreteModel:
+def build_pyomo_model(topology, demands, paths, qos=None) -> pyo.ConcreteModel:
     """Build the multipath LP over the candidate ``paths`` as a Pyomo model.
 
     ::
@@ -29,7 +29,9 @@ def build_pyomo_model(topology, demands, paths) -> pyo.ConcreteModel:
 
     where ``x[p]`` is the share of its job's demand on path ``p``, ``a[e,p] = D_j / (c_e T0)``
     and the completion time is ``t = tau * T0`` seconds (``model.time_unit_s`` holds ``T0``).
-    Indices: ``model.J`` jobs, ``model.P`` paths, ``model.E`` used links. Add constraints or
+    With ``qos`` (:class:`~optiq.models.qos.QoSClasses`), ``D_j`` becomes the job's effective
+    size ``D_j alpha_i B / B_i`` and ``B / t`` is the throughput ``T`` of which class ``i``
+    gets ``alpha_i T``; ``model.alpha`` holds the shares. Indices: ``model.J`` jobs, ``model.P`` paths, ``model.E`` used links. Add constraints or
     change the objective before :func:`solve_pyomo_model` to extend it.
 
     Raises
@@ -47,7 +49,8 @@ def build_pyomo_model(topology, demands, paths) -> pyo.ConcreteModel:
     >>> len(m.P), len(m.E)
     (2, 4)
     """
-    links, cols, vals, used, t0 = lp_coefficients(topology, demands, paths)
+    sizes = None if qos is None else qos.effective_sizes(demands)
+    links, cols, vals, used, t0 = lp_coefficients(topology, demands, paths, sizes)
     by_link: dict[int, list[tuple[int, float]]] = {}
     for e, p, a in zip(links.tolist(), cols.tolist(), vals.tolist()):
         by_link.setdefault(e, []).append((p, a))
@@ -59,6 +62,9 @@ def build_pyomo_model(topology, demands, paths) -> pyo.ConcreteModel:
     m.P = pyo.RangeSet(0, paths.num_paths - 1)
     m.E = pyo.Set(initialize=used.tolist())
     m.time_unit_s = t0
+    if qos is not None:
+        m.classes = pyo.Set(initialize=list(qos.shares))
+        m.alpha = pyo.Param(m.classes, initialize=dict(qos.shares))
     m.x = pyo.Var(m.P, domain=pyo.NonNegativeReals)
     m.tau = pyo.Var(domain=pyo.NonNegativeReals)
     m.demand = pyo.Constraint(m.J, rule=lambda m, j: sum(

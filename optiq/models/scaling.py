@@ -7,12 +7,14 @@ import numpy as np
 from ..errors import PlanError
 
 
-def lp_coefficients(topology, demands, paths):
+def lp_coefficients(topology, demands, paths, sizes=None):
     """Scaled link-by-path coefficients of the capacity rows.
 
     The LP is solved in the unit ``T0 = max demand / min capacity``: variable ``x[p]`` is the
     fraction of job ``job[p]``'s demand on path ``p`` and ``tau = t / T0``. Link ``e``'s row is
     ``sum_p a[e, p] x[p] <= tau`` with ``a[e, p] = D_job(p) / (c_e * T0)``, all in (0, 1].
+
+    ``sizes`` replaces the jobs' bytes ``D_j`` (QoS effective sizes, :mod:`optiq.models.qos`).
 
     Returns
     -------
@@ -29,8 +31,9 @@ def lp_coefficients(topology, demands, paths):
     if missing.size:
         j = missing[0]
         raise PlanError(f"job {j} ({demands.src[j]} -> {demands.dst[j]}) has no candidate path")
-    t0 = float(demands.nbytes.max() / topology.capacity.min())
+    size = demands.nbytes if sizes is None else np.asarray(sizes, dtype=float)
+    t0 = float(size.max() / topology.capacity.min())
     path_of_entry = paths.path_of_link_entry
-    vals = demands.nbytes[paths.job[path_of_entry]] / (topology.capacity[paths.links] * t0)
+    vals = size[paths.job[path_of_entry]] / (topology.capacity[paths.links] * t0)
     used_links = np.unique(paths.links)
     return paths.links, path_of_entry, vals, used_links, t0
