@@ -15,9 +15,9 @@ from .heuristics import DEFAULT_UNIT
 from .metrics import plan_metrics
 from .models import DEFAULT_SOLVER, LP_SOLVERS
 from .models.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK
-from .paths import diverse_paths
+from .models.qos import read_qos
 from .plan import DEFAULT_CHUNK_SIZE, load_plan
-from .planner import METHODS, make_plan
+from .planner import CANDIDATE_KINDS, METHODS, make_candidates, make_plan
 from .report import metrics_table
 from .runtime import BASELINES
 from .topology import from_spec
@@ -78,6 +78,8 @@ def _add_workload(p: argparse.ArgumentParser) -> None:
 
 def _add_planning(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=_positive_int, default=16, help="lp and heuristics: candidate paths per job (default 16)")
+    p.add_argument("--candidates", choices=CANDIDATE_KINDS, default="auto",
+                   help="lp/heuristics: how candidates are made (auto: diverse up to 2,048 nodes, spread beyond)")
     p.add_argument("--maxload", type=_positive_int, default=16, help="heu1: paths allowed per link (default 16)")
     p.add_argument("--unit", type=_size, default=DEFAULT_UNIT, help="heu2: bytes placed per step (default 1MiB)")
     p.add_argument("--hop-limit", type=_positive_int, help="longest candidate path (default: network diameter)")
@@ -100,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workload(p)
     _add_planning(p)
     p.add_argument("--method", "-m", choices=METHODS, default="opt")
+    p.add_argument("--qos", metavar="FILE", help='opt/lp: QoS classes, JSON {"shares": {"gold": 0.7, "bronze": 0.3}, '
+                                                 '"classes": ["gold", ...]} with one class per job')
     p.add_argument("--output", "-o", required=True, help="plan file to write (JSON)")
     p = sub.add_parser("eval", help="print the metrics of a plan file")
     p.add_argument("plan")
@@ -168,14 +172,14 @@ def _progress(args):
 def _plan_kwargs(args) -> dict:
     return dict(k=args.k, maxload=args.maxload, unit=args.unit, hop_limit=args.hop_limit,
                 chunk_size=args.chunk_size, solver=args.solver, time_limit=args.time_limit, seed=args.seed,
-                gap=args.gap, hop_slack=args.hop_slack)
+                gap=args.gap, hop_slack=args.hop_slack, candidate_kind=args.candidates)
 
 
 def _compare(topology, demands, methods, kwargs, say) -> tuple[list, list[str]]:
     rows, times, candidates = [], [], None
     if any(m not in ("default", "opt") for m in methods):
-        candidates = diverse_paths(topology, demands, kwargs.get("k", 16), hop_limit=kwargs.get("hop_limit"),
-                                   seed=kwargs.get("seed", 0), progress=say)
+        candidates = make_candidates(topology, demands, kwargs.get("k", 16), kwargs.get("candidate_kind", "auto"),
+                                     hop_limit=kwargs.get("hop_limit"), seed=kwargs.get("seed", 0), progress=say)
     for method in methods:
         if say:
             say(f"planning with {method}")
@@ -190,8 +194,13 @@ def run(args) -> int:
     if args.command == "plan":
         topology, demands = _workload(args)
         say = _progress(args)
-        plan = make_plan(topology, demands, args.method, progress=say, **_plan_kwargs(args))
+        qos = read_qos(args.qos, demands.num_jobs) if args.qos else None
+        plan = make_plan(topology, demands, args.method, progress=say, qos=qos, **_plan_kwargs(args))
         plan.save(args.output)
+        if qos is not None:
+            rates = plan.info["qos_throughput_Bps"]
+            print("QoS throughput: " + ", ".join(f"{name} {rate / 1e9:.3f} GB/s (share {qos.shares[name]:g})"
+                                                 for name, rate in rates.items()))
         m = plan_metrics(plan)
         print(f"wrote {args.output}: {args.method}, {m.jobs} jobs, {m.total_paths} paths, predicted "
               f"{m.predicted_time_s * 1e3:.3f} ms (lower bound {m.lower_bound_time_s * 1e3:.3f} ms)")

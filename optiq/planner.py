@@ -13,9 +13,31 @@ from .models import DEFAULT_SOLVER, LPStatus, cut_lower_bound, round_to_bytes, s
 from .models.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, column_generation
 from .models.qos import QoSClasses
 from .paths import PathSet, diverse_paths, system_routes
+from .paths.pricing import spread_paths
 from .plan import DEFAULT_CHUNK_SIZE, Plan
 
-__all__ = ["make_plan", "METHODS"]
+__all__ = ["make_plan", "make_candidates", "METHODS", "CANDIDATE_KINDS"]
+
+#: How fixed candidate paths are made: ``diverse`` (per-job penalties, best quality),
+#: ``spread`` (shared penalties, one Dijkstra per source and round: fast at scale), or
+#: ``auto``: diverse up to 2,048 nodes, spread beyond.
+CANDIDATE_KINDS = ("auto", "diverse", "spread")
+
+
+def make_candidates(topology, demands, k: int = 16, kind: str = "auto", *, hop_limit: int | None = None,
+                    seed: int = 0, progress: Callable[[str], None] | None = None) -> PathSet:
+    """Up to ``k`` candidate paths per job, made as ``kind`` says (see :data:`CANDIDATE_KINDS`).
+
+    Raises
+    ------
+    PlanError
+        For an unknown ``kind``.
+    """
+    if kind not in CANDIDATE_KINDS:
+        raise PlanError(f"unknown candidate kind {kind!r}; expected one of {', '.join(CANDIDATE_KINDS)}")
+    if kind == "spread" or (kind == "auto" and topology.num_nodes > 2048):
+        return spread_paths(topology, demands, k, seed=seed)
+    return diverse_paths(topology, demands, k, hop_limit=hop_limit, seed=seed, progress=progress)
 
 #: Planning methods. ``opt``: column generation to a certified gap; ``lp``: the LP over ``k``
 #: diverse candidates per job; then the heuristics and the system's default routes.
@@ -26,7 +48,7 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
               unit: int = DEFAULT_UNIT, hop_limit: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
               solver: str = DEFAULT_SOLVER, time_limit: float | None = None, seed: int = 0,
               candidates: PathSet | None = None, gap: float = DEFAULT_GAP, hop_slack: int = DEFAULT_HOP_SLACK,
-              qos: QoSClasses | None = None,
+              qos: QoSClasses | None = None, candidate_kind: str = "auto",
               progress: Callable[[str], None] | None = None) -> Plan:
     """Plan how every job's bytes travel.
 
@@ -52,6 +74,8 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
         ``opt``: stop when the LP is within this fraction of the best lower bound.
     hop_slack : int
         ``opt``: paths at most this many hops longer than the job's shortest route.
+    candidate_kind : {"auto", "diverse", "spread"}
+        How candidates are made when not given (:func:`make_candidates`).
     qos : QoSClasses, optional
         ``opt``/``lp``: give class ``i`` the throughput ``alpha_i * T`` and maximise ``T``;
         ``info["qos_throughput_Bps"]`` then holds every class's rate.
@@ -110,7 +134,8 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
         info.pop("k", None)
     else:
         if candidates is None:
-            candidates = diverse_paths(topology, demands, k, hop_limit=hop_limit, seed=seed, progress=progress)
+            candidates = make_candidates(topology, demands, k, candidate_kind, hop_limit=hop_limit, seed=seed,
+                                         progress=progress)
         elif candidates.num_jobs != demands.num_jobs:
             raise PlanError(f"candidates are for {candidates.num_jobs} jobs, the demands have {demands.num_jobs}")
         info["candidate_paths"] = candidates.num_paths
