@@ -119,3 +119,15 @@ def test_qos_in_the_pyomo_model_gives_the_same_optimum():
 def test_bad_qos_is_a_workload_error(shares, classes, fragment):
     with pytest.raises(WorkloadError, match=fragment):
         QoSClasses(shares, classes)
+
+
+def test_time_limit_returns_the_last_solved_plan():
+    t = torus((8, 8, 8), bandwidth=1e9)
+    d = constant_ratio(512, nbytes=2**20, num_sources=32)
+    cg = column_generation(t, d, time_limit=0.5, gap=0.0)
+    assert cg.status == CGStatus.TIME_LIMIT
+    plan = make_plan(t, d, "opt", time_limit=0.5, gap=0.0)
+    assert plan.info["cg_status"] == "time limit"
+    # the plan's bytes are the last LP's shares: its busiest link matches that LP's time
+    assert plan.predicted_time_s == pytest.approx(plan.info["lp_time_s"], rel=1e-4)
+    assert plan.lower_bound_time_s <= plan.predicted_time_s

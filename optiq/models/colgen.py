@@ -171,13 +171,15 @@ def column_generation(topology, demands, *, hop_slack: int = DEFAULT_HOP_SLACK, 
     paths_s = time.perf_counter() - start
     bound, lp_s, price_s, history = float(known_bound_s), 0.0, 0.0, []
     status = CGStatus.ITERATION_LIMIT
+    last: tuple[int, np.ndarray, float] | None = None  # columns, shares and time of the last solved LP
     for it in range(1, max_iterations + 1):
-        t0 = time.perf_counter()
+        t_iter = t0 = time.perf_counter()
         lp_time, share, link_dual, job_dual, lp_status = lp.solve(_remaining(deadline))
         lp_s += time.perf_counter() - t0
         if lp_status == LPStatus.TIME_LIMIT:
             status = CGStatus.TIME_LIMIT
             break
+        last = (lp.num_paths, share, lp_time)
         t0 = time.perf_counter()
         utilisation = columns.link_bytes(share) / (topology.capacity * lp_time)
         total = link_dual.sum()
@@ -208,15 +210,23 @@ def column_generation(topology, demands, *, hop_slack: int = DEFAULT_HOP_SLACK, 
         if improving.size == 0:
             status = CGStatus.NO_IMPROVING_PATH
             break
-        if time.perf_counter() >= deadline:
-            status = CGStatus.TIME_LIMIT
+        if time.perf_counter() + 1.5 * (time.perf_counter() - t_iter) >= deadline:
+            status = CGStatus.TIME_LIMIT  # the next (larger) LP would not finish in time
             break
-    paths = columns.pathset()
-    t0 = time.perf_counter()
-    final = solve_lp(topology, demands, paths, solver="ipm", sizes=sizes)  # with crossover: a vertex, few paths
-    lp_s += time.perf_counter() - t0
-    if final.status == LPStatus.FAILED:
-        raise SolverError(f"HiGHS failed on the final LP with {paths.num_paths} paths")
+    if status == CGStatus.TIME_LIMIT:
+        if last is None:
+            raise SolverError(f"the time limit ({time_limit} s) ran out before the first restricted LP was solved")
+        count, share, lp_time = last  # the last LP solved; no time left for a vertex
+        paths = columns.pathset(count)
+        final = LPSolution(share=share[columns.order(count)], time_s=lp_time, status=LPStatus.TIME_LIMIT,
+                           route="highs", solver=solver, build_s=0.0, solve_s=0.0, time_unit_s=lp.t0)
+    else:
+        paths = columns.pathset()
+        t0 = time.perf_counter()
+        final = solve_lp(topology, demands, paths, solver="ipm", sizes=sizes)  # crossover: a vertex, few paths
+        lp_s += time.perf_counter() - t0
+        if final.status == LPStatus.FAILED:
+            raise SolverError(f"HiGHS failed on the final LP with {paths.num_paths} paths")
     final_gap = max(0.0, (final.time_s - bound) / final.time_s) if final.time_s > 0 else 0.0
     return ColumnGeneration(paths=paths, solution=final, lower_bound_s=bound, gap=final_gap, status=status,
                             history=tuple(history), paths_s=paths_s, lp_s=lp_s, price_s=price_s)
@@ -259,8 +269,14 @@ class _Columns:
         per_path = share * self.sizes[np.asarray(self.jobs)]
         return np.bincount(links, weights=per_path[owner], minlength=self.lp.topology.num_links)
 
-    def pathset(self) -> PathSet:
-        return PathSet.from_lists(self.links, self.jobs, self.lp.demands.num_jobs)
+    def pathset(self, count: int | None = None) -> PathSet:
+        """The first ``count`` columns (all by default), grouped by job."""
+        count = len(self.links) if count is None else count
+        return PathSet.from_lists(self.links[:count], self.jobs[:count], self.lp.demands.num_jobs)
+
+    def order(self, count: int) -> np.ndarray:
+        """Column positions in the order of :meth:`pathset` (stable by job)."""
+        return np.argsort(np.asarray(self.jobs[:count]), kind="stable")
 
 
 class RestrictedLP:
@@ -320,7 +336,10 @@ class RestrictedLP:
         self.num_paths += n
 
     def solve(self, time_limit: float | None = None) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, LPStatus]:
-        """Solve; returns time (s), path shares, link duals (>= 0), job duals, status."""
+        """Solve; returns time (s), path shares, link duals (>= 0), job duals, status.
+
+        At the time limit the status is ``TIME_LIMIT`` and the arrays are ``None``.
+        """
         import highspy
 
         h = self.highs
@@ -331,11 +350,10 @@ class RestrictedLP:
         status = h.getModelStatus()
         sol = h.getSolution()
         x = np.asarray(sol.col_value)
-        if x.size != self.num_paths + 1 or not sol.dual_valid:
+        if status in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kIterationLimit):
+            return float("nan"), None, None, None, LPStatus.TIME_LIMIT
+        if status != highspy.HighsModelStatus.kOptimal or x.size != self.num_paths + 1 or not sol.dual_valid:
             raise SolverError(f"HiGHS returned no solution for the restricted LP: {h.modelStatusToString(status)}")
         J = self.demands.num_jobs
         row_dual = np.asarray(sol.row_dual)
-        lp_status = LPStatus.OPTIMAL if status == highspy.HighsModelStatus.kOptimal else (
-            LPStatus.TIME_LIMIT if status in (highspy.HighsModelStatus.kTimeLimit,
-                                              highspy.HighsModelStatus.kIterationLimit) else LPStatus.FAILED)
-        return float(x[0]) * self.t0, x[1:], np.maximum(-row_dual[J:], 0.0), row_dual[:J], lp_status
+        return float(x[0]) * self.t0, x[1:], np.maximum(-row_dual[J:], 0.0), row_dual[:J], LPStatus.OPTIMAL
