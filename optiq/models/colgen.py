@@ -213,20 +213,24 @@ def column_generation(topology, demands, *, hop_slack: int = DEFAULT_HOP_SLACK, 
         if time.perf_counter() + 1.5 * (time.perf_counter() - t_iter) >= deadline:
             status = CGStatus.TIME_LIMIT  # the next (larger) LP would not finish in time
             break
-    if status == CGStatus.TIME_LIMIT:
-        if last is None:
-            raise SolverError(f"the time limit ({time_limit} s) ran out before the first restricted LP was solved")
-        count, share, lp_time = last  # the last LP solved; no time left for a vertex
-        paths = columns.pathset(count)
-        final = LPSolution(share=share[columns.order(count)], time_s=lp_time, status=LPStatus.TIME_LIMIT,
-                           route="highs", solver=solver, build_s=0.0, solve_s=0.0, time_unit_s=lp.t0)
-    else:
+    final = None
+    if status != CGStatus.TIME_LIMIT:
+        # once more with crossover: a vertex uses far fewer paths; within what is left of the time limit
         paths = columns.pathset()
         t0 = time.perf_counter()
-        final = solve_lp(topology, demands, paths, solver="ipm", sizes=sizes)  # crossover: a vertex, few paths
+        final = solve_lp(topology, demands, paths, solver="ipm", sizes=sizes, time_limit=_remaining(deadline))
         lp_s += time.perf_counter() - t0
-        if final.status == LPStatus.FAILED:
-            raise SolverError(f"HiGHS failed on the final LP with {paths.num_paths} paths")
+        if final.status != LPStatus.OPTIMAL:
+            say("no time left for the final vertex: keeping the last interior solution")
+            final = None
+    if final is None:
+        if last is None:
+            raise SolverError(f"the time limit ({time_limit} s) ran out before the first restricted LP was solved")
+        count, share, lp_time = last
+        paths = columns.pathset(count)
+        final = LPSolution(share=share[columns.order(count)], time_s=lp_time,
+                           status=LPStatus.OPTIMAL if status == CGStatus.GAP_REACHED else LPStatus.TIME_LIMIT,
+                           route="highs", solver=solver, build_s=0.0, solve_s=0.0, time_unit_s=lp.t0)
     final_gap = max(0.0, (final.time_s - bound) / final.time_s) if final.time_s > 0 else 0.0
     return ColumnGeneration(paths=paths, solution=final, lower_bound_s=bound, gap=final_gap, status=status,
                             history=tuple(history), paths_s=paths_s, lp_s=lp_s, price_s=price_s)
