@@ -20,6 +20,7 @@ from .plan import DEFAULT_CHUNK_SIZE, load_plan
 from .planner import CANDIDATE_KINDS, METHODS, make_candidates, make_plan
 from .report import metrics_table
 from .runtime import BASELINES
+from .sim import SHARING, simulate_flows
 from .topology import from_spec
 from .topology.spec import SPEC_HELP
 from .units import parse_rate, parse_size
@@ -116,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="a JSON list instead of a table")
     p = sub.add_parser("demo", help="the main job: compare methods on Blue Gene/Q 1024, disjoint, 8 MiB")
     p.add_argument("--topology", "-t", default="bgq:1024", help="default bgq:1024")
+    p = sub.add_parser("simulate", help="simulate a plan file at flow level")
+    p.add_argument("plan")
+    p.add_argument("--model", choices=("flow",), default="flow",
+                   help="flow: max-min fair link sharing over time (the chunk-level model is not built yet)")
+    p.add_argument("--sharing", choices=SHARING, default="equal",
+                   help="equal: max-min fair per path; proportional: weighted by remaining bytes")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of text")
     p = sub.add_parser("run", help="replay a plan under mpiexec (same as python -m optiq.runtime)",
                        description="Replay a plan with chunked store-and-forward. Run it under "
                                    "mpiexec -n N with one rank per endpoint of the plan.")
@@ -228,6 +236,18 @@ def run(args) -> int:
         print(metrics_table(rows, {"plan s": times}))
         print(f"optimised plan vs default routing: {rows[0].predicted_time_s / rows[-1].predicted_time_s:.2f}x "
               "faster (predicted, flow level)")
+    elif args.command == "simulate":
+        plan = load_plan(args.plan)
+        result = simulate_flows(plan, args.sharing)
+        out = {"model": args.model, "sharing": result.sharing, "completion_time_s": result.completion_time_s,
+               "predicted_time_s": plan.predicted_time_s, "phases": result.phases,
+               "job_finish_s": result.job_finish_s.tolist()}
+        if args.json:
+            print(json.dumps(out))
+        else:
+            print(f"{plan.method} plan, {plan.demands.num_jobs} jobs: completes at "
+                  f"{result.completion_time_s * 1e3:.4f} ms with {result.sharing} sharing "
+                  f"(busiest-link prediction {plan.predicted_time_s * 1e3:.4f} ms, {result.phases} rate phases)")
     elif args.command == "run":
         return _replay(args)
     return 0
