@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 import json
 import os
 import sys
@@ -20,7 +21,7 @@ from .plan import DEFAULT_CHUNK_SIZE, load_plan
 from .planner import CANDIDATE_KINDS, METHODS, make_candidates, make_plan
 from .report import metrics_table
 from .runtime import BASELINES
-from .sim import SHARING, simulate_flows
+from .sim import SHARING, ChunkModel, simulate_chunks, simulate_flows
 from .topology import from_spec
 from .topology.spec import SPEC_HELP
 from .units import parse_rate, parse_size
@@ -119,10 +120,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topology", "-t", default="bgq:1024", help="default bgq:1024")
     p = sub.add_parser("simulate", help="simulate a plan file at flow level")
     p.add_argument("plan")
-    p.add_argument("--model", choices=("flow",), default="flow",
-                   help="flow: max-min fair link sharing over time (the chunk-level model is not built yet)")
+    p.add_argument("--model", choices=("flow", "chunk"), default="flow",
+                   help="flow: max-min fair link sharing over time; chunk: store-and-forward of every chunk")
     p.add_argument("--sharing", choices=SHARING, default="equal",
-                   help="equal: max-min fair per path; proportional: weighted by remaining bytes")
+                   help="flow: equal (max-min fair per path) or proportional (weighted by remaining bytes)")
+    p.add_argument("--hop-latency", type=float, default=ChunkModel.hop_latency_s, help="chunk: seconds per hop")
+    p.add_argument("--header", type=_non_negative_int, default=ChunkModel.header_bytes, help="chunk: bytes per chunk")
+    p.add_argument("--forward-cost", type=float, default=ChunkModel.forward_cost_s,
+                   help="chunk: seconds to forward one chunk at an intermediate node")
+    p.add_argument("--chunk-size", type=_size, help="chunk: override the plan's chunk size")
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
     p = sub.add_parser("run", help="replay a plan under mpiexec (same as python -m optiq.runtime)",
                        description="Replay a plan with chunked store-and-forward. Run it under "
@@ -238,16 +244,20 @@ def run(args) -> int:
               "faster (predicted, flow level)")
     elif args.command == "simulate":
         plan = load_plan(args.plan)
-        result = simulate_flows(plan, args.sharing)
-        out = {"model": args.model, "sharing": result.sharing, "completion_time_s": result.completion_time_s,
-               "predicted_time_s": plan.predicted_time_s, "phases": result.phases,
-               "job_finish_s": result.job_finish_s.tolist()}
+        if args.model == "flow":
+            result = simulate_flows(plan, args.sharing)
+            out = {"model": "flow", "sharing": result.sharing, "phases": result.phases}
+        else:
+            model = ChunkModel(args.hop_latency, args.header, args.forward_cost)
+            result = simulate_chunks(plan, model, args.chunk_size)
+            out = {"model": "chunk", "chunks": result.chunks, "events": result.events, **asdict(model)}
+        out.update(completion_time_s=result.completion_time_s, predicted_time_s=plan.predicted_time_s)
         if args.json:
             print(json.dumps(out))
         else:
             print(f"{plan.method} plan, {plan.demands.num_jobs} jobs: completes at "
-                  f"{result.completion_time_s * 1e3:.4f} ms with {result.sharing} sharing "
-                  f"(busiest-link prediction {plan.predicted_time_s * 1e3:.4f} ms, {result.phases} rate phases)")
+                  f"{result.completion_time_s * 1e3:.4f} ms ({args.model} model; busiest-link prediction "
+                  f"{plan.predicted_time_s * 1e3:.4f} ms)")
     elif args.command == "run":
         return _replay(args)
     return 0

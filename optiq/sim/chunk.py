@@ -1,0 +1,109 @@
+"""Chunk-level simulation: discrete-event store-and-forward of every chunk along its path.
+
+Every path's bytes are cut into chunks of the plan's chunk size. A chunk crosses a link
+in ``(bytes + header) / capacity`` seconds plus ``hop_latency``; each link serves the
+chunks that reach it first come, first served. At an intermediate node a chunk waits for
+the node to copy it (``forward_cost`` per chunk, one chunk at a time per node) before it
+queues for the next link. For one path of ``h`` hops and ``n`` equal chunks this gives
+the pipelined store-and-forward time
+``h * (s + H) / c + h * L + (h - 1) * F + (n - 1) * max((s + H) / c, F)``.
+
+Defaults describe Blue Gene/Q: 1.8 GB/s links come from the topology, 45 ns per hop,
+a 32-byte header per chunk and 1 µs to forward a chunk in software. Fit them to a
+machine with executor runs.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import PlanError
+
+__all__ = ["ChunkModel", "ChunkResult", "simulate_chunks"]
+
+
+@dataclass(frozen=True)
+class ChunkModel:
+    """Parameters of :func:`simulate_chunks` (seconds and bytes)."""
+
+    hop_latency_s: float = 45e-9
+    header_bytes: int = 32
+    forward_cost_s: float = 1e-6
+
+    def __post_init__(self) -> None:
+        if self.hop_latency_s < 0 or self.header_bytes < 0 or self.forward_cost_s < 0:
+            raise PlanError(f"chunk model parameters must be non-negative: {self}")
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    """Completion times of a chunk-level simulation."""
+
+    completion_time_s: float
+    path_finish_s: np.ndarray = field(repr=False)
+    chunks: int
+    events: int
+
+
+def simulate_chunks(plan, model: ChunkModel = ChunkModel(), chunk_size: int | None = None) -> ChunkResult:
+    """Simulate every chunk of ``plan`` (see the module docstring).
+
+    Raises
+    ------
+    PlanError
+        If ``chunk_size`` is not positive.
+
+    Examples
+    --------
+    One path of 2 hops, 4 chunks of 1,000 bytes, 1 MB/s links, no header, latency or copy
+    cost: the first chunk needs 2 ms, each later one 1 ms more.
+
+    >>> from optiq import Demands, make_plan
+    >>> from optiq.topology import mesh
+    >>> plan = make_plan(mesh((3,), bandwidth=1e6), Demands([0], [2], [4000]), "default", chunk_size=1000)
+    >>> round(simulate_chunks(plan, ChunkModel(0, 0, 0)).completion_time_s, 9)
+    0.005
+    """
+    chunk = plan.chunk_size if chunk_size is None else int(chunk_size)
+    if chunk < 1:
+        raise PlanError(f"chunk size must be positive, got {chunk}")
+    ps, topo = plan.paths, plan.topology
+    cap = topo.capacity
+    offsets = ps.offsets
+    link_free = np.zeros(topo.num_links)
+    node_free = np.zeros(topo.num_nodes)
+    finish = np.zeros(ps.num_paths)
+    nchunks = -(-plan.path_bytes // chunk)
+    # (time, order, kind, path, chunk, hop): kind 0 = ready for link ``hop``, 1 = arrived at its head
+    events: list[tuple[float, int, int, int, int, int]] = []
+    order = 0
+    # sources offer chunk i of all their paths before chunk i + 1 of any
+    for i in range(int(nchunks.max(initial=0))):
+        for p in np.flatnonzero(nchunks > i).tolist():
+            events.append((0.0, order, 0, p, i, 0))
+            order += 1
+    heapq.heapify(events)
+    processed = 0
+    header, latency, forward = model.header_bytes, model.hop_latency_s, model.forward_cost_s
+    while events:
+        now, _, kind, p, i, hop = heapq.heappop(events)
+        processed += 1
+        e = int(ps.links[offsets[p] + hop])
+        if kind == 0:  # the link serves chunks in the order they reach it
+            size = min(chunk, int(plan.path_bytes[p]) - i * chunk)
+            link_free[e] = max(now, link_free[e]) + (size + header) / cap[e]
+            arrive = link_free[e] + latency
+            if hop + 1 == offsets[p + 1] - offsets[p]:
+                finish[p] = max(finish[p], arrive)
+            else:
+                heapq.heappush(events, (arrive, order, 1, p, i, hop))
+                order += 1
+        else:  # an intermediate node copies one chunk at a time, in arrival order
+            v = int(topo.link_dst[e])
+            node_free[v] = max(now, node_free[v]) + forward
+            heapq.heappush(events, (node_free[v], order, 0, p, i, hop + 1))
+            order += 1
+    return ChunkResult(float(finish.max(initial=0.0)), finish, int(nchunks.sum()), processed)
