@@ -130,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="chunk: seconds to forward one chunk at an intermediate node")
     p.add_argument("--chunk-size", type=_size, help="chunk: override the plan's chunk size")
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    p = sub.add_parser("experiment", help="run one of the papers' studies: a CSV table and a PNG figure")
+    p.add_argument("name", nargs="?", help="study name (see --list)")
+    p.add_argument("--list", action="store_true", help="name the studies")
+    p.add_argument("--quick", action="store_true", help="small sizes that run in seconds")
+    p.add_argument("--out", default="out", help="output directory (default out/)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p = sub.add_parser("run", help="replay a plan under mpiexec (same as python -m optiq.runtime)",
                        description="Replay a plan with chunked store-and-forward. Run it under "
                                    "mpiexec -n N with one rank per endpoint of the plan.")
@@ -258,6 +264,14 @@ def run(args) -> int:
             print(f"{plan.method} plan, {plan.demands.num_jobs} jobs: completes at "
                   f"{result.completion_time_s * 1e3:.4f} ms ({args.model} model; busiest-link prediction "
                   f"{plan.predicted_time_s * 1e3:.4f} ms)")
+    elif args.command == "experiment":
+        from .experiments import STUDIES, run_study
+
+        if args.list or not args.name:
+            print("\n".join(f"{s.name:16} {s.description}" for s in STUDIES.values()))
+        else:
+            csv_path, png_path = run_study(args.name, args.out, quick=args.quick, say=_progress(args))
+            print(f"wrote {csv_path} and {png_path}")
     elif args.command == "run":
         return _replay(args)
     return 0

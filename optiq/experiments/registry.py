@@ -1,0 +1,79 @@
+"""The studies ``optiq experiment`` runs: each makes a table (CSV) and a figure (PNG)."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import OptiqError
+
+__all__ = ["Study", "STUDIES", "register", "run_study"]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A named experiment.
+
+    Attributes
+    ----------
+    name, description : str
+    run : callable
+        ``run(quick: bool, say) -> list[dict]``: the rows of the results table.
+    plot : callable
+        ``plot(rows, ax)``: draws the figure on a matplotlib axis.
+    """
+
+    name: str
+    description: str
+    run: Callable
+    plot: Callable
+
+
+STUDIES: dict[str, Study] = {}
+
+
+def register(name: str, description: str, plot: Callable):
+    """Decorator: register ``run`` as the study ``name``, drawn by ``plot``."""
+    def wrap(run):
+        STUDIES[name] = Study(name, description, run, plot)
+        return run
+    return wrap
+
+
+def run_study(name: str, out_dir: str | Path, *, quick: bool = False,
+              say: Callable[[str], None] | None = None) -> tuple[Path, Path]:
+    """Run a study; write ``OUT/NAME.csv`` and ``OUT/NAME.png``.
+
+    Raises
+    ------
+    OptiqError
+        For an unknown study or an output directory that cannot be made.
+    """
+    if name not in STUDIES:
+        raise OptiqError(f"unknown experiment {name!r}; optiq experiment --list names them")
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OptiqError(f"cannot create output directory {str(out)!r}: {exc}") from None
+    study = STUDIES[name]
+    rows = study.run(quick, say or (lambda msg: None))
+    csv_path, png_path = out / f"{name}.csv", out / f"{name}.png"
+    with open(csv_path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    study.plot(rows, ax)
+    ax.set_title(study.description, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=120)
+    plt.close(fig)
+    return csv_path, png_path

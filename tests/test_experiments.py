@@ -1,0 +1,34 @@
+import csv
+
+import pytest
+
+from optiq.cli import main
+from optiq.experiments import STUDIES
+
+
+def test_list_names_every_study(capsys):
+    assert main(["experiment", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in STUDIES)
+
+
+@pytest.mark.parametrize("name", sorted(STUDIES))
+def test_quick_study_writes_table_and_figure(tmp_path, name):
+    assert main(["experiment", name, "--quick", "--out", str(tmp_path), "-q"]) == 0
+    rows = list(csv.DictReader(open(tmp_path / f"{name}.csv")))
+    assert rows
+    png = (tmp_path / f"{name}.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_quick_constant_ratio_orders_the_methods(tmp_path):
+    main(["experiment", "constant-ratio", "--quick", "--out", str(tmp_path), "-q"])
+    rows = {r["method"]: r for r in csv.DictReader(open(tmp_path / "constant-ratio.csv"))}
+    predicted = {m: float(r["predicted_s"]) for m, r in rows.items()}
+    assert predicted["opt"] <= predicted["heu2"] <= predicted["default"]
+    assert all(float(r["bound_s"]) <= float(r["predicted_s"]) * (1 + 1e-9) for r in rows.values())
+
+
+def test_unknown_study_is_an_error(tmp_path, capsys):
+    assert main(["experiment", "nope", "--out", str(tmp_path)]) == 1
+    assert "unknown experiment 'nope'" in capsys.readouterr().err
