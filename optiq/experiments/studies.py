@@ -5,10 +5,12 @@ from __future__ import annotations
 from ..planner import make_candidates, make_plan
 from ..sim import simulate_chunks, simulate_flows
 from ..topology import from_spec
-from ..workloads import Demands, constant_ratio
+from ..workloads import (Demands, constant_ratio, destination_sweep, distance_sweep, random_pairing,
+                         random_sizes)
 from .registry import register
 
-METHODS = ("default", "heu1", "heu2", "opt")
+PAPER_METHODS = ("default", "heu1", "heu2", "opt")
+METHODS = PAPER_METHODS + ("lp",)  # curves a figure may draw
 
 
 def _methods_plot(x: str, y: str, log: bool = False):
@@ -34,7 +36,7 @@ def constant_ratio_study(quick: bool, say) -> list[dict]:
         topo = from_spec(f"bgq:{nodes}")
         demands = constant_ratio(nodes, "disjoint", nbytes=2**20 if quick else 8 * 2**20)
         cands = make_candidates(topo, demands, 8 if quick else 16)
-        for method in METHODS:
+        for method in PAPER_METHODS:
             say(f"{nodes} nodes, {method}")
             plan = make_plan(topo, demands, method, candidates=cands, time_limit=120)
             flow = simulate_flows(plan).completion_time_s
@@ -105,3 +107,87 @@ def crossover_study(quick: bool, say) -> list[dict]:
                          "throughput_GBps": demands.total_bytes / t / 1e9})
     return rows
 
+
+
+def _compare_methods(topo, demands, x_name: str, x, *, k: int = 16, methods=PAPER_METHODS) -> list[dict]:
+    cands = make_candidates(topo, demands, k)
+    rows = []
+    for method in methods:
+        plan = make_plan(topo, demands, method, candidates=cands, k=k, time_limit=120)
+        rows.append({x_name: x, "method": method, "predicted_s": plan.predicted_time_s,
+                     "flow_equal_s": simulate_flows(plan).completion_time_s,
+                     "throughput_GBps": demands.total_bytes / plan.predicted_time_s / 1e9,
+                     "paths": plan.paths.num_paths, "bound_s": plan.lower_bound_time_s})
+    return rows
+
+
+def _small_or_bgq(quick: bool):
+    return from_spec("torus:4x4x4x2" if quick else "bgq:1024")
+
+
+@register("distance", "Sources fixed, destination block moved away: throughput by position",
+          _methods_plot("position", "throughput_GBps"))
+def distance_study(quick: bool, say) -> list[dict]:
+    topo = _small_or_bgq(quick)
+    P = topo.num_endpoints
+    rows = []
+    for position in range(1, 4 if quick else 8):
+        say(f"position {position}")
+        rows += _compare_methods(topo, distance_sweep(P, position, nbytes=2**20 if quick else 8 * 2**20),
+                                 "position", position, k=8 if quick else 16)
+    return rows
+
+
+@register("destination-size", "64 sources, more destinations per source: throughput by destinations",
+          _methods_plot("per_source", "throughput_GBps", log=True))
+def destination_size_study(quick: bool, say) -> list[dict]:
+    topo = _small_or_bgq(quick)
+    sources = 8 if quick else 64
+    rows = []
+    for per_source in ([1, 2, 4] if quick else [1, 2, 4, 8]):
+        say(f"{per_source} destinations per source")
+        rows += _compare_methods(topo, destination_sweep(topo.num_endpoints, per_source, num_sources=sources,
+                                                         nbytes=2**20 if quick else 8 * 2**20),
+                                 "per_source", per_source, k=8 if quick else 16)
+    return rows
+
+
+@register("random-pairing", "Disjoint 1:8 with random pairings (5 seeds): throughput by seed",
+          _methods_plot("seed", "throughput_GBps"))
+def random_pairing_study(quick: bool, say) -> list[dict]:
+    topo = _small_or_bgq(quick)
+    base = constant_ratio(topo.num_endpoints, "disjoint", nbytes=2**20 if quick else 8 * 2**20)
+    rows = []
+    for seed in range(2 if quick else 5):
+        say(f"pairing seed {seed}")
+        rows += _compare_methods(topo, random_pairing(base, seed=seed), "seed", seed, k=8 if quick else 16)
+    return rows
+
+
+@register("num-paths", "Fixed candidate paths per pair: LP and Heuristic 2 over the lower bound",
+          _methods_plot("k", "time_over_bound", log=True))
+def num_paths_study(quick: bool, say) -> list[dict]:
+    topo = _small_or_bgq(quick)
+    demands = constant_ratio(topo.num_endpoints, "disjoint")
+    rows = []
+    for k in ([2, 4, 8] if quick else [4, 8, 16, 32, 50]):
+        say(f"k = {k}")
+        cands = make_candidates(topo, demands, k)
+        for method in ("lp", "heu2"):
+            plan = make_plan(topo, demands, method, candidates=cands)
+            rows.append({"k": k, "method": method, "time_over_bound": plan.predicted_time_s /
+                         plan.lower_bound_time_s, "paths": plan.paths.num_paths})
+    return rows
+
+
+@register("random-sizes", "Disjoint 1:8 with sizes drawn from 64 KB to 8 MB (seed 002): throughput by seed",
+          _methods_plot("seed", "throughput_GBps"))
+def random_sizes_study(quick: bool, say) -> list[dict]:
+    topo = _small_or_bgq(quick)
+    base = constant_ratio(topo.num_endpoints, "disjoint")
+    rows = []
+    for seed in range(1 if quick else 3):
+        say(f"sizes seed {seed}")
+        rows += _compare_methods(topo, random_sizes(base, 64 * 1024, 8 * 2**20, seed=seed), "seed", seed,
+                                 k=8 if quick else 16)
+    return rows
