@@ -1,5 +1,6 @@
 import csv
 
+import numpy as np
 import pytest
 
 from optiq.cli import main
@@ -32,3 +33,19 @@ def test_quick_constant_ratio_orders_the_methods(tmp_path):
 def test_unknown_study_is_an_error(tmp_path, capsys):
     assert main(["experiment", "nope", "--out", str(tmp_path)]) == 1
     assert "unknown experiment 'nope'" in capsys.readouterr().err
+
+
+def test_fattree_study_traffic_and_routing(tmp_path):
+    from optiq.experiments.fattree_study import host_demands, milc_traffic, nas_cg_traffic
+
+    for traffic in (nas_cg_traffic(), milc_traffic()):
+        assert traffic.shape == (128, 128) and np.all(np.diag(traffic) == 0)
+        d = host_demands(traffic, "linear", "block")
+        off_host = traffic.sum() - sum(traffic[i * 8:(i + 1) * 8, i * 8:(i + 1) * 8].sum() for i in range(16))
+        assert d.total_bytes == round(off_host * 2**20)  # every byte between hosts, none within
+    main(["experiment", "fattree", "--quick", "--out", str(tmp_path), "-q"])
+    rows = list(csv.DictReader(open(tmp_path / "fattree.csv")))
+    by = {(r["app"], r["selection"], r["placement"], r["routing"]): float(r["max_link_bytes"]) for r in rows}
+    for (app, sel, place, routing), load in by.items():
+        if routing == "dynamic":
+            assert load <= by[(app, sel, place, "dmodk")]

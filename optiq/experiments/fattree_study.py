@@ -1,0 +1,104 @@
+"""The fat-tree routing study of seed 001: node selection × process placement × routing.
+
+128 ranks of an application run on 16 of the 20 hosts of a two-level fat-tree (8 ranks a
+host). Node selection is *linear* (hosts 0..15) or *random* (16 of 20, seeded); process
+placement is *block* (rank ``i`` on the ``i // 8``-th selected host) or *cyclic* (on the
+``i % 16``-th). The ranks' traffic is summed per host pair and routed by D-mod-K or by
+dynamic routing (heaviest pair first, least-loaded path). The result is the maximum link
+load, normalised to linear / block / D-mod-K, as in the paper's figures.
+
+Traffic matrices follow the applications' known structure:
+
+- NAS CG: a 2-D process grid of 8 rows × 16 columns; every rank exchanges with the
+  ranks ``r xor 2^k`` of its row (the recursive-doubling sums, ``k = 0..3``) and with
+  its transpose partner, equal volumes.
+- MILC: a 4-D lattice of 4×4×4×2 ranks; every rank exchanges halos with its ±1
+  neighbours in every dimension (periodic), equal volumes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..planner import make_plan
+from ..topology import cluster
+from ..workloads import Demands
+from .registry import register
+
+RANKS, CORES, HOSTS_USED = 128, 8, 16
+
+
+def nas_cg_traffic(ranks: int = RANKS, rows: int = 8, volume: float = 1.0) -> np.ndarray:
+    """Rank-to-rank bytes of a NAS CG-like run (see the module docstring)."""
+    cols = ranks // rows
+    t = np.zeros((ranks, ranks))
+    for r in range(ranks):
+        row, col = divmod(r, cols)
+        for k in range(int(np.log2(cols))):
+            t[r, row * cols + (col ^ (1 << k))] += volume
+        partner = (col % rows) * cols + (row + rows * (col // rows))  # transpose exchange
+        if partner != r and partner < ranks:
+            t[r, partner] += volume
+    return t
+
+
+def milc_traffic(shape=(4, 4, 4, 2), volume: float = 1.0) -> np.ndarray:
+    """Rank-to-rank bytes of a MILC-like 4-D halo exchange (see the module docstring)."""
+    n = int(np.prod(shape))
+    t = np.zeros((n, n))
+    coords = np.array(np.unravel_index(np.arange(n), shape)).T
+    for d, size in enumerate(shape):
+        for step in (-1, 1):
+            nb = coords.copy()
+            nb[:, d] = (nb[:, d] + step) % size
+            other = np.ravel_multi_index(nb.T, shape)
+            np.add.at(t, (np.arange(n), other), volume)
+    np.fill_diagonal(t, 0.0)
+    return t
+
+
+def host_demands(traffic: np.ndarray, selection: str, placement: str, seed: int = 0,
+                 unit_bytes: int = 2**20) -> Demands:
+    """Sum rank traffic per host pair for a node selection and process placement."""
+    hosts = np.arange(HOSTS_USED) if selection == "linear" else \
+        np.sort(np.random.default_rng(seed).choice(20, HOSTS_USED, replace=False))
+    ranks = np.arange(traffic.shape[0])
+    slot = ranks // CORES if placement == "block" else ranks % HOSTS_USED
+    host_of = hosts[slot]
+    matrix = np.zeros((20, 20))
+    np.add.at(matrix, (host_of[:, None].repeat(len(ranks), 1), host_of[None, :].repeat(len(ranks), 0)), traffic)
+    np.fill_diagonal(matrix, 0.0)
+    src, dst = np.nonzero(matrix)
+    return Demands(src, dst, np.rint(matrix[src, dst] * unit_bytes).astype(np.int64))
+
+
+def _plot(rows, ax):
+    labels = sorted({(r["app"], r["selection"], r["placement"]) for r in rows})
+    x = np.arange(len(labels))
+    for i, routing in enumerate(("dmodk", "dynamic")):
+        vals = [next(r["normalised_max_load"] for r in rows if (r["app"], r["selection"], r["placement"]) == lab
+                     and r["routing"] == routing) for lab in labels]
+        ax.bar(x + (i - 0.5) * 0.4, vals, width=0.4, label=routing)
+    ax.set_xticks(x, [f"{a}\n{s}/{p}" for a, s, p in labels], fontsize=7)
+    ax.set_ylabel("max link load / linear-block-D-mod-K")
+    ax.legend()
+
+
+@register("fattree", "20-host fat-tree: max link load by node selection, placement and routing (seed 001)",
+          _plot)
+def fattree_study(quick: bool, say) -> list[dict]:
+    topo = cluster(20, 4, 2)
+    rows = []
+    for app, traffic in (("CG", nas_cg_traffic()), ("MILC", milc_traffic())):
+        base = None
+        for selection in ("linear", "random"):
+            for placement in ("block", "cyclic"):
+                demands = host_demands(traffic, selection, placement)
+                for routing, method in (("dmodk", "default"), ("dynamic", "dynamic")):
+                    say(f"{app} {selection}/{placement} {routing}")
+                    plan = make_plan(topo, demands, method, k=4 if quick else 8)
+                    load = float(plan.link_bytes.max())
+                    base = load if base is None else base
+                    rows.append({"app": app, "selection": selection, "placement": placement, "routing": routing,
+                                 "max_link_bytes": load, "normalised_max_load": load / base})
+    return rows
