@@ -102,22 +102,24 @@ def simulate_flows(plan, sharing: str = "equal") -> FlowResult:
 def _max_min_rates(weight, entry_path, entry_link, capacity, num_paths) -> np.ndarray:
     """Weighted max-min fair rates of the flows with positive weight (progressive filling)."""
     rate = np.zeros(num_paths)
+    keep = weight[entry_path] > 0
+    ep, el = entry_path[keep], entry_link[keep]  # only the links of flows that still move
     free = weight > 0
     cap_left = capacity.astype(float).copy()
-    while free.any():
-        on = free[entry_path]
-        demand = np.bincount(entry_link[on], weights=weight[entry_path[on]], minlength=capacity.size)
+    while ep.size:
+        demand = np.bincount(el, weights=weight[ep], minlength=capacity.size)
         used = demand > 0
         level = np.full(capacity.size, np.inf)
         level[used] = cap_left[used] / demand[used]
         bottleneck = float(level.min())
         full = used & (level <= bottleneck * (1 + 1e-12))
         frozen = np.zeros(num_paths, dtype=bool)
-        frozen[entry_path[on & full[entry_link]]] = True
+        frozen[ep[full[el]]] = True
         frozen &= free
         rate[frozen] = weight[frozen] * bottleneck
-        cap_left -= np.bincount(entry_link, weights=np.where(frozen, rate, 0.0)[entry_path],
-                                minlength=capacity.size)
+        hit = frozen[ep]
+        cap_left -= np.bincount(el[hit], weights=rate[ep[hit]], minlength=capacity.size)
         np.maximum(cap_left, 0.0, out=cap_left)
         free &= ~frozen
+        ep, el = ep[~hit], el[~hit]
     return rate
