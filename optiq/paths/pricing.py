@@ -123,7 +123,8 @@ def least_cost_paths(topology, sources, targets, link_cost: np.ndarray, hop_limi
             paths[j] = record[i, :steps[i]][::-1].copy()
     # the tie-breaking hop cost can make a path look cheaper than one with more hops by at most
     # hop_cost * (nodes - 1): subtract that so the unlimited cost stays a lower bound
-    unlimited = np.maximum(np.array([cost[p].sum() for p in paths]) - hop_cost * n, 0.0)
+    path_cost = _path_costs(paths, cost)
+    unlimited = np.maximum(path_cost - hop_cost * n, 0.0)
     too_long = np.flatnonzero(np.array([p.size for p in paths]) > hop_limit)
     if not exact_hop_limit:
         for j in too_long:
@@ -137,7 +138,17 @@ def least_cost_paths(topology, sources, targets, link_cost: np.ndarray, hop_limi
             found, _ = hop_limited_shortest_paths(topology, sources[batch], targets[batch], w, int(limit))
             for j, p in zip(batch, found):
                 paths[j] = p
-    return paths, np.array([cost[p].sum() for p in paths]), unlimited
+            path_cost[batch] = _path_costs([paths[j] for j in batch], cost)
+    return paths, path_cost, unlimited
+
+
+def _path_costs(paths: list[np.ndarray], cost: np.ndarray) -> np.ndarray:
+    """Sum of ``cost`` over the links of every path (empty paths cost 0)."""
+    hops = np.array([p.size for p in paths], dtype=np.int64)
+    if not hops.sum():
+        return np.zeros(len(paths))
+    owner = np.repeat(np.arange(len(paths)), hops)
+    return np.bincount(owner, weights=cost[np.concatenate(paths)], minlength=len(paths))
 
 
 def _argmin_reduceat(values: np.ndarray, starts: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import PlanError, TransferError
-from ..plan import Plan
+from ..plan import Plan, load_plan
 from .schedule import RankSchedule, compile_schedule
 from .transport import TransferResult, transfer
 
@@ -159,8 +159,6 @@ def bcast_plan(comm, path: str, root: int = 0) -> Plan:
     Collective. If the file is missing or invalid, every rank raises the same
     :class:`PlanError`, so all of them can exit cleanly together.
     """
-    from ..plan import load_plan
-
     loaded: tuple[Plan | None, str | None] = (None, None)
     if comm.Get_rank() == root:
         try:

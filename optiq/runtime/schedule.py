@@ -133,8 +133,9 @@ def compile_schedule(plan: Plan, rank: int) -> RankSchedule:
     csum = np.cumsum(plan.path_bytes) - plan.path_bytes
     offset = csum - csum[ps.job_offsets[ps.job]]
     path, src, dst, link = rank_hops(plan)
-    sends = {int(p): (int(d), int(e)) for p, s, d, e in zip(path, src, dst, link) if s == rank}
-    recvs = {int(p): int(s) for p, s, d in zip(path, src, dst) if d == rank}
+    out, into = src == rank, dst == rank  # only this rank's hops reach Python
+    sends = {p: (d, e) for p, d, e in zip(path[out].tolist(), dst[out].tolist(), link[out].tolist())}
+    recvs = dict(zip(path[into].tolist(), src[into].tolist()))
     streams = []
     for p in sorted(sends.keys() | recvs.keys()):
         nxt, out_link = sends.get(p, (-1, -1))
