@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
+from dataclasses import asdict, replace
 import json
 import os
 import sys
@@ -21,7 +21,8 @@ from .plan import DEFAULT_CHUNK_SIZE, load_plan
 from .planner import CANDIDATE_KINDS, METHODS, make_candidates, make_plan
 from .report import metrics_table
 from .runtime import BASELINES
-from .sim import SHARING, ChunkModel, simulate_chunks, simulate_flows
+from .sim import (SHARING, ChunkModel, fit_chunk_model, load_chunk_model, read_run_samples, simulate_chunks,
+                  simulate_direct, simulate_flows)
 from .topology import from_spec
 from .topology.spec import SPEC_HELP
 from .units import parse_rate, parse_size
@@ -58,6 +59,14 @@ _size = _argument(parse_size)
 _rate = _argument(parse_rate)
 _positive_int = _int_at_least(1)
 _non_negative_int = _int_at_least(0)
+
+
+@_argument
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"{text!r} must be a finite number >= 0")
+    return value
 
 
 def _add_workload(p: argparse.ArgumentParser) -> None:
@@ -118,18 +127,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="a JSON list instead of a table")
     p = sub.add_parser("demo", help="the main job: compare methods on Blue Gene/Q 1024, disjoint, 8 MiB")
     p.add_argument("--topology", "-t", default="bgq:1024", help="default bgq:1024")
-    p = sub.add_parser("simulate", help="simulate a plan file at flow level")
+    p = sub.add_parser("simulate", help="simulate a plan file at flow or chunk level")
     p.add_argument("plan")
-    p.add_argument("--model", choices=("flow", "chunk"), default="flow",
-                   help="flow: max-min fair link sharing over time; chunk: store-and-forward of every chunk")
+    p.add_argument("--model", choices=("flow", "chunk", "direct"), default="flow",
+                   help="flow: max-min fair link sharing over time; chunk: store-and-forward of every chunk; "
+                        "direct: the paths' messages cut through the hardware with no copies (what MPI does)")
+    p.add_argument("--params", metavar="FILE",
+                   help="chunk/direct: model parameters from optiq fit-chunk (the options below override)")
+    p.add_argument("--link-rate", type=_rate, help="chunk/direct: every link's rate instead of the topology's")
     p.add_argument("--sharing", choices=SHARING, default="equal",
                    help="flow: equal (max-min fair per path) or proportional (weighted by remaining bytes)")
-    p.add_argument("--hop-latency", type=float, default=ChunkModel.hop_latency_s, help="chunk: seconds per hop")
-    p.add_argument("--header", type=_non_negative_int, default=ChunkModel.header_bytes, help="chunk: bytes per chunk")
-    p.add_argument("--forward-cost", type=float, default=ChunkModel.forward_cost_s,
-                   help="chunk: seconds to forward one chunk at an intermediate node")
+    p.add_argument("--hop-latency", type=_non_negative_float,
+                   help=f"chunk/direct: seconds per hop (default {ChunkModel.hop_latency_s})")
+    p.add_argument("--header", type=_non_negative_int,
+                   help=f"chunk/direct: header bytes per chunk or packet (default {ChunkModel.header_bytes})")
+    p.add_argument("--forward-cost", type=_non_negative_float,
+                   help=f"chunk: seconds to forward one chunk at an intermediate node (default "
+                        f"{ChunkModel.forward_cost_s})")
     p.add_argument("--chunk-size", type=_size, help="chunk: override the plan's chunk size")
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    p = sub.add_parser("fit-chunk", help="fit the chunk model to optiq run --json reports of one plan",
+                       description="Fit forwarding cost, hop latency and (for unpaced runs) the link rate "
+                                   "of the chunk-level model to measured runs of PLAN at several chunk sizes.")
+    p.add_argument("plan", help="the plan the runs replayed")
+    p.add_argument("runs", nargs="+", help="JSON reports from optiq run PLAN --json FILE --chunk-size ...")
+    p.add_argument("--output", "-o", required=True, help="where to write the fitted parameters (JSON)")
     p = sub.add_parser("experiment", help="run one of the papers' studies: a CSV table and a PNG figure")
     p.add_argument("name", nargs="?", help="study name (see --list)")
     p.add_argument("--list", action="store_true", help="name the studies")
@@ -249,21 +271,15 @@ def run(args) -> int:
         print(f"optimised plan vs default routing: {rows[0].predicted_time_s / rows[-1].predicted_time_s:.2f}x "
               "faster (predicted, flow level)")
     elif args.command == "simulate":
+        _simulate(args)
+    elif args.command == "fit-chunk":
         plan = load_plan(args.plan)
-        if args.model == "flow":
-            result = simulate_flows(plan, args.sharing)
-            out = {"model": "flow", "sharing": result.sharing, "phases": result.phases}
-        else:
-            model = ChunkModel(args.hop_latency, args.header, args.forward_cost)
-            result = simulate_chunks(plan, model, args.chunk_size)
-            out = {"model": "chunk", "chunks": result.chunks, "events": result.events, **asdict(model)}
-        out.update(completion_time_s=result.completion_time_s, predicted_time_s=plan.predicted_time_s)
-        if args.json:
-            print(json.dumps(out))
-        else:
-            print(f"{plan.method} plan, {plan.demands.num_jobs} jobs: completes at "
-                  f"{result.completion_time_s * 1e3:.4f} ms ({args.model} model; busiest-link prediction "
-                  f"{plan.predicted_time_s * 1e3:.4f} ms)")
+        fit = fit_chunk_model(plan, read_run_samples(args.runs, plan))
+        fit.model.save(args.output)
+        for sample, sim in zip(fit.samples, fit.simulated_s):
+            print(f"chunk {sample.chunk_size:>8} B  measured {sample.elapsed_s:.4f} s  model {sim:.4f} s")
+        print(f"{fit.model}\nmean relative error {fit.mean_rel_error:.1%}, max {fit.max_rel_error:.1%}; "
+              f"wrote {args.output}")
     elif args.command == "experiment":
         from .experiments import STUDIES, run_study
 
@@ -275,6 +291,32 @@ def run(args) -> int:
     elif args.command == "run":
         return _replay(args)
     return 0
+
+
+def _simulate(args) -> None:
+    plan = load_plan(args.plan)
+    if args.model == "flow":
+        result = simulate_flows(plan, args.sharing)
+        out = {"model": "flow", "sharing": result.sharing, "phases": result.phases}
+        completion = result.completion_time_s
+    else:
+        model = load_chunk_model(args.params) if args.params else ChunkModel()
+        given = {"hop_latency_s": args.hop_latency, "header_bytes": args.header,
+                 "forward_cost_s": args.forward_cost, "link_rate_Bps": args.link_rate}
+        model = replace(model, **{k: v for k, v in given.items() if v is not None})
+        out = {"model": args.model, **asdict(model)}
+        if args.model == "chunk":
+            result = simulate_chunks(plan, model, args.chunk_size)
+            out.update(chunks=result.chunks, events=result.events)
+            completion = result.completion_time_s
+        else:
+            completion = simulate_direct(plan, model)
+    out.update(completion_time_s=completion, predicted_time_s=plan.predicted_time_s)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{plan.method} plan, {plan.demands.num_jobs} jobs: completes at {completion * 1e3:.4f} ms "
+              f"({args.model} model; busiest-link prediction {plan.predicted_time_s * 1e3:.4f} ms)")
 
 
 def _replay(args) -> int:

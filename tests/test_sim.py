@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -6,7 +7,7 @@ import pytest
 from optiq import Demands, Plan, make_plan
 from optiq.cli import main
 from optiq.paths import PathSet
-from optiq.sim import ChunkModel, simulate_chunks, simulate_flows
+from optiq.sim import ChunkModel, RunSample, fit_chunk_model, simulate_chunks, simulate_direct, simulate_flows
 from optiq.topology import mesh, torus
 from optiq.workloads import constant_ratio
 
@@ -79,3 +80,75 @@ def test_simulate_cli_chunk_model_and_bad_plan(tmp_path, capsys):
     assert out["model"] == "chunk" and out["completion_time_s"] >= plan.predicted_time_s * (1 - 1e-9)
     assert main(["simulate", str(tmp_path / "missing.json")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_direct_transfer_of_one_path_is_bytes_plus_headers_plus_latency():
+    t = mesh((4,), bandwidth=1e8)
+    plan = make_plan(t, Demands([0], [3], [10_000]), "default")
+    model = ChunkModel(hop_latency_s=1e-6, header_bytes=32, packet_bytes=512)
+    packets = -(-10_000 // 512)
+    assert simulate_direct(plan, model) == pytest.approx((10_000 + 32 * packets) / 1e8 + 3e-6, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_TOPOLOGIES))
+def test_direct_transfer_is_the_flow_model_when_headers_and_latency_vanish(name):
+    topo = SMALL_TOPOLOGIES[name]()
+    plan = make_plan(topo, random_demands(topo, 6, seed=2), "heu2", k=4)
+    free = ChunkModel(hop_latency_s=0, header_bytes=0)
+    assert simulate_direct(plan, free) == pytest.approx(simulate_flows(plan).completion_time_s, rel=1e-12)
+    assert simulate_direct(plan) > simulate_direct(plan, free)
+
+
+def test_link_rate_replaces_every_capacity():
+    t = mesh((3,), bandwidth=1e9)
+    plan = make_plan(t, Demands([0], [2], [4000]), "default", chunk_size=1000)
+    model = ChunkModel(0, 0, 0, link_rate_Bps=1e6)
+    assert simulate_chunks(plan, model).completion_time_s == pytest.approx(0.005, rel=1e-12)
+
+
+def _runs_from(plan, truth, chunks, rate=None):
+    return [RunSample(c, rate, simulate_chunks(plan, replace(truth, link_rate_Bps=rate or truth.link_rate_Bps),
+                                              c).completion_time_s) for c in chunks]
+
+
+def test_fit_recovers_a_known_model_from_synthetic_runs():
+    t = torus((4, 4), bandwidth=1e9)
+    plan = make_plan(t, constant_ratio(16, nbytes=2**17, num_sources=2, ratio=4), "heu2", k=4)
+    truth = ChunkModel(hop_latency_s=0, header_bytes=0, forward_cost_s=4e-5, link_rate_Bps=3e8)
+    fit = fit_chunk_model(plan, _runs_from(plan, truth, [1024, 4096, 16384, 65536]))
+    assert fit.max_rel_error < 1e-3
+    assert fit.model.link_rate_Bps == pytest.approx(3e8, rel=0.01)
+    assert fit.model.forward_cost_s == pytest.approx(4e-5, rel=0.05)
+    # paced runs fix the rate; the forwarding cost is still found
+    paced = fit_chunk_model(plan, _runs_from(plan, truth, [1024, 4096, 16384], rate=2e8))
+    assert paced.model.link_rate_Bps == 2e8 and paced.model.forward_cost_s == pytest.approx(4e-5, rel=0.05)
+
+
+def test_fit_chunk_cli_round_trip_and_errors(tmp_path, capsys):
+    t = torus((4, 4), bandwidth=1e9)
+    plan = make_plan(t, constant_ratio(16, nbytes=2**17, num_sources=2, ratio=4), "default")
+    plan_path = tmp_path / "p.json"
+    plan.save(plan_path)
+    truth = ChunkModel(hop_latency_s=0, header_bytes=0, forward_cost_s=2e-5, link_rate_Bps=5e8)
+    runs = []
+    for sample in _runs_from(plan, truth, [2048, 8192, 32768]):
+        runs.append(tmp_path / f"run{sample.chunk_size}.json")
+        runs[-1].write_text(json.dumps({"topology": t.name, "paths": plan.paths.num_paths, "link_bw_Bps": None,
+                                        "chunk_size": sample.chunk_size, "elapsed_s": sample.elapsed_s}))
+    out = tmp_path / "model.json"
+    assert main(["fit-chunk", str(plan_path), *map(str, runs), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["simulate", str(plan_path), "--model", "chunk", "--params", str(out), "--chunk-size", "8192",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["completion_time_s"]
+    assert got == pytest.approx(json.loads(runs[1].read_text())["elapsed_s"], rel=1e-3)
+    # a run of another plan, a file that is no run, a model file that is no model
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"topology": "mesh", "paths": 3, "link_bw_Bps": None, "chunk_size": 1,
+                                 "elapsed_s": 1.0}))
+    for argv in (["fit-chunk", str(plan_path), str(runs[0]), str(other), "-o", str(out)],
+                 ["fit-chunk", str(plan_path), str(runs[0]), str(plan_path), "-o", str(out)],
+                 ["simulate", str(plan_path), "--model", "chunk", "--params", str(plan_path)]):
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.count("optiq: error:") == 1 and "Traceback" not in err

@@ -1,6 +1,8 @@
 """Simulation of plans: flow level (max-min fair sharing over time) and chunk level (store-and-forward)."""
 
-from .chunk import ChunkModel, ChunkResult, simulate_chunks
+from .chunk import ChunkModel, ChunkResult, load_chunk_model, simulate_chunks, simulate_direct
+from .fit import ChunkFit, RunSample, fit_chunk_model, read_run_samples
 from .flow import SHARING, FlowResult, simulate_flows
 
-__all__ = ["simulate_flows", "FlowResult", "SHARING", "simulate_chunks", "ChunkModel", "ChunkResult"]
+__all__ = ["simulate_flows", "FlowResult", "SHARING", "simulate_chunks", "simulate_direct", "ChunkModel",
+           "ChunkResult", "load_chunk_model", "fit_chunk_model", "ChunkFit", "RunSample", "read_run_samples"]

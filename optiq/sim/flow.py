@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import PlanError
 
-__all__ = ["FlowResult", "simulate_flows", "SHARING"]
+__all__ = ["FlowResult", "simulate_flows", "flow_finish_times", "SHARING"]
 
 SHARING = ("equal", "proportional")
 
@@ -74,17 +74,27 @@ def simulate_flows(plan, sharing: str = "equal") -> FlowResult:
     """
     if sharing not in SHARING:
         raise PlanError(f"unknown sharing {sharing!r}; expected one of {', '.join(SHARING)}")
-    ps, topo = plan.paths, plan.topology
-    remaining = plan.path_bytes.astype(float).copy()
-    finish = np.zeros(ps.num_paths)
-    entry_path, entry_link = ps.path_of_link_entry, ps.links
-    capacity = topo.capacity
+    ps = plan.paths
+    finish, phases = flow_finish_times(ps, plan.path_bytes, plan.topology.capacity, sharing)
+    job_finish = np.zeros(plan.demands.num_jobs)
+    np.maximum.at(job_finish, ps.job, finish)
+    return FlowResult(float(finish.max(initial=0.0)), finish, job_finish, phases, sharing)
+
+
+def flow_finish_times(paths, path_bytes, capacity, sharing: str = "equal") -> tuple[np.ndarray, int]:
+    """Finish time of every path carrying ``path_bytes`` over links of ``capacity``, and the phases.
+
+    The engine of :func:`simulate_flows`, for callers that change bytes or capacities.
+    """
+    entry_path, entry_link = paths.path_of_link_entry, paths.links
+    remaining = np.asarray(path_bytes, dtype=float).copy()
+    finish = np.zeros(paths.num_paths)
     now, phases = 0.0, 0
     active = remaining > 0
     while active.any():
         phases += 1
         weight = np.where(active, remaining if sharing == "proportional" else 1.0, 0.0)
-        rate = _max_min_rates(weight, entry_path, entry_link, capacity, ps.num_paths)
+        rate = _max_min_rates(weight, entry_path, entry_link, capacity, paths.num_paths)
         with np.errstate(divide="ignore", invalid="ignore"):
             left = np.where(active, remaining / rate, np.inf)
         step = float(left.min())
@@ -94,9 +104,7 @@ def simulate_flows(plan, sharing: str = "equal") -> FlowResult:
         remaining[done] = 0.0
         finish[done] = now
         active &= ~done
-    job_finish = np.zeros(plan.demands.num_jobs)
-    np.maximum.at(job_finish, ps.job, finish)
-    return FlowResult(float(finish.max(initial=0.0)), finish, job_finish, phases, sharing)
+    return finish, phases
 
 
 def _max_min_rates(weight, entry_path, entry_link, capacity, num_paths) -> np.ndarray:

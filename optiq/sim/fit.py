@@ -1,0 +1,142 @@
+"""Fit the chunk-level model to executor runs of one plan.
+
+``optiq run PLAN --json RUN.json`` measures a plan; runs at several chunk sizes (and, if
+wanted, emulated link rates) pin down the per-chunk forwarding cost, the per-hop latency
+and, for unpaced runs, the rate the machine actually moves bytes at. The fit minimises
+the squared relative error between :func:`optiq.sim.simulate_chunks` and the measured
+median times, over log-scaled parameters (scipy's bounded least squares).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import PlanError
+from .chunk import ChunkModel, simulate_chunks
+
+__all__ = ["RunSample", "ChunkFit", "fit_chunk_model", "read_run_samples"]
+
+
+@dataclass(frozen=True)
+class RunSample:
+    """One measured run: chunk size, emulated link rate (None: unpaced) and median time."""
+
+    chunk_size: int
+    link_bw_Bps: float | None
+    elapsed_s: float
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 1 or not self.elapsed_s > 0:
+            raise PlanError(f"a run needs a positive chunk size and time, got {self}")
+
+
+@dataclass(frozen=True)
+class ChunkFit:
+    """A fitted :class:`ChunkModel` and how well it reproduces the runs."""
+
+    model: ChunkModel
+    samples: tuple[RunSample, ...] = field(repr=False)
+    simulated_s: np.ndarray = field(repr=False)
+    mean_rel_error: float
+    max_rel_error: float
+
+
+def read_run_samples(paths, plan=None) -> list[RunSample]:
+    """Read ``optiq run --json`` files; with ``plan``, check each run replayed that plan.
+
+    Raises
+    ------
+    PlanError
+        For an unreadable file, one without the run keys, or a run of another plan.
+    """
+    samples = []
+    for path in paths:
+        try:
+            data = json.loads(Path(path).read_text())
+            sample = RunSample(int(data["chunk_size"]), data["link_bw_Bps"], float(data["elapsed_s"]))
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise PlanError(f"{str(path)!r} is not an optiq run report (optiq run --json): {exc!r}") from None
+        if plan is not None and (data.get("topology") != plan.topology.name or data.get("paths") != plan.paths.num_paths):
+            raise PlanError(f"{str(path)!r} measured a {data.get('paths')}-path plan on {data.get('topology')!r}, "
+                            f"not this {plan.paths.num_paths}-path plan on {plan.topology.name!r}")
+        samples.append(sample)
+    return samples
+
+
+def _simulate(plan, model: ChunkModel, samples) -> np.ndarray:
+    out = np.empty(len(samples))
+    for i, s in enumerate(samples):
+        rate = s.link_bw_Bps if s.link_bw_Bps is not None else model.link_rate_Bps
+        out[i] = simulate_chunks(plan, replace(model, link_rate_Bps=rate), s.chunk_size).completion_time_s
+    return out
+
+
+def fit_chunk_model(plan, samples, *, header_bytes: int = 0, max_evaluations: int = 200) -> ChunkFit:
+    """Fit forwarding cost, hop latency and (for unpaced runs) the link rate to ``samples``.
+
+    Parameters
+    ----------
+    plan : Plan
+        The plan the runs replayed.
+    samples : sequence of RunSample
+        At least two runs; the more chunk sizes, the better the fit.
+    header_bytes : int
+        Bytes added to every chunk (0 for the executor, whose messages carry no header).
+    max_evaluations : int
+        Budget of simulations per sample.
+
+    Returns
+    -------
+    ChunkFit
+
+    Raises
+    ------
+    PlanError
+        With fewer than two samples.
+
+    Examples
+    --------
+    Times made by a known model are fitted back to it.
+
+    >>> from optiq import Demands, make_plan
+    >>> from optiq.topology import mesh
+    >>> plan = make_plan(mesh((4,), bandwidth=1e9), Demands([0], [3], [2**20]), "default")
+    >>> truth = ChunkModel(hop_latency_s=2e-6, header_bytes=0, forward_cost_s=3e-5, link_rate_Bps=2e8)
+    >>> runs = [RunSample(c, None, float(_simulate(plan, truth, [RunSample(c, None, 1.0)])[0]))
+    ...         for c in (4096, 16384, 65536, 262144)]
+    >>> fit = fit_chunk_model(plan, runs)
+    >>> fit.max_rel_error < 1e-3, round(fit.model.link_rate_Bps / 2e8, 3)
+    (True, 1.0)
+    """
+    from scipy.optimize import least_squares
+
+    samples = tuple(samples)
+    if len(samples) < 2:
+        raise PlanError(f"fitting needs at least two runs (several chunk sizes), got {len(samples)}")
+    measured = np.array([s.elapsed_s for s in samples])
+    free_rate = any(s.link_bw_Bps is None for s in samples)
+    busiest = float(plan.link_bytes.max())
+
+    def model_of(x) -> ChunkModel:
+        f, lat = np.exp(x[:2])
+        rate = float(np.exp(x[2])) if free_rate else None
+        return ChunkModel(hop_latency_s=float(lat), header_bytes=header_bytes, forward_cost_s=float(f),
+                          link_rate_Bps=rate)
+
+    def residual(x):
+        return _simulate(plan, model_of(x), samples) / measured - 1.0
+
+    x0 = [np.log(1e-5), np.log(1e-6)] + ([np.log(busiest / measured.min())] if free_rate else [])
+    low = [np.log(1e-10), np.log(1e-12)] + ([np.log(1e3)] if free_rate else [])
+    high = [np.log(10.0), np.log(1.0)] + ([np.log(1e13)] if free_rate else [])
+    best = least_squares(residual, x0, bounds=(low, high), max_nfev=max_evaluations, x_scale=1.0)
+    model = model_of(best.x)
+    if not free_rate and len({s.link_bw_Bps for s in samples}) == 1:
+        model = replace(model, link_rate_Bps=samples[0].link_bw_Bps)
+    simulated = _simulate(plan, model, samples)
+    err = np.abs(simulated / measured - 1.0)
+    return ChunkFit(model, samples, simulated, float(err.mean()), float(err.max()))
