@@ -157,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="name the studies")
     p.add_argument("--quick", action="store_true", help="small sizes that run in seconds")
     p.add_argument("--out", default="out", help="output directory (default out/)")
+    p.add_argument("--traffic", metavar="FILE",
+                   help="fattree: a rank-to-rank traffic matrix (N lines of N numbers) instead of CG and MILC")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p = sub.add_parser("run", help="replay a plan under mpiexec (same as python -m optiq.runtime)",
                        description="Replay a plan with chunked store-and-forward. Run it under "
@@ -286,7 +288,8 @@ def run(args) -> int:
         if args.list or not args.name:
             print("\n".join(f"{s.name:16} {s.description}" for s in STUDIES.values()))
         else:
-            csv_path, png_path = run_study(args.name, args.out, quick=args.quick, say=_progress(args))
+            options = {} if args.traffic is None else {"traffic": args.traffic}
+            csv_path, png_path = run_study(args.name, args.out, quick=args.quick, say=_progress(args), **options)
             print(f"wrote {csv_path} and {png_path}")
     elif args.command == "run":
         return _replay(args)

@@ -49,3 +49,44 @@ def test_fattree_study_traffic_and_routing(tmp_path):
     for (app, sel, place, routing), load in by.items():
         if routing == "dynamic":
             assert load <= by[(app, sel, place, "dmodk")]
+
+
+def test_fattree_study_reads_a_traffic_matrix_file(tmp_path, capsys):
+    from optiq.experiments.fattree_study import milc_traffic
+
+    path = tmp_path / "milc.txt"
+    np.savetxt(path, milc_traffic(), fmt="%g", delimiter=",", header="MILC-like halo exchange")
+    assert main(["experiment", "fattree", "--traffic", str(path), "--out", str(tmp_path / "file"), "-q"]) == 0
+    assert main(["experiment", "fattree", "--out", str(tmp_path / "builtin"), "-q"]) == 0
+    from_file = list(csv.DictReader(open(tmp_path / "file" / "fattree.csv")))
+    builtin = [r for r in csv.DictReader(open(tmp_path / "builtin" / "fattree.csv")) if r["app"] == "MILC"]
+    assert {r["app"] for r in from_file} == {"milc"}
+    assert [r["max_link_bytes"] for r in from_file] == [r["max_link_bytes"] for r in builtin]
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("1 2\n3\n", "2 lines of 1/2 numbers"), ("0 1\n-1 0\n", "entry [1, 0] = -1.0"), ("0 0\n0 5\n", "no traffic"),
+    ("0 x\n1 0\n", "cannot read"), ("\n".join(" ".join(["1"] * 130) for _ in range(130)), "130 ranks")])
+def test_bad_traffic_matrix_files_name_the_fault(tmp_path, capsys, text, fragment):
+    path = tmp_path / "t.txt"
+    path.write_text(text)
+    assert main(["experiment", "fattree", "--traffic", str(path), "--out", str(tmp_path), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert fragment in err and "t.txt" in err and err.count("optiq: error:") == 1
+
+
+def test_options_are_checked_against_the_study(tmp_path, capsys):
+    assert main(["experiment", "hacc", "--quick", "--traffic", "x.txt", "--out", str(tmp_path), "-q"]) == 1
+    assert "takes no --traffic" in capsys.readouterr().err
+
+
+def test_quick_application_studies_favour_multipath(tmp_path):
+    for name in ("hacc", "cesm"):
+        main(["experiment", name, "--quick", "--out", str(tmp_path), "-q"])
+        rows = list(csv.DictReader(open(tmp_path / f"{name}.csv")))
+        key = "nodes" if name == "hacc" else "coupling"
+        for case in {r[key] for r in rows}:
+            t = {r["method"]: float(r["predicted_s"]) for r in rows if r[key] == case}
+            bound = next(float(r["bound_s"]) for r in rows if r[key] == case)
+            assert bound * (1 - 1e-9) <= t["opt"] <= min(t["heu2"], t["default"]) * (1 + 1e-9)

@@ -5,7 +5,8 @@ import pytest
 
 from optiq.errors import OptiqError, WorkloadError
 from optiq.units import parse_size
-from optiq.workloads import (Demands, constant_ratio, destination_sweep, distance_sweep, random_pairing,
+from optiq.workloads import (Demands, cesm_coupling, constant_ratio, destination_sweep, distance_sweep,
+                             hacc_aggregation, mxn_redistribution, random_pairing,
                              random_sizes, read_demands, write_demands)
 
 
@@ -94,3 +95,40 @@ def test_demand_file_errors_name_the_line(tmp_path):
         read_demands(f)
     with pytest.raises(WorkloadError, match="does not exist"):
         read_demands(tmp_path / "none.csv")
+
+
+def test_hacc_aggregation_sends_every_node_to_its_groups_bridge():
+    d = hacc_aggregation(512, nodes_per_bridge=64, nbytes=6)
+    assert d.num_jobs == 512 - 8
+    assert np.all(d.dst // 64 == d.src // 64) and np.all(d.dst % 64 == 32)
+    with pytest.raises(WorkloadError, match="nodes_per_bridge=48"):
+        hacc_aggregation(512, nodes_per_bridge=48)
+
+
+def _brute_force_redistribution(src, dst, nbytes, fan_out):
+    block = int(np.ceil(nbytes / fan_out))
+    pairs = {}
+    for b in range(len(src) * nbytes):  # byte by byte
+        s, d = src[b // nbytes], dst[(b // block) % len(dst)]
+        if s != d:
+            pairs[(s, d)] = pairs.get((s, d), 0) + 1
+    return pairs
+
+
+@pytest.mark.parametrize("src, dst, nbytes, fan_out", [
+    ([0, 1, 2], [3, 4], 10, 3), ([0, 1, 2, 3], [2, 3, 4], 7, 2.5), ([5], [0, 1, 2, 3, 4, 5], 12, 6), ([0, 1], [1], 5, 1)])
+def test_mxn_redistribution_matches_byte_by_byte_brute_force(src, dst, nbytes, fan_out):
+    d = mxn_redistribution(src, dst, nbytes, fan_out)
+    assert dict(zip(zip(d.src.tolist(), d.dst.tolist()), d.nbytes.tolist())) == \
+        _brute_force_redistribution(src, dst, nbytes, fan_out)
+
+
+def test_cesm_layout_follows_the_thesis():
+    pairs = {m: cesm_coupling(512, m).num_jobs for m in ("ATM", "LND", "ICE", "OCN")}
+    thesis = {"ATM": 2233, "LND": 2911, "ICE": 765, "OCN": 502}
+    assert all(abs(pairs[m] / thesis[m] - 1) < 0.01 for m in thesis)
+    ocn = cesm_coupling(512, "OCN")
+    assert ocn.src.min() == 448 and ocn.dst.max() < 448  # disjoint: ocean nodes to coupler nodes
+    assert ocn.total_bytes == 64 * 2 * 2**20
+    with pytest.raises(WorkloadError, match="unknown CESM model 'SEA'"):
+        cesm_coupling(512, "SEA")

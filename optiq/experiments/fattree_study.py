@@ -14,12 +14,18 @@ Traffic matrices follow the applications' known structure:
   its transpose partner, equal volumes.
 - MILC: a 4-D lattice of 4×4×4×2 ranks; every rank exchanges halos with its ±1
   neighbours in every dimension (periodic), equal volumes.
+
+``optiq experiment fattree --traffic FILE`` studies a measured matrix instead (see
+:func:`read_traffic_matrix`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from pathlib import Path
+
+from ..errors import WorkloadError
 from ..planner import make_plan
 from ..topology import cluster
 from ..workloads import Demands
@@ -57,6 +63,44 @@ def milc_traffic(shape=(4, 4, 4, 2), volume: float = 1.0) -> np.ndarray:
     return t
 
 
+def read_traffic_matrix(path: str | Path) -> np.ndarray:
+    """Read a rank-to-rank traffic matrix: ``N`` lines of ``N`` numbers (spaces or commas).
+
+    Entry ``[i, j]`` is what rank ``i`` sends rank ``j`` (any unit; the study normalises);
+    ``#`` starts a comment. ``N`` may be at most 128 (16 hosts × 8 ranks).
+
+    Raises
+    ------
+    WorkloadError
+        For an unreadable file, a matrix that is not square, a negative, non-finite or
+        all-zero entry set, or more than 128 ranks, naming the file.
+    """
+    name = str(path)
+    try:
+        text = Path(path).read_text()
+        rows = [line.split("#")[0].replace(",", " ").split() for line in text.splitlines()]
+        rows = [[float(x) for x in r] for r in rows if r]
+    except (OSError, ValueError) as exc:
+        raise WorkloadError(f"cannot read traffic matrix {name!r}: {exc}") from None
+    lengths = sorted({len(r) for r in rows})
+    if len(rows) < 2 or lengths != [len(rows)]:
+        raise WorkloadError(f"traffic matrix {name!r} must be N lines of N numbers, N >= 2; got "
+                            f"{len(rows)} lines of {'/'.join(map(str, lengths)) or 0} numbers")
+    matrix = np.array(rows)
+    if matrix.shape[0] > RANKS:
+        raise WorkloadError(f"traffic matrix {name!r} has {matrix.shape[0]} ranks; the study places at most "
+                            f"{RANKS} ({HOSTS_USED} hosts x {CORES})")
+    bad = np.argwhere(~np.isfinite(matrix) | (matrix < 0))
+    if bad.size:
+        i, j = bad[0]
+        raise WorkloadError(f"traffic matrix {name!r}: entry [{i}, {j}] = {matrix[i, j]} is not a finite number >= 0")
+    off = matrix.copy()
+    np.fill_diagonal(off, 0.0)
+    if not off.any():
+        raise WorkloadError(f"traffic matrix {name!r} has no traffic between different ranks")
+    return matrix
+
+
 def host_demands(traffic: np.ndarray, selection: str, placement: str, seed: int = 0,
                  unit_bytes: int = 2**20) -> Demands:
     """Sum rank traffic per host pair for a node selection and process placement."""
@@ -86,10 +130,12 @@ def _plot(rows, ax):
 
 @register("fattree", "20-host fat-tree: max link load by node selection, placement and routing (seed 001)",
           _plot)
-def fattree_study(quick: bool, say) -> list[dict]:
+def fattree_study(quick: bool, say, traffic: str | None = None) -> list[dict]:
     topo = cluster(20, 4, 2)
+    apps = [("CG", nas_cg_traffic()), ("MILC", milc_traffic())] if traffic is None else \
+        [(Path(traffic).stem, read_traffic_matrix(traffic))]
     rows = []
-    for app, traffic in (("CG", nas_cg_traffic()), ("MILC", milc_traffic())):
+    for app, traffic in apps:
         base = None
         for selection in ("linear", "random"):
             for placement in ("block", "cyclic"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ class Study:
     ----------
     name, description : str
     run : callable
-        ``run(quick: bool, say) -> list[dict]``: the rows of the results table.
+        ``run(quick: bool, say, **options) -> list[dict]``: the rows of the results table.
     plot : callable
         ``plot(rows, ax)``: draws the figure on a matplotlib axis.
     """
@@ -43,23 +44,30 @@ def register(name: str, description: str, plot: Callable):
 
 
 def run_study(name: str, out_dir: str | Path, *, quick: bool = False,
-              say: Callable[[str], None] | None = None) -> tuple[Path, Path]:
+              say: Callable[[str], None] | None = None, **options) -> tuple[Path, Path]:
     """Run a study; write ``OUT/NAME.csv`` and ``OUT/NAME.png``.
+
+    ``options`` (such as ``traffic`` of the fat-tree study) go to the study's ``run``.
 
     Raises
     ------
     OptiqError
-        For an unknown study or an output directory that cannot be made.
+        For an unknown study, an option the study does not take, or an output
+        directory that cannot be made.
     """
     if name not in STUDIES:
         raise OptiqError(f"unknown experiment {name!r}; optiq experiment --list names them")
+    takes = inspect.signature(STUDIES[name].run).parameters
+    for option in options:
+        if option not in takes:
+            raise OptiqError(f"experiment {name!r} takes no --{option} option")
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OptiqError(f"cannot create output directory {str(out)!r}: {exc}") from None
     study = STUDIES[name]
-    rows = study.run(quick, say or (lambda msg: None))
+    rows = study.run(quick, say or (lambda msg: None), **options)
     csv_path, png_path = out / f"{name}.csv", out / f"{name}.png"
     with open(csv_path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))

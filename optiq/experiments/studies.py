@@ -127,10 +127,10 @@ def _small_or_bgq(quick: bool):
 @register("distance", "Sources fixed, destination block moved away: throughput by position",
           _methods_plot("position", "throughput_GBps"))
 def distance_study(quick: bool, say) -> list[dict]:
-    topo = _small_or_bgq(quick)
+    topo = from_spec("torus:4x4x4x2" if quick else "bgq:2048")  # the paper: 2,048 nodes, positions 1-4
     P = topo.num_endpoints
     rows = []
-    for position in range(1, 4 if quick else 8):
+    for position in range(1, 4 if quick else 5):
         say(f"position {position}")
         rows += _compare_methods(topo, distance_sweep(P, position, nbytes=2**20 if quick else 8 * 2**20),
                                  "position", position, k=8 if quick else 16)
