@@ -154,7 +154,7 @@ def destination_size_study(quick: bool, say) -> list[dict]:
 @register("random-pairing", "Disjoint 1:8 with random pairings (5 seeds): throughput by seed",
           _methods_plot("seed", "throughput_GBps"))
 def random_pairing_study(quick: bool, say) -> list[dict]:
-    topo = _small_or_bgq(quick)
+    topo = from_spec("torus:4x4x4x2" if quick else "bgq:512")  # the paper: 512 nodes, 32 sources to 256
     base = constant_ratio(topo.num_endpoints, "disjoint", nbytes=2**20 if quick else 8 * 2**20)
     rows = []
     for seed in range(2 if quick else 5):
