@@ -160,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--traffic", metavar="FILE",
                    help="fattree: a rank-to-rank traffic matrix (N lines of N numbers) instead of CG and MILC")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    _add_collectives(sub)
     p = sub.add_parser("run", help="replay a plan under mpiexec (same as python -m optiq.runtime)",
                        description="Replay a plan with chunked store-and-forward. Run it under "
                                    "mpiexec -n N with one rank per endpoint of the plan.")
@@ -177,6 +178,39 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds per transfer before every rank gives up (default 60 + 10x the predicted time)")
     p.add_argument("--seed", type=int, default=0, help="seed of the --verify patterns (default 0)")
     return parser
+
+
+def _add_collectives(sub) -> None:
+    p = sub.add_parser("collectives", help="allreduce cost model with contention and memory terms: fit, predict, bench",
+                       description="Fit the allreduce cost model on this machine (under mpiexec), rank Ring, RHD, "
+                                   "CPS and hierarchical CPS by predicted time, or measure them.")
+    actions = p.add_subparsers(dest="action", required=True, metavar="{fit,predict,bench}")
+    a = actions.add_parser("fit", help="run micro-benchmarks under mpiexec -n N and fit both models")
+    a.add_argument("--output", "-o", required=True, help="parameter file to write (JSON)")
+    a.add_argument("--sizes", type=_size_list, default=[16384, 131072, 1048576],
+                   help="message sizes of the micro-benchmarks (default 16KiB,128KiB,1MiB)")
+    a.add_argument("--repeat", type=_positive_int, default=5, help="timed runs per measurement (default 5)")
+    a.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    a = actions.add_parser("predict", help="rank the algorithms by predicted time under both models")
+    a.add_argument("--params", required=True, help="file from optiq collectives fit")
+    a.add_argument("--ranks", type=_int_at_least(2), required=True, help="number of ranks N")
+    a.add_argument("--size", type=_size, required=True, help="bytes per rank, e.g. 1MiB")
+    a.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    a = actions.add_parser("bench", help="measure every algorithm under mpiexec -n N and check it against Allreduce")
+    a.add_argument("--size", type=_size_list, required=True, help="bytes per rank (a comma list measures each)")
+    a.add_argument("--json", metavar="FILE", help="write the measurements as JSON")
+    a.add_argument("--params", help="also show the predictions of this fitted parameter file")
+    a.add_argument("--algorithms", help="comma list (default: all for this rank count)")
+    a.add_argument("--repeat", type=_positive_int, default=5, help="timed runs per algorithm (default 5)")
+    a.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+
+
+@_argument
+def _size_list(text: str) -> list[int]:
+    sizes = [parse_size(part) for part in text.split(",") if part.strip()]
+    if not sizes:
+        raise ValueError(f"{text!r} names no size")
+    return sizes
 
 
 def _workload(args):
@@ -293,6 +327,8 @@ def run(args) -> int:
             print(f"wrote {csv_path} and {png_path}")
     elif args.command == "run":
         return _replay(args)
+    elif args.command == "collectives":
+        return _collectives(args)
     return 0
 
 
@@ -320,6 +356,83 @@ def _simulate(args) -> None:
     else:
         print(f"{plan.method} plan, {plan.demands.num_jobs} jobs: completes at {completion * 1e3:.4f} ms "
               f"({args.model} model; busiest-link prediction {plan.predicted_time_s * 1e3:.4f} ms)")
+
+
+def _collectives(args) -> int:
+    """``optiq collectives``: predict is local; fit and bench run on every rank of mpiexec."""
+    from .collectives.report import bench_report, format_bench, format_prediction, prediction_report
+    from .models.allreduce import load_params
+
+    if args.action == "predict":
+        report = prediction_report(load_params(args.params), args.ranks, args.size)
+        print(json.dumps(report) if args.json else format_prediction(report))
+        return 0
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise OptiqError("optiq collectives fit/bench need mpi4py and an MPI library: pip install 'optiq[mpi]'") from None
+    from .collectives.bench import bench_algorithms, run_microbenchmarks
+    from .models.allreduce import algorithms, save_params
+    from .models.allreduce_fit import fit_allreduce_model
+
+    comm = MPI.COMM_WORLD
+    rank, N = comm.Get_rank(), comm.Get_size()
+    say = _progress(args) if rank == 0 else None
+    target = args.output if args.action == "fit" else args.json
+    try:  # mistakes every rank sees alike: report once, exit 1 everywhere
+        if N < 2:
+            raise OptiqError(f"optiq collectives {args.action} runs under mpiexec -n N with N >= 2 (got {N} rank)")
+        if target and not os.path.isdir(os.path.dirname(os.path.abspath(target))):
+            raise OptiqError(f"cannot write {target!r}: its directory does not exist")
+        sizes = args.sizes if args.action == "fit" else args.size
+        bad = [s for s in sizes if s < 8 or s % 8]
+        if bad:
+            raise OptiqError(f"size {bad[0]} B must be a positive multiple of 8 bytes (float64 elements)")
+        models = load_params(args.params) if args.action == "bench" and args.params else None
+        names = None
+        if args.action == "bench" and args.algorithms:
+            names = [n.strip() for n in args.algorithms.split(",") if n.strip()]
+            unknown = [n for n in names if n not in algorithms(N)]
+            if unknown:
+                raise OptiqError(f"unknown algorithm(s) {', '.join(unknown)} for {N} ranks; choose from "
+                                 f"{', '.join(algorithms(N))}")
+    except OptiqError as exc:
+        if rank == 0:
+            print(f"optiq: error: {exc}", file=sys.stderr)
+        return 1
+    try:
+        if args.action == "fit":
+            samples = run_microbenchmarks(comm, sizes, repeat=args.repeat, say=say or (lambda m: None))
+            if rank == 0:
+                fit = fit_allreduce_model(samples)
+                save_params({"contention": fit.contention, "abg": fit.abg}, args.output, ranks=N,
+                            samples=[asdict(s) for s in samples],
+                            fit_error={"contention": fit.contention_error, "abg": fit.abg_error})
+                print(f"contention model: {fit.contention}\n  mean / max relative error on the micro-benchmarks "
+                      f"{fit.contention_error[0]:.1%} / {fit.contention_error[1]:.1%}")
+                print(f"alpha-beta-gamma: {fit.abg}\n  mean / max relative error {fit.abg_error[0]:.1%} / "
+                      f"{fit.abg_error[1]:.1%}\nwrote {args.output} ({len(samples)} timings, {N} ranks)")
+            return 0
+        reports = []
+        for size in sizes:
+            timings, mpi_time = bench_algorithms(comm, size, names=names, repeat=args.repeat,
+                                                 say=say or (lambda m: None))
+            reports.append(bench_report(timings, mpi_time, N, size, args.repeat, models))
+    except Exception as exc:  # one rank failing alone would leave the others waiting: stop them all
+        if not isinstance(exc, OptiqError):
+            traceback.print_exc()
+        print(f"optiq: error: rank {rank}: {exc}", file=sys.stderr, flush=True)
+        comm.Abort(1)
+        return 1
+    if rank == 0:
+        print("\n\n".join(format_bench(r) for r in reports), flush=True)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(reports[0] if len(reports) == 1 else reports, fh, indent=1)
+    wrong = [name for r in reports for name, e in r["algorithms"].items() if not e["correct"]]
+    if wrong and rank == 0:
+        print(f"optiq: error: differ from MPI_Allreduce: {', '.join(sorted(set(wrong)))}", file=sys.stderr)
+    return 1 if wrong else 0
 
 
 def _replay(args) -> int:

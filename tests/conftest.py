@@ -1,3 +1,9 @@
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -6,7 +12,7 @@ from optiq.paths import PathSet
 from optiq.topology import cluster, from_networkx, mesh, torus
 from optiq.workloads import Demands
 
-collect_ignore = ["mpi"]  # scripts run under mpiexec by test_runtime.py, not test modules
+collect_ignore = ["mpi"]  # scripts run under mpiexec by the tests, not test modules
 
 
 def all_simple_paths(topology, demands) -> PathSet:
@@ -51,3 +57,24 @@ def random_demands(topology, jobs: int, seed: int) -> Demands:
 @pytest.fixture(params=sorted(SMALL_TOPOLOGIES))
 def small_topology(request):
     return SMALL_TOPOLOGIES[request.param]()
+
+
+# -- running scripts under mpiexec ---------------------------------------------------------
+
+MPI_SCRIPTS = Path(__file__).parent / "mpi"
+
+
+def mpiexec() -> str:
+    found = Path(sys.executable).parent / "mpiexec"
+    if found.exists():
+        return str(found)
+    found = shutil.which("mpiexec")
+    assert found, "mpiexec not found: install the MPI extra, pip install -e '.[mpi,test]'"
+    return found
+
+
+def launch(n: int, *argv, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
+    start = time.perf_counter()
+    proc = subprocess.run([mpiexec(), "-n", str(n), sys.executable, *map(str, argv)], capture_output=True,
+                          text=True, timeout=timeout)
+    return proc, time.perf_counter() - start

@@ -1,11 +1,6 @@
 """The executor: schedules in process; byte-exact replay and failure handling under mpiexec."""
 
 import json
-import shutil
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,24 +10,7 @@ from optiq.cli import main
 from optiq.runtime import compile_schedule, find_mismatches, job_pattern, predicted_time
 from optiq.runtime.schedule import rank_hops
 
-MPI_SCRIPTS = Path(__file__).parent / "mpi"
-
-
-def mpiexec() -> str:
-    found = Path(sys.executable).parent / "mpiexec"
-    if found.exists():
-        return str(found)
-    found = shutil.which("mpiexec")
-    assert found, "mpiexec not found: install the MPI extra, pip install -e '.[mpi,test]'"
-    return found
-
-
-def launch(n: int, *argv, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
-    start = time.perf_counter()
-    proc = subprocess.run([mpiexec(), "-n", str(n), sys.executable, *map(str, argv)], capture_output=True,
-                          text=True, timeout=timeout)
-    return proc, time.perf_counter() - start
-
+from conftest import MPI_SCRIPTS, launch
 
 def small_plan(tmp_path, spec="torus:2x2", method="heu2", name="plan.json", **kw):
     topo = from_spec(spec)

@@ -1,0 +1,7 @@
+"""Allreduce algorithms run for real (mpi4py on numpy buffers) and their micro-benchmarks."""
+
+from .algorithms import (allreduce, block_bounds, cps_allreduce, hierarchical_cps_allreduce, rhd_allreduce,
+                         ring_allreduce)
+
+__all__ = ["allreduce", "ring_allreduce", "rhd_allreduce", "cps_allreduce", "hierarchical_cps_allreduce",
+           "block_bounds"]

@@ -1,0 +1,178 @@
+"""Allreduce (sum) algorithms on numpy buffers with mpi4py: Ring, RHD, CPS, hierarchical CPS.
+
+Every function takes the communicator and this rank's input vector and returns a new
+vector with the element-wise sum over all ranks; the input is not changed. Any number of
+ranks and any length work: blocks are as even as integers allow (the first ``len % N``
+blocks are one element longer, as with ``np.array_split``).
+
+Waiting is polite: requests are tested with ``os.sched_yield`` between tests, because
+MPI's blocking waits spin and, with more ranks than cores, would take the CPU from the
+ranks that still have work (see :mod:`optiq.models.allreduce` for the cost of each).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..errors import OptiqError
+from ..models.allreduce import algorithms, parse_hierarchy
+
+__all__ = ["allreduce", "ring_allreduce", "rhd_allreduce", "cps_allreduce", "hierarchical_cps_allreduce",
+           "block_bounds"]
+
+_TAG = 7100  # tags of this module: _TAG + step
+
+
+def block_bounds(n: int, parts: int) -> np.ndarray:
+    """Start offsets of ``parts`` near-equal blocks of ``n`` elements, plus ``n`` at the end.
+
+    Examples
+    --------
+    >>> block_bounds(10, 4).tolist()
+    [0, 3, 6, 8, 10]
+    """
+    sizes = np.full(parts, n // parts)
+    sizes[: n % parts] += 1
+    return np.concatenate(([0], np.cumsum(sizes)))
+
+
+def wait_all(requests) -> None:
+    """Complete ``requests``, yielding the CPU between tests."""
+    from mpi4py import MPI
+
+    while not MPI.Request.Testall(requests):
+        os.sched_yield()
+
+
+def _exchange(comm, sends, recvs, tag: int) -> None:
+    """Post every receive ``(buffer, source)`` and send ``(buffer, dest)``, then wait for all."""
+    from mpi4py import MPI
+
+    reqs = [comm.Irecv([buf, MPI.DOUBLE], source=src, tag=tag) for buf, src in recvs]
+    reqs += [comm.Isend([buf, MPI.DOUBLE], dest=dst, tag=tag) for buf, dst in sends]
+    wait_all(reqs)
+
+
+def ring_allreduce(comm, send: np.ndarray) -> np.ndarray:
+    """Ring: ``N-1`` reduce-scatter steps to the right neighbour, then ``N-1`` allgather steps."""
+    N, r = comm.Get_size(), comm.Get_rank()
+    buf = np.array(send, dtype=np.float64)
+    b = block_bounds(buf.size, N)
+    right, left = (r + 1) % N, (r - 1) % N
+    tmp = np.empty(int(np.diff(b).max(initial=0)))
+    for k in range(N - 1):
+        s, t = (r - k) % N, (r - k - 1) % N
+        incoming = tmp[: b[t + 1] - b[t]]
+        _exchange(comm, [(buf[b[s]:b[s + 1]], right)], [(incoming, left)], _TAG)
+        buf[b[t]:b[t + 1]] += incoming
+    for k in range(N - 1):
+        s, t = (r + 1 - k) % N, (r - k) % N
+        _exchange(comm, [(buf[b[s]:b[s + 1]], right)], [(buf[b[t]:b[t + 1]], left)], _TAG + 1)
+    return buf
+
+
+def rhd_allreduce(comm, send: np.ndarray) -> np.ndarray:
+    """Recursive halving then doubling on the largest power of two; extra ranks fold in first."""
+    N, r = comm.Get_size(), comm.Get_rank()
+    buf = np.array(send, dtype=np.float64)
+    p2 = 1 << (N.bit_length() - 1)
+    extra = N - p2
+    if r < 2 * extra:  # pairs (even, odd): the even rank hands its vector over and waits
+        if r % 2 == 0:
+            _exchange(comm, [(buf, r + 1)], [], _TAG + 2)
+            _exchange(comm, [], [(buf, r + 1)], _TAG + 5)
+            return buf
+        incoming = np.empty_like(buf)
+        _exchange(comm, [], [(incoming, r - 1)], _TAG + 2)
+        buf += incoming
+        me = r // 2
+    else:
+        me = r - extra
+
+    def real(new: int) -> int:
+        return 2 * new + 1 if new < extra else new + extra
+
+    b = block_bounds(buf.size, p2)
+    lo, hi = 0, p2
+    dist = p2 // 2
+    while dist >= 1:
+        mid = (lo + hi) // 2
+        keep, give = ((lo, mid), (mid, hi)) if me & dist == 0 else ((mid, hi), (lo, mid))
+        incoming = np.empty(b[keep[1]] - b[keep[0]])
+        _exchange(comm, [(buf[b[give[0]]:b[give[1]]], real(me ^ dist))], [(incoming, real(me ^ dist))], _TAG + 3)
+        buf[b[keep[0]]:b[keep[1]]] += incoming
+        lo, hi = keep
+        dist //= 2
+    dist = 1
+    while dist < p2:
+        width = hi - lo
+        other = (hi, hi + width) if me & dist == 0 else (lo - width, lo)
+        _exchange(comm, [(buf[b[lo]:b[hi]], real(me ^ dist))], [(buf[b[other[0]]:b[other[1]]], real(me ^ dist))],
+                  _TAG + 4)
+        lo, hi = min(lo, other[0]), max(hi, other[1])
+        dist *= 2
+    if r < 2 * extra:
+        _exchange(comm, [(buf, r - 1)], [], _TAG + 5)
+    return buf
+
+
+def _mesh_reduce_scatter(comm, peers, me: int, data: np.ndarray, tag: int) -> np.ndarray:
+    """All ``peers`` at once: peer ``i`` receives block ``i`` of ``data`` from every peer and sums."""
+    b = block_bounds(data.size, len(peers))
+    rows = np.empty((len(peers), b[me + 1] - b[me]))
+    rows[me] = data[b[me]:b[me + 1]]
+    others = [i for i in range(len(peers)) if i != me]
+    _exchange(comm, [(data[b[i]:b[i + 1]], peers[i]) for i in others], [(rows[i], peers[i]) for i in others], tag)
+    return rows.sum(axis=0)
+
+
+def _mesh_allgather(comm, peers, me: int, part: np.ndarray, out: np.ndarray, tag: int) -> None:
+    """All ``peers`` at once: peer ``i``'s ``part`` lands in block ``i`` of every peer's ``out``."""
+    b = block_bounds(out.size, len(peers))
+    out[b[me]:b[me + 1]] = part
+    others = [i for i in range(len(peers)) if i != me]
+    _exchange(comm, [(part, peers[i]) for i in others], [(out[b[i]:b[i + 1]], peers[i]) for i in others], tag)
+
+
+def hierarchical_cps_allreduce(comm, send: np.ndarray, a: int, b: int) -> np.ndarray:
+    """CPS within groups of ``a`` consecutive ranks, then among the ``b`` ranks holding the same slice.
+
+    Raises
+    ------
+    OptiqError
+        If ``a * b`` is not the communicator's size.
+    """
+    N, r = comm.Get_size(), comm.Get_rank()
+    if a < 1 or b < 1 or a * b != N:
+        raise OptiqError(f"hierarchical CPS {a} x {b} needs {a * b} ranks, the communicator has {N}")
+    data = np.array(send, dtype=np.float64)
+    group, index = divmod(r, a)
+    members = [group * a + j for j in range(a)]           # my group, fan-in a - 1
+    across = [g * a + index for g in range(b)]             # same slice in every group, fan-in b - 1
+    mine = _mesh_reduce_scatter(comm, members, index, data, _TAG + 10)
+    sub = _mesh_reduce_scatter(comm, across, group, mine, _TAG + 11)
+    _mesh_allgather(comm, across, group, sub, mine, _TAG + 12)
+    out = np.empty_like(data)
+    _mesh_allgather(comm, members, index, mine, out, _TAG + 13)
+    return out
+
+
+def cps_allreduce(comm, send: np.ndarray) -> np.ndarray:
+    """CPS: every rank sums its ``1/N`` block from all others at once, then sends it to all."""
+    return hierarchical_cps_allreduce(comm, send, comm.Get_size(), 1)
+
+
+def allreduce(comm, send: np.ndarray, algorithm: str) -> np.ndarray:
+    """Run ``algorithm`` (a name of :func:`optiq.models.allreduce.algorithms`)."""
+    N = comm.Get_size()
+    if algorithm == "ring":
+        return ring_allreduce(comm, send)
+    if algorithm == "rhd":
+        return rhd_allreduce(comm, send)
+    if algorithm == "cps":
+        return cps_allreduce(comm, send)
+    if algorithm.startswith("hcps:"):
+        return hierarchical_cps_allreduce(comm, send, *parse_hierarchy(algorithm, N))
+    raise OptiqError(f"unknown allreduce algorithm {algorithm!r}; expected one of {', '.join(algorithms(N))}")

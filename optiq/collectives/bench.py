@@ -1,0 +1,143 @@
+"""Measurements for the allreduce cost model: micro-benchmarks to fit it, algorithm timings to check it.
+
+All ranks call these functions; results are complete on rank 0 (and identical elsewhere).
+A timing is the slowest rank's, and the median over ``repeat`` runs after ``warmup``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import OptiqError
+from ..models.allreduce import algorithms
+from ..models.allreduce_fit import Sample
+from .algorithms import _exchange, allreduce, wait_all
+
+__all__ = ["run_microbenchmarks", "bench_algorithms", "AlgorithmTiming"]
+
+
+def _barrier(comm) -> None:
+    wait_all([comm.Ibarrier()])
+
+
+def _timed(comm, run: Callable[[], None], repeat: int, warmup: int) -> tuple[float, list[float]]:
+    """Median (and all) of the slowest rank's time of ``run``."""
+    from mpi4py import MPI
+
+    times = []
+    for i in range(warmup + repeat):
+        _barrier(comm)
+        t0 = time.perf_counter()
+        run()
+        elapsed = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+        if i >= warmup:
+            times.append(elapsed)
+    return float(np.median(times)), times
+
+
+def run_microbenchmarks(comm, sizes=(16384, 131072, 1048576), *, repeat: int = 5, warmup: int = 1,
+                        say: Callable[[str], None] = lambda msg: None) -> list[Sample]:
+    """Time the four micro-benchmarks of :mod:`optiq.models.allreduce_fit` at every size.
+
+    Every rank works at once, as inside the algorithms (on a machine with fewer cores than
+    ranks this matters most): ``p2p`` exchanges ``m`` bytes both ways between ranks
+    ``r`` and ``r xor 1``; ``fullmesh`` runs, for every fan-in ``f = 1 .. N-1``, all full
+    groups of ``f + 1`` consecutive ranks at once, each rank sending ``m`` bytes to every
+    other member; ``reduce`` (2, 4 and ``N`` operands) and ``copy`` run on every rank.
+    Sizes are bytes (multiples of 8: float64 elements).
+
+    Raises
+    ------
+    OptiqError
+        With fewer than 2 ranks or a size that is not a positive multiple of 8.
+    """
+    N, rank = comm.Get_size(), comm.Get_rank()
+    if N < 2:
+        raise OptiqError("the micro-benchmarks need at least 2 ranks (run under mpiexec -n N)")
+    for s in sizes:
+        if s < 8 or s % 8:
+            raise OptiqError(f"benchmark size {s} must be a positive multiple of 8 bytes (float64 elements)")
+    samples = []
+    for nbytes in sizes:
+        m = nbytes // 8
+        out = np.ones(m)
+        inbox = np.empty((N, m))
+
+        def p2p():  # every rank at once, in pairs (r, r xor 1), both ways: one step of a ring
+            partner = rank ^ 1
+            if partner < N:
+                _exchange(comm, [(out, partner)], [(inbox[0], partner)], 1)
+
+        say(f"p2p {nbytes} B")
+        samples.append(Sample("p2p", 1, nbytes, _timed(comm, p2p, repeat, warmup)[0]))
+        for fan_in in range(1, N):
+            size = fan_in + 1
+            group = rank // size
+
+            def mesh():  # every full group of fan_in + 1 consecutive ranks at once, all to all
+                if (group + 1) * size <= N:
+                    others = [group * size + j for j in range(size) if group * size + j != rank]
+                    _exchange(comm, [(out, g) for g in others], [(inbox[g % size], g) for g in others], 3)
+
+            say(f"full mesh fan-in {fan_in}, {nbytes} B")
+            samples.append(Sample("fullmesh", fan_in, nbytes, _timed(comm, mesh, repeat, warmup)[0]))
+        for k in sorted({2, 4, N}):
+            operands = np.ones((k, m))
+            say(f"reduce {k} x {nbytes} B")
+            samples.append(Sample("reduce", k, nbytes, _timed(comm, lambda: operands.sum(axis=0), repeat, warmup)[0]))
+        target = np.empty(m)
+        say(f"copy {nbytes} B")
+        samples.append(Sample("copy", 1, nbytes, _timed(comm, lambda: np.copyto(target, out), repeat, warmup)[0]))
+    return samples
+
+
+@dataclass(frozen=True)
+class AlgorithmTiming:
+    """Measured time of one algorithm and whether it matched MPI's Allreduce bit for bit."""
+
+    algorithm: str
+    time_s: float
+    times_s: list[float] = field(repr=False)
+    correct: bool
+
+
+def bench_algorithms(comm, nbytes: int, *, names=None, repeat: int = 5, warmup: int = 1, seed: int = 0,
+                     say: Callable[[str], None] = lambda msg: None) -> tuple[list[AlgorithmTiming], float]:
+    """Time every algorithm (default: all for this rank count) and MPI's Allreduce on ``nbytes``.
+
+    Inputs are seeded integers in float64, so any summation order gives identical bits
+    and ``correct`` is an exact comparison with ``comm.Allreduce``.
+
+    Returns
+    -------
+    timings : list of AlgorithmTiming
+    mpi_time_s : float
+        MPI's own Allreduce on the same data.
+
+    Raises
+    ------
+    OptiqError
+        With fewer than 2 ranks or ``nbytes`` not a positive multiple of 8.
+    """
+    from mpi4py import MPI
+
+    N, rank = comm.Get_size(), comm.Get_rank()
+    if N < 2:
+        raise OptiqError("the allreduce benchmark needs at least 2 ranks (run under mpiexec -n N)")
+    if nbytes < 8 or nbytes % 8:
+        raise OptiqError(f"size {nbytes} must be a positive multiple of 8 bytes (float64 elements)")
+    data = np.random.default_rng([seed, rank]).integers(-2**20, 2**20, nbytes // 8).astype(np.float64)
+    expected = np.empty_like(data)
+    comm.Allreduce(data, expected, op=MPI.SUM)
+    mpi_time, _ = _timed(comm, lambda: comm.Allreduce(data, expected, op=MPI.SUM), repeat, warmup)
+    timings = []
+    for name in names or algorithms(N):
+        say(f"{name}, {nbytes} B")
+        correct = comm.allreduce(bool(np.array_equal(allreduce(comm, data, name), expected)), op=MPI.LAND)
+        median, times = _timed(comm, lambda: allreduce(comm, data, name), repeat, warmup)
+        timings.append(AlgorithmTiming(name, median, times, correct))
+    return timings, mpi_time

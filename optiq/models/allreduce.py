@@ -1,0 +1,245 @@
+"""Cost model of allreduce algorithms with contention (incast) and memory terms (seed 004).
+
+An allreduce of ``S`` bytes on ``N`` ranks is a sequence of steps. Each step is charged,
+on the critical path (the busiest rank),
+
+.. math::
+
+    T = \\alpha\\,r + \\beta\\,B + \\gamma\\,C + \\delta\\,M + \\varepsilon\\,\\max(0, f - w)\\,m
+
+with ``r`` rounds (message latencies), ``B`` bytes sent, ``C`` bytes reduced (one
+operand of a binary reduction), ``M`` bytes of memory traffic of the reduction (a
+``k``-operand reduction of ``m`` bytes reads ``k m`` and writes ``m``), ``f`` the fan-in
+(ranks sending to one rank at once), ``w`` the fan-in the receiver absorbs without
+contention and ``m`` the bytes each of the ``f`` senders sends. The classic
+alpha-beta-gamma model keeps only the first three terms.
+
+Per-algorithm counts (block size ``S/N``; uneven blocks are counted as even):
+
+=================  ==========================  ==================  ==================  ==================  ========
+algorithm          rounds                      bytes sent          bytes reduced       memory traffic      fan-in
+=================  ==========================  ==================  ==================  ==================  ========
+Ring               ``2(N-1)``                  ``2(N-1)S/N``       ``(N-1)S/N``        ``3(N-1)S/N``       1
+RHD                ``2 log2 N' + 2e``          ``2(N'-1)S/N' +``   ``(N'-1)S/N' +``    ``3 C``             1
+                                               ``2eS``             ``eS``
+CPS                ``2``                       ``2(N-1)S/N``       ``(N-1)S/N``        ``(N+1)S/N``        ``N-1``
+hier. CPS a×b      ``4``                       ``2(N-1)S/N``       ``(N-1)S/N``        ``(a+1)S/a +``      ``a-1``,
+                                                                                       ``(b+1)S/N``        ``b-1``
+=================  ==========================  ==================  ==================  ==================  ========
+
+RHD is recursive halving (reduce-scatter) then doubling (allgather) on ``N'`` = the
+largest power of two ≤ ``N``; when ``N`` is not a power of two (``e = 1``) the ``N - N'``
+extra ranks first hand their whole vector to a partner and get the result back at the
+end. CPS: every rank reduces the ``1/N`` block it owns from all others in one ``N-1``
+fan-in step, then every rank sends its block to all others. Hierarchical CPS ``a × b``
+(``a b = N``): CPS reduce-scatter within groups of ``a``, then among the ``b`` ranks
+that own the same ``1/a`` slice, then the two allgathers in reverse; ``a × 1`` and
+``1 × b`` are CPS itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import OptiqError
+
+__all__ = ["AllreduceParams", "Step", "algorithm_steps", "algorithms", "predict", "rank_algorithms",
+           "CostTerms", "step_terms", "load_params", "MODELS"]
+
+MODELS = ("contention", "abg")
+
+
+@dataclass(frozen=True)
+class AllreduceParams:
+    """Machine parameters (seconds, seconds per byte).
+
+    ``threshold`` is the fan-in ``w`` absorbed without contention. For the plain
+    alpha-beta-gamma model ``delta`` and ``epsilon`` are zero.
+    """
+
+    alpha: float
+    beta: float
+    gamma: float
+    delta: float = 0.0
+    epsilon: float = 0.0
+    threshold: int = 1
+
+    def __post_init__(self) -> None:
+        values = (self.alpha, self.beta, self.gamma, self.delta, self.epsilon)
+        if not all(math.isfinite(v) and v >= 0 for v in values) or self.threshold < 0:
+            raise OptiqError(f"allreduce model parameters must be finite and non-negative: {self}")
+
+    def __repr__(self) -> str:
+        return (f"AllreduceParams(alpha={self.alpha:.3g} s, beta={self.beta * 1e9:.3g} ns/B, "
+                f"gamma={self.gamma * 1e9:.3g} ns/B, delta={self.delta * 1e9:.3g} ns/B, "
+                f"epsilon={self.epsilon * 1e9:.3g} ns/B, threshold={self.threshold})")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of an algorithm on the critical path (see the module docstring)."""
+
+    rounds: float
+    bytes_sent: float
+    bytes_reduced: float
+    memory_bytes: float
+    fan_in: int
+    message_bytes: float
+
+
+@dataclass(frozen=True)
+class CostTerms:
+    """The five terms of a prediction, in seconds."""
+
+    latency: float
+    bandwidth: float
+    reduction: float
+    memory: float
+    contention: float
+
+    @property
+    def total(self) -> float:
+        return self.latency + self.bandwidth + self.reduction + self.memory + self.contention
+
+
+def algorithms(ranks: int) -> list[str]:
+    """The algorithm names for ``ranks``: ring, rhd, cps and every ``hcps:AxB`` with a, b ≥ 2.
+
+    Examples
+    --------
+    >>> algorithms(12)
+    ['ring', 'rhd', 'cps', 'hcps:2x6', 'hcps:3x4', 'hcps:4x3', 'hcps:6x2']
+    """
+    if ranks < 2:
+        raise OptiqError(f"an allreduce needs at least 2 ranks, got {ranks}")
+    return ["ring", "rhd", "cps"] + [f"hcps:{a}x{ranks // a}" for a in range(2, ranks // 2 + 1)
+                                     if ranks % a == 0]
+
+
+def parse_hierarchy(name: str, ranks: int) -> tuple[int, int]:
+    """``"hcps:AxB"`` -> ``(A, B)``, checked against ``ranks``."""
+    try:
+        a, b = (int(x) for x in name.split(":", 1)[1].lower().split("x"))
+    except (IndexError, ValueError):
+        raise OptiqError(f"hierarchical CPS is written hcps:AxB (for example hcps:3x4), got {name!r}") from None
+    if a < 1 or b < 1 or a * b != ranks:
+        raise OptiqError(f"{name!r}: the fan-ins {a} x {b} must multiply to the {ranks} ranks")
+    return a, b
+
+
+def _cps_steps(S: float, group: int, slice_bytes: float) -> tuple[Step, Step]:
+    """Reduce-scatter and allgather of ``slice_bytes`` among ``group`` ranks, all at once."""
+    block = slice_bytes / group
+    reduce = Step(1, (group - 1) * block, (group - 1) * block, (group + 1) * block, group - 1, block)
+    gather = Step(1, (group - 1) * block, 0.0, 0.0, group - 1, block)
+    return reduce, gather
+
+
+def algorithm_steps(name: str, ranks: int, nbytes: float) -> list[Step]:
+    """The steps of algorithm ``name`` (see :func:`algorithms`) for ``nbytes`` on ``ranks``.
+
+    Raises
+    ------
+    OptiqError
+        For an unknown algorithm, a bad hierarchy or fewer than 2 ranks.
+
+    Examples
+    --------
+    Ring on 4 ranks, 4,000 bytes: 6 rounds of 1,000 bytes, 3 of them reducing.
+
+    >>> steps = algorithm_steps("ring", 4, 4000)
+    >>> sum(s.rounds for s in steps), sum(s.bytes_sent for s in steps), sum(s.bytes_reduced for s in steps)
+    (6, 6000.0, 3000.0)
+    """
+    N, S = int(ranks), float(nbytes)
+    if N < 2:
+        raise OptiqError(f"an allreduce needs at least 2 ranks, got {N}")
+    if name == "ring":
+        block = S / N
+        return [Step(N - 1, (N - 1) * block, (N - 1) * block, 3 * (N - 1) * block, 1, block),
+                Step(N - 1, (N - 1) * block, 0.0, 0.0, 1, block)]
+    if name == "rhd":
+        p2 = 1 << (N.bit_length() - 1)
+        log = p2.bit_length() - 1
+        part = (p2 - 1) / p2 * S
+        steps = [Step(log, part, part, 3 * part, 1, S / 2), Step(log, part, 0.0, 0.0, 1, S / 2)]
+        if p2 != N:
+            steps = [Step(1, S, S, 3 * S, 1, S)] + steps + [Step(1, S, 0.0, 0.0, 1, S)]
+        return steps
+    if name == "cps":
+        reduce, gather = _cps_steps(S, N, S)
+        return [reduce, gather]
+    if name.startswith("hcps:"):
+        a, b = parse_hierarchy(name, N)
+        r1, g1 = _cps_steps(S, a, S)
+        r2, g2 = _cps_steps(S, b, S / a)
+        return [s for s in (r1, r2, g2, g1) if s.fan_in > 0]
+    raise OptiqError(f"unknown allreduce algorithm {name!r}; expected one of {', '.join(algorithms(N))}")
+
+
+def step_terms(step: Step, params: AllreduceParams) -> CostTerms:
+    """The cost terms of one step."""
+    excess = max(0, step.fan_in - params.threshold)
+    return CostTerms(params.alpha * step.rounds, params.beta * step.bytes_sent, params.gamma * step.bytes_reduced,
+                     params.delta * step.memory_bytes, params.epsilon * excess * step.message_bytes)
+
+
+def predict(name: str, ranks: int, nbytes: float, params: AllreduceParams) -> CostTerms:
+    """Predicted time of algorithm ``name``, split into its five terms.
+
+    Examples
+    --------
+    >>> p = AllreduceParams(alpha=1e-6, beta=1e-9, gamma=1e-9)
+    >>> round(predict("ring", 4, 4000, p).total * 1e6, 3)    # 6 us + 6 us + 3 us
+    15.0
+    """
+    parts = [step_terms(s, params) for s in algorithm_steps(name, ranks, nbytes)]
+    return CostTerms(*(sum(getattr(p, f) for p in parts) for f in CostTerms.__dataclass_fields__))
+
+
+def rank_algorithms(ranks: int, nbytes: float, params: AllreduceParams) -> list[tuple[str, CostTerms]]:
+    """Every algorithm for ``ranks``, fastest first by predicted time."""
+    return sorted(((name, predict(name, ranks, nbytes, params)) for name in algorithms(ranks)),
+                  key=lambda item: item[1].total)
+
+
+def feature_row(steps) -> np.ndarray:
+    """Summed counts ``[rounds, bytes sent, bytes reduced, memory bytes]`` of ``steps``."""
+    return np.array([sum(s.rounds for s in steps), sum(s.bytes_sent for s in steps),
+                     sum(s.bytes_reduced for s in steps), sum(s.memory_bytes for s in steps)], dtype=float)
+
+
+def incast_volume(steps, threshold: int) -> float:
+    """``sum max(0, f - w) * m`` over ``steps``: what epsilon multiplies."""
+    return float(sum(max(0, s.fan_in - threshold) * s.message_bytes for s in steps))
+
+
+def save_params(models: dict[str, AllreduceParams], path: str | Path, **meta) -> None:
+    """Write fitted parameters of both models as JSON."""
+    data = {"format": "optiq-allreduce-params", **meta, "models": {k: asdict(v) for k, v in models.items()}}
+    Path(path).write_text(json.dumps(data, indent=1) + "\n")
+
+
+def load_params(path: str | Path) -> dict[str, AllreduceParams]:
+    """Read parameters written by :func:`save_params` (``optiq collectives fit``).
+
+    Raises
+    ------
+    OptiqError
+        For a missing, corrupt or foreign file, naming it.
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise OptiqError(f"cannot read allreduce parameters {str(path)!r}: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != "optiq-allreduce-params":
+        raise OptiqError(f"{str(path)!r} is not an allreduce parameter file (see optiq collectives fit)")
+    try:
+        return {name: AllreduceParams(**data["models"][name]) for name in MODELS}
+    except (KeyError, TypeError) as exc:
+        raise OptiqError(f"allreduce parameters {str(path)!r} are incomplete: {exc!r}") from None

@@ -1,0 +1,174 @@
+"""Allreduce cost model: counts by hand, the fit on synthetic timings, algorithms against Allreduce."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from optiq.cli import main
+from optiq.errors import OptiqError
+from optiq.models.allreduce import (AllreduceParams, algorithm_steps, algorithms, feature_row, incast_volume,
+                                    load_params, predict, save_params, step_terms)
+from optiq.models.allreduce_fit import Sample, fit_allreduce_model
+
+from conftest import MPI_SCRIPTS, launch
+
+
+def counts(name, ranks, nbytes, threshold=1):
+    steps = algorithm_steps(name, ranks, nbytes)
+    return feature_row(steps).tolist() + [incast_volume(steps, threshold)]
+
+
+# [rounds, bytes sent, bytes reduced, memory bytes, sum of max(0, f - 1) * m], worked out by hand
+@pytest.mark.parametrize("name, ranks, nbytes, want", [
+    ("ring", 4, 4000, [6, 6000, 3000, 9000, 0]),            # 3 + 3 steps of 1,000 B; 3 reductions read 2 write 1
+    ("rhd", 8, 8000, [6, 14000, 7000, 21000, 0]),           # 4000 + 2000 + 1000 each way
+    ("rhd", 6, 6000, [6, 21000, 10500, 31500, 0]),          # fold 6,000 in and out + rhd on 4: 4,500 each way
+    ("cps", 4, 4000, [2, 6000, 3000, 5000, 4000]),          # fan-in 3 of 1,000 B, twice; 4 reads + 1 write of 1,000
+    ("hcps:2x3", 6, 6000, [4, 10000, 5000, 13000, 2000]),   # a=2: 3,000 B each; b=3 on 3,000 B: 1,000 B blocks
+    ("hcps:3x2", 6, 6000, [4, 10000, 5000, 11000, 4000]),   # a=3: 2,000 B blocks, fan-in 2; b=2 on 2,000 B
+])
+def test_counts_match_hand_computed_cases(name, ranks, nbytes, want):
+    assert counts(name, ranks, nbytes) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 5, 6, 8, 12, 16])
+def test_every_algorithm_sends_and_reduces_at_least_the_lower_bounds(ranks):
+    S = 12345.0
+    for name in algorithms(ranks):
+        rounds, sent, reduced, memory, _ = counts(name, ranks, S)
+        assert sent >= 2 * (ranks - 1) / ranks * S * (1 - 1e-12)
+        assert reduced >= (ranks - 1) / ranks * S * (1 - 1e-12)
+        exact = name != "rhd" or ranks & (ranks - 1) == 0
+        assert (sent == pytest.approx(2 * (ranks - 1) / ranks * S)) == exact
+
+
+def test_hierarchies_trade_memory_for_contention():
+    # the first step's fan-in a up: memory traffic down, incast volume up (the paper's 6 x 2 trade-off)
+    names = ["hcps:2x6", "hcps:3x4", "hcps:4x3", "hcps:6x2"]
+    memory = [counts(n, 12, 1e6)[3] for n in names]
+    incast = [counts(n, 12, 1e6)[4] for n in names]
+    assert memory == sorted(memory, reverse=True) and incast == sorted(incast)
+
+
+def test_algorithm_names_and_errors():
+    assert algorithms(8) == ["ring", "rhd", "cps", "hcps:2x4", "hcps:4x2"]
+    assert algorithms(7) == ["ring", "rhd", "cps"]
+    for bad, fragment in (("hcps:3x3", "multiply to the 8 ranks"), ("hcps:3", "hcps:AxB"), ("tree", "unknown")):
+        with pytest.raises(OptiqError, match=fragment):
+            algorithm_steps(bad, 8, 100)
+
+
+def test_abg_is_the_contention_model_without_its_two_terms():
+    p = AllreduceParams(1e-6, 2e-9, 1e-9, 5e-10, 3e-9, threshold=2)
+    plain = AllreduceParams(1e-6, 2e-9, 1e-9)
+    for name in algorithms(12):
+        full, abg = predict(name, 12, 2**20, p), predict(name, 12, 2**20, plain)
+        assert full.total == pytest.approx(abg.total + full.memory + full.contention)
+        assert abg.memory == abg.contention == 0
+
+
+def synthetic_samples(true, fan_ins=range(1, 12), noise=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for kind, cs in (("p2p", [1]), ("fullmesh", list(fan_ins)), ("reduce", [2, 4, 12]), ("copy", [1])):
+        for c in cs:
+            for m in (16384, 131072, 1048576):
+                t = sum(step_terms(s, true).total for s in Sample(kind, c, m, 1.0).steps())
+                out.append(Sample(kind, c, m, t * (1 + noise * rng.standard_normal())))
+    return out
+
+
+def test_fit_recovers_known_parameters():
+    true = AllreduceParams(3e-5, 8e-10, 2e-10, 3e-10, 6e-10, threshold=3)
+    fit = fit_allreduce_model(synthetic_samples(true))
+    got = fit.contention
+    assert got.threshold == 3
+    for field in ("alpha", "beta", "gamma", "delta", "epsilon"):
+        assert getattr(got, field) == pytest.approx(getattr(true, field), rel=1e-6)
+    assert fit.contention_error[1] < 1e-9 < fit.abg_error[1]  # abg cannot explain incast or memory
+    noisy = fit_allreduce_model(synthetic_samples(true, noise=0.01, seed=3)).contention
+    assert noisy.threshold == 3 and noisy.epsilon == pytest.approx(true.epsilon, rel=0.1)
+
+
+def test_fit_needs_every_kind():
+    with pytest.raises(OptiqError, match="missing copy"):
+        fit_allreduce_model([s for s in synthetic_samples(AllreduceParams(1e-6, 1e-9, 1e-9, 1e-10)) if s.kind != "copy"])
+
+
+def test_params_file_round_trip_and_predict_cli(tmp_path, capsys):
+    models = {"contention": AllreduceParams(2e-5, 1e-9, 3e-10, 4e-10, 2e-9, threshold=2),
+              "abg": AllreduceParams(2e-5, 1.2e-9, 8e-10)}
+    path = tmp_path / "params.json"
+    save_params(models, path, ranks=12)
+    assert load_params(path) == models
+    assert main(["collectives", "predict", "--params", str(path), "--ranks", "12", "--size", "1MiB", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ranks"] == 12 and out["size_bytes"] == 2**20
+    for model in ("contention", "abg"):
+        rows = out["models"][model]
+        assert {r["algorithm"] for r in rows} == set(algorithms(12))
+        times = [r["time_s"] for r in rows]
+        assert times == sorted(times) and out["best"][model] == rows[0]["algorithm"]
+        want = predict(rows[0]["algorithm"], 12, 2**20, models[model]).total
+        assert rows[0]["time_s"] == pytest.approx(want)
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--params", "missing.json", "--ranks", "4", "--size", "1MiB"], "cannot read allreduce parameters"),
+    (["--params", "{plan}", "--ranks", "4", "--size", "1MiB"], "not an allreduce parameter file"),
+])
+def test_predict_errors(tmp_path, capsys, argv, fragment):
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"format": "optiq-plan"}))
+    argv = [a.replace("{plan}", str(other)).replace("missing.json", str(tmp_path / "missing.json")) for a in argv]
+    assert main(["collectives", "predict", *argv]) == 1
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("optiq: error:") == 1 and "Traceback" not in err
+    assert main(["collectives", "predict", "--params", "p", "--ranks", "1", "--size", "1MiB"]) == 2
+
+
+# -- under mpiexec ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [3, 4, 6, 8])
+def test_algorithms_equal_mpi_allreduce(n):
+    proc, _ = launch(n, MPI_SCRIPTS / "allreduce_check.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 7 * len(algorithms(n)) and all(line.endswith(": ok") for line in lines)
+
+
+def test_fit_predict_bench_contract(tmp_path):
+    params, bench = tmp_path / "params.json", tmp_path / "bench.json"
+    cli = ["-m", "optiq"]
+    proc, _ = launch(4, *cli, "collectives", "fit", "-o", params, "--sizes", "8KiB,64KiB", "--repeat", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("wrote") == 1  # only rank 0 prints
+    models = load_params(params)
+    assert models["contention"].alpha > 0
+    proc, _ = launch(4, *cli, "collectives", "bench", "--size", "64KiB", "--json", bench, "--params", params,
+                     "--repeat", "2")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(bench.read_text())
+    assert set(report["algorithms"]) == set(algorithms(4)) and report["fastest"] in report["algorithms"]
+    for entry in report["algorithms"].values():
+        assert entry["correct"] is True and entry["time_s"] > 0 and set(entry["predicted_s"]) == {"contention", "abg"}
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["bench", "--size", "12"], "multiple of 8"),
+    (["bench", "--size", "64KiB", "--algorithms", "ring,hcps:3x3"], "unknown algorithm(s) hcps:3x3"),
+    (["fit", "-o", "/nonexistent/dir/p.json"], "directory does not exist"),
+])
+def test_mpi_errors_are_reported_once(argv, fragment):
+    proc, _ = launch(4, "-m", "optiq", "collectives", *argv)
+    assert proc.returncode != 0
+    assert proc.stderr.count(fragment) == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_one_rank_is_a_clear_error(capsys):
+    assert sys.executable  # in process: one rank
+    assert main(["collectives", "bench", "--size", "1KiB"]) == 1
+    assert "mpiexec -n N" in capsys.readouterr().err
