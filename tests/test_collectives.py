@@ -117,7 +117,7 @@ def test_params_file_round_trip_and_predict_cli(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, fragment", [
     (["--params", "missing.json", "--ranks", "4", "--size", "1MiB"], "cannot read allreduce parameters"),
-    (["--params", "{plan}", "--ranks", "4", "--size", "1MiB"], "not an allreduce parameter file"),
+    (["--params", "{plan}", "--ranks", "4", "--size", "1MiB"], "not an optiq allreduce parameters file"),
 ])
 def test_predict_errors(tmp_path, capsys, argv, fragment):
     other = tmp_path / "other.json"

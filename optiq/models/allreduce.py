@@ -39,7 +39,6 @@ that own the same ``1/a`` slice, then the two allgathers in reverse; ``a × 1`` 
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -47,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OptiqError
+from ..jsonfile import read_tagged, write_tagged
 
 __all__ = ["AllreduceParams", "Step", "algorithm_steps", "algorithms", "predict", "rank_algorithms",
            "CostTerms", "step_terms", "load_params", "MODELS"]
@@ -221,8 +221,7 @@ def incast_volume(steps, threshold: int) -> float:
 
 def save_params(models: dict[str, AllreduceParams], path: str | Path, **meta) -> None:
     """Write fitted parameters of both models as JSON."""
-    data = {"format": "optiq-allreduce-params", **meta, "models": {k: asdict(v) for k, v in models.items()}}
-    Path(path).write_text(json.dumps(data, indent=1) + "\n")
+    write_tagged(path, "optiq-allreduce-params", {**meta, "models": {k: asdict(v) for k, v in models.items()}})
 
 
 def load_params(path: str | Path) -> dict[str, AllreduceParams]:
@@ -233,12 +232,7 @@ def load_params(path: str | Path) -> dict[str, AllreduceParams]:
     OptiqError
         For a missing, corrupt or foreign file, naming it.
     """
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise OptiqError(f"cannot read allreduce parameters {str(path)!r}: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != "optiq-allreduce-params":
-        raise OptiqError(f"{str(path)!r} is not an allreduce parameter file (see optiq collectives fit)")
+    data = read_tagged(path, "optiq-allreduce-params", "allreduce parameters", hint=" (see optiq collectives fit)")
     try:
         return {name: AllreduceParams(**data["models"][name]) for name in MODELS}
     except (KeyError, TypeError) as exc:

@@ -22,13 +22,13 @@ rate). :func:`optiq.sim.fit_chunk_model` fits the model to executor runs.
 from __future__ import annotations
 
 import heapq
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import PlanError
+from ..jsonfile import read_tagged, write_tagged
 
 __all__ = ["ChunkModel", "ChunkResult", "simulate_chunks", "simulate_direct", "load_chunk_model"]
 
@@ -60,7 +60,7 @@ class ChunkModel:
 
     def save(self, path: str | Path) -> None:
         """Write the parameters as JSON (read back with :func:`load_chunk_model`)."""
-        Path(path).write_text(json.dumps({"format": "optiq-chunk-model", **asdict(self)}, indent=1) + "\n")
+        write_tagged(path, "optiq-chunk-model", asdict(self))
 
 
 def load_chunk_model(path: str | Path) -> ChunkModel:
@@ -71,12 +71,7 @@ def load_chunk_model(path: str | Path) -> ChunkModel:
     PlanError
         For a missing, corrupt or foreign file, naming it.
     """
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise PlanError(f"cannot read chunk model {str(path)!r}: {exc}") from None
-    if not isinstance(data, dict) or data.pop("format", None) != "optiq-chunk-model":
-        raise PlanError(f"{str(path)!r} is not an optiq chunk model (see optiq fit-chunk)")
+    data = read_tagged(path, "optiq-chunk-model", "chunk model", PlanError, " (see optiq fit-chunk)")
     try:
         return ChunkModel(**data)
     except TypeError as exc:
