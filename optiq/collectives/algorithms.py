@@ -1,9 +1,14 @@
 """Allreduce (sum) algorithms on numpy buffers with mpi4py: Ring, RHD, CPS, hierarchical CPS.
 
-Every function takes the communicator and this rank's input vector and returns a new
-vector with the element-wise sum over all ranks; the input is not changed. Any number of
+Every function takes the communicator and this rank's input vector and returns the
+element-wise sum over all ranks, in ``out`` if given (else a new array); the input is not
+changed. Any number of
 ranks and any length work: blocks are as even as integers allow (the first ``len % N``
 blocks are one element longer, as with ``np.array_split``).
+
+Scratch space is kept between calls (:func:`_scratch`): allocating and freeing megabyte
+buffers on every call maps and unmaps memory, which slowed the shared-memory transfers of
+MPICH (single-copy, through the other process's pages) by up to 2x here.
 
 Waiting is polite: requests are tested with ``os.sched_yield`` between tests, because
 MPI's blocking waits spin and, with more ranks than cores, would take the CPU from the
@@ -23,6 +28,27 @@ __all__ = ["allreduce", "ring_allreduce", "rhd_allreduce", "cps_allreduce", "hie
            "block_bounds"]
 
 _TAG = 7100  # tags of this module: _TAG + step
+_SCRATCH: dict[str, np.ndarray] = {}
+
+
+def _scratch(name: str, *shape: int) -> np.ndarray:
+    """A float64 array of ``shape`` for ``name``, reusing the memory of earlier calls."""
+    size = int(np.prod(shape))
+    buf = _SCRATCH.get(name)
+    if buf is None or buf.size < size:
+        buf = _SCRATCH[name] = np.empty(size)
+    return buf[:size].reshape(shape)
+
+
+def _output(send: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    send = np.asarray(send)
+    if send.dtype != np.float64 or send.ndim != 1:
+        raise OptiqError(f"allreduce takes a 1-D float64 vector, got {send.dtype} with shape {send.shape}")
+    if out is None:
+        return np.empty_like(send)
+    if out.shape != send.shape or out.dtype != np.float64 or np.shares_memory(out, send):
+        raise OptiqError(f"out must be a separate float64 vector of shape {send.shape}")
+    return out
 
 
 def block_bounds(n: int, parts: int) -> np.ndarray:
@@ -55,13 +81,14 @@ def _exchange(comm, sends, recvs, tag: int) -> None:
     wait_all(reqs)
 
 
-def ring_allreduce(comm, send: np.ndarray) -> np.ndarray:
+def ring_allreduce(comm, send: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Ring: ``N-1`` reduce-scatter steps to the right neighbour, then ``N-1`` allgather steps."""
     N, r = comm.Get_size(), comm.Get_rank()
-    buf = np.array(send, dtype=np.float64)
+    buf = _output(send, out)
+    np.copyto(buf, send)
     b = block_bounds(buf.size, N)
     right, left = (r + 1) % N, (r - 1) % N
-    tmp = np.empty(int(np.diff(b).max(initial=0)))
+    tmp = _scratch("ring", int(np.diff(b).max(initial=0)))
     for k in range(N - 1):
         s, t = (r - k) % N, (r - k - 1) % N
         incoming = tmp[: b[t + 1] - b[t]]
@@ -73,10 +100,11 @@ def ring_allreduce(comm, send: np.ndarray) -> np.ndarray:
     return buf
 
 
-def rhd_allreduce(comm, send: np.ndarray) -> np.ndarray:
+def rhd_allreduce(comm, send: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Recursive halving then doubling on the largest power of two; extra ranks fold in first."""
     N, r = comm.Get_size(), comm.Get_rank()
-    buf = np.array(send, dtype=np.float64)
+    buf = _output(send, out)
+    np.copyto(buf, send)
     p2 = 1 << (N.bit_length() - 1)
     extra = N - p2
     if r < 2 * extra:  # pairs (even, odd): the even rank hands its vector over and waits
@@ -84,7 +112,7 @@ def rhd_allreduce(comm, send: np.ndarray) -> np.ndarray:
             _exchange(comm, [(buf, r + 1)], [], _TAG + 2)
             _exchange(comm, [], [(buf, r + 1)], _TAG + 5)
             return buf
-        incoming = np.empty_like(buf)
+        incoming = _scratch("rhd", buf.size)
         _exchange(comm, [], [(incoming, r - 1)], _TAG + 2)
         buf += incoming
         me = r // 2
@@ -100,7 +128,7 @@ def rhd_allreduce(comm, send: np.ndarray) -> np.ndarray:
     while dist >= 1:
         mid = (lo + hi) // 2
         keep, give = ((lo, mid), (mid, hi)) if me & dist == 0 else ((mid, hi), (lo, mid))
-        incoming = np.empty(b[keep[1]] - b[keep[0]])
+        incoming = _scratch("rhd", b[keep[1]] - b[keep[0]])
         _exchange(comm, [(buf[b[give[0]]:b[give[1]]], real(me ^ dist))], [(incoming, real(me ^ dist))], _TAG + 3)
         buf[b[keep[0]]:b[keep[1]]] += incoming
         lo, hi = keep
@@ -118,14 +146,15 @@ def rhd_allreduce(comm, send: np.ndarray) -> np.ndarray:
     return buf
 
 
-def _mesh_reduce_scatter(comm, peers, me: int, data: np.ndarray, tag: int) -> np.ndarray:
-    """All ``peers`` at once: peer ``i`` receives block ``i`` of ``data`` from every peer and sums."""
+def _mesh_reduce_scatter(comm, peers, me: int, data: np.ndarray, tag: int, result: np.ndarray) -> None:
+    """All ``peers`` at once: peer ``i`` receives block ``i`` of ``data`` from every peer and sums
+    the blocks into ``result`` (its length)."""
     b = block_bounds(data.size, len(peers))
-    rows = np.empty((len(peers), b[me + 1] - b[me]))
+    rows = _scratch(f"rows{tag}", len(peers), b[me + 1] - b[me])
     rows[me] = data[b[me]:b[me + 1]]
     others = [i for i in range(len(peers)) if i != me]
     _exchange(comm, [(data[b[i]:b[i + 1]], peers[i]) for i in others], [(rows[i], peers[i]) for i in others], tag)
-    return rows.sum(axis=0)
+    np.sum(rows, axis=0, out=result)
 
 
 def _mesh_allgather(comm, peers, me: int, part: np.ndarray, out: np.ndarray, tag: int) -> None:
@@ -136,7 +165,7 @@ def _mesh_allgather(comm, peers, me: int, part: np.ndarray, out: np.ndarray, tag
     _exchange(comm, [(part, peers[i]) for i in others], [(out[b[i]:b[i + 1]], peers[i]) for i in others], tag)
 
 
-def hierarchical_cps_allreduce(comm, send: np.ndarray, a: int, b: int) -> np.ndarray:
+def hierarchical_cps_allreduce(comm, send: np.ndarray, a: int, b: int, out: np.ndarray | None = None) -> np.ndarray:
     """CPS within groups of ``a`` consecutive ranks, then among the ``b`` ranks holding the same slice.
 
     Raises
@@ -147,32 +176,42 @@ def hierarchical_cps_allreduce(comm, send: np.ndarray, a: int, b: int) -> np.nda
     N, r = comm.Get_size(), comm.Get_rank()
     if a < 1 or b < 1 or a * b != N:
         raise OptiqError(f"hierarchical CPS {a} x {b} needs {a * b} ranks, the communicator has {N}")
-    data = np.array(send, dtype=np.float64)
+    out = _output(send, out)
     group, index = divmod(r, a)
     members = [group * a + j for j in range(a)]           # my group, fan-in a - 1
     across = [g * a + index for g in range(b)]             # same slice in every group, fan-in b - 1
-    mine = _mesh_reduce_scatter(comm, members, index, data, _TAG + 10)
-    sub = _mesh_reduce_scatter(comm, across, group, mine, _TAG + 11)
+    bounds = block_bounds(out.size, a)
+    mine = out[bounds[index]:bounds[index + 1]]            # my slice, reduced in place in the output
+    _mesh_reduce_scatter(comm, members, index, send, _TAG + 10, mine)
+    sub_bounds = block_bounds(mine.size, b)
+    sub = _scratch("sub", sub_bounds[group + 1] - sub_bounds[group])
+    _mesh_reduce_scatter(comm, across, group, mine, _TAG + 11, sub)
     _mesh_allgather(comm, across, group, sub, mine, _TAG + 12)
-    out = np.empty_like(data)
     _mesh_allgather(comm, members, index, mine, out, _TAG + 13)
     return out
 
 
-def cps_allreduce(comm, send: np.ndarray) -> np.ndarray:
+def cps_allreduce(comm, send: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """CPS: every rank sums its ``1/N`` block from all others at once, then sends it to all."""
-    return hierarchical_cps_allreduce(comm, send, comm.Get_size(), 1)
+    return hierarchical_cps_allreduce(comm, send, comm.Get_size(), 1, out)
 
 
-def allreduce(comm, send: np.ndarray, algorithm: str) -> np.ndarray:
-    """Run ``algorithm`` (a name of :func:`optiq.models.allreduce.algorithms`)."""
+def allreduce(comm, send: np.ndarray, algorithm: str, out: np.ndarray | None = None) -> np.ndarray:
+    """Run ``algorithm`` (a name of :func:`optiq.models.allreduce.algorithms`).
+
+    Raises
+    ------
+    OptiqError
+        For an unknown algorithm, a hierarchy that does not fit the communicator, or
+        ``send`` / ``out`` that are not 1-D float64 vectors of the same length.
+    """
     N = comm.Get_size()
     if algorithm == "ring":
-        return ring_allreduce(comm, send)
+        return ring_allreduce(comm, send, out)
     if algorithm == "rhd":
-        return rhd_allreduce(comm, send)
+        return rhd_allreduce(comm, send, out)
     if algorithm == "cps":
-        return cps_allreduce(comm, send)
+        return cps_allreduce(comm, send, out)
     if algorithm.startswith("hcps:"):
-        return hierarchical_cps_allreduce(comm, send, *parse_hierarchy(algorithm, N))
+        return hierarchical_cps_allreduce(comm, send, *parse_hierarchy(algorithm, N), out)
     raise OptiqError(f"unknown allreduce algorithm {algorithm!r}; expected one of {', '.join(algorithms(N))}")

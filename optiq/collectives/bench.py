@@ -66,6 +66,7 @@ def run_microbenchmarks(comm, sizes=(16384, 131072, 1048576), *, repeat: int = 5
         m = nbytes // 8
         out = np.ones(m)
         inbox = np.empty((N, m))
+        target = np.empty(m)
 
         def p2p():  # every rank at once, in pairs (r, r xor 1), both ways: one step of a ring
             partner = rank ^ 1
@@ -78,18 +79,20 @@ def run_microbenchmarks(comm, sizes=(16384, 131072, 1048576), *, repeat: int = 5
             size = fan_in + 1
             group = rank // size
 
-            def mesh():  # every full group of fan_in + 1 consecutive ranks at once, all to all
+            def mesh():  # every full group of fan_in + 1 consecutive ranks at once: all to all, then sum
                 if (group + 1) * size <= N:
                     others = [group * size + j for j in range(size) if group * size + j != rank]
+                    inbox[rank % size] = out
                     _exchange(comm, [(out, g) for g in others], [(inbox[g % size], g) for g in others], 3)
+                    np.sum(inbox[:size], axis=0, out=target)
 
             say(f"full mesh fan-in {fan_in}, {nbytes} B")
             samples.append(Sample("fullmesh", fan_in, nbytes, _timed(comm, mesh, repeat, warmup)[0]))
         for k in sorted({2, 4, N}):
             operands = np.ones((k, m))
             say(f"reduce {k} x {nbytes} B")
-            samples.append(Sample("reduce", k, nbytes, _timed(comm, lambda: operands.sum(axis=0), repeat, warmup)[0]))
-        target = np.empty(m)
+            samples.append(Sample("reduce", k, nbytes,
+                                  _timed(comm, lambda: np.sum(operands, axis=0, out=target), repeat, warmup)[0]))
         say(f"copy {nbytes} B")
         samples.append(Sample("copy", 1, nbytes, _timed(comm, lambda: np.copyto(target, out), repeat, warmup)[0]))
     return samples
@@ -135,9 +138,11 @@ def bench_algorithms(comm, nbytes: int, *, names=None, repeat: int = 5, warmup: 
     comm.Allreduce(data, expected, op=MPI.SUM)
     mpi_time, _ = _timed(comm, lambda: comm.Allreduce(data, expected, op=MPI.SUM), repeat, warmup)
     timings = []
+    result = np.empty_like(data)
     for name in names or algorithms(N):
         say(f"{name}, {nbytes} B")
-        correct = comm.allreduce(bool(np.array_equal(allreduce(comm, data, name), expected)), op=MPI.LAND)
-        median, times = _timed(comm, lambda: allreduce(comm, data, name), repeat, warmup)
+        result.fill(np.nan)
+        correct = comm.allreduce(bool(np.array_equal(allreduce(comm, data, name, result), expected)), op=MPI.LAND)
+        median, times = _timed(comm, lambda: allreduce(comm, data, name, result), repeat, warmup)
         timings.append(AlgorithmTiming(name, median, times, correct))
     return timings, mpi_time
