@@ -76,7 +76,7 @@ def mxn_redistribution(sources, destinations, nbytes: int, fan_out: float) -> De
     Two sources of 4 bytes, blocks of 2 bytes dealt to nodes 5 and 6:
 
     >>> d = mxn_redistribution([0, 1], [5, 6], 4, 2)
-    >>> list(zip(d.src.tolist(), d.dst.tolist(), d.sizes.tolist()))
+    >>> list(zip(d.src.tolist(), d.dst.tolist(), d.nbytes.tolist()))
     [(0, 5, 2), (0, 6, 2), (1, 5, 2), (1, 6, 2)]
     """
     src, dst = np.asarray(sources, dtype=np.int64), np.asarray(destinations, dtype=np.int64)
