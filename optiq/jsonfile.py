@@ -11,8 +11,17 @@ __all__ = ["write_tagged", "read_tagged"]
 
 
 def write_tagged(path: str | Path, fmt: str, data: dict) -> None:
-    """Write ``data`` as JSON with ``"format": fmt`` first."""
-    Path(path).write_text(json.dumps({"format": fmt, **data}, indent=1) + "\n")
+    """Write ``data`` as JSON with ``"format": fmt`` first.
+
+    Raises
+    ------
+    OptiqError
+        If the file cannot be written, naming it.
+    """
+    try:
+        Path(path).write_text(json.dumps({"format": fmt, **data}, indent=1) + "\n")
+    except OSError as exc:
+        raise OptiqError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
 
 
 def read_tagged(path: str | Path, fmt: str, what: str, error: type[OptiqError] = OptiqError,

@@ -148,7 +148,8 @@ def test_fit_chunk_cli_round_trip_and_errors(tmp_path, capsys):
                                  "elapsed_s": 1.0}))
     for argv in (["fit-chunk", str(plan_path), str(runs[0]), str(other), "-o", str(out)],
                  ["fit-chunk", str(plan_path), str(runs[0]), str(plan_path), "-o", str(out)],
-                 ["simulate", str(plan_path), "--model", "chunk", "--params", str(plan_path)]):
+                 ["simulate", str(plan_path), "--model", "chunk", "--params", str(plan_path)],
+                 ["fit-chunk", str(plan_path), *map(str, runs), "-o", str(tmp_path / "no" / "model.json")]):
         assert main(argv) == 1
         err = capsys.readouterr().err
         assert err.count("optiq: error:") == 1 and "Traceback" not in err
