@@ -309,6 +309,8 @@ def run(args) -> int:
     elif args.command == "simulate":
         _simulate(args)
     elif args.command == "fit-chunk":
+        if not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+            raise OptiqError(f"cannot write {args.output!r}: its directory does not exist")
         plan = load_plan(args.plan)
         fit = fit_chunk_model(plan, read_run_samples(args.runs, plan))
         fit.model.save(args.output)

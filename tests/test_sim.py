@@ -146,7 +146,10 @@ def test_fit_chunk_cli_round_trip_and_errors(tmp_path, capsys):
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"topology": "mesh", "paths": 3, "link_bw_Bps": None, "chunk_size": 1,
                                  "elapsed_s": 1.0}))
+    bad_rate = tmp_path / "bad_rate.json"
+    bad_rate.write_text(json.dumps({**json.loads(runs[0].read_text()), "link_bw_Bps": "fast"}))
     for argv in (["fit-chunk", str(plan_path), str(runs[0]), str(other), "-o", str(out)],
+                 ["fit-chunk", str(plan_path), str(runs[0]), str(bad_rate), "-o", str(out)],
                  ["fit-chunk", str(plan_path), str(runs[0]), str(plan_path), "-o", str(out)],
                  ["simulate", str(plan_path), "--model", "chunk", "--params", str(plan_path)],
                  ["fit-chunk", str(plan_path), *map(str, runs), "-o", str(tmp_path / "no" / "model.json")]):

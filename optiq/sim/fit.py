@@ -57,7 +57,8 @@ def read_run_samples(paths, plan=None) -> list[RunSample]:
     for path in paths:
         try:
             data = json.loads(Path(path).read_text())
-            sample = RunSample(int(data["chunk_size"]), data["link_bw_Bps"], float(data["elapsed_s"]))
+            rate = data["link_bw_Bps"]
+            sample = RunSample(int(data["chunk_size"]), None if rate is None else float(rate), float(data["elapsed_s"]))
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise PlanError(f"{str(path)!r} is not an optiq run report (optiq run --json): {exc!r}") from None
         if plan is not None and (data.get("topology") != plan.topology.name or data.get("paths") != plan.paths.num_paths):
