@@ -107,6 +107,53 @@ def test_no_plan_beats_its_lower_bound(method):
     assert plan.predicted_time_s >= plan.lower_bound_time_s * (1 - 1e-9)
 
 
+def _dense_cut(topology, demands, mask):
+    """The bound of one node set, straight from its definition."""
+    size, cap = demands.nbytes.astype(float), topology.capacity
+    ls, ld, s, d = topology.link_src, topology.link_dst, demands.src, demands.dst
+    out = size[mask[s] & ~mask[d]].sum() / max(cap[mask[ls] & ~mask[ld]].sum(), 1e-300)
+    into = size[~mask[s] & mask[d]].sum() / max(cap[~mask[ls] & mask[ld]].sum(), 1e-300)
+    return max(out, into)
+
+
+def _every_family_set(topology, demands):
+    """Every node set the cut bound's families name, built one by one as boolean masks."""
+    n = topology.num_nodes
+    sets = [np.arange(n) == v for v in range(n)]
+    for nodes in (np.unique(demands.src), np.unique(demands.dst)):
+        sets.append(np.isin(np.arange(n), nodes))
+    if topology.is_torus:
+        for dim, (length, wrap) in enumerate(zip(topology.dims, topology.wrap)):
+            for start in range(length if wrap else 1):
+                for size in range(1, length):
+                    sets.append((topology.coords[:, dim] - start) % length < size)
+        for nodes in (np.unique(demands.src), np.unique(demands.dst)):
+            box = np.ones(n, bool)
+            for dim in range(len(topology.dims)):
+                box &= np.isin(topology.coords[:, dim], topology.coords[nodes, dim])
+            sets.append(box)
+    else:
+        for v in range(topology.num_endpoints, n):
+            mask = np.arange(n) == v
+            heads = topology.link_dst[topology.link_src == v]
+            mask[heads[heads < topology.num_endpoints]] = True
+            if mask.sum() > 1:
+                sets.append(mask)
+    return sets
+
+
+@pytest.mark.parametrize("spec", ["torus:4x3", "mesh:3x4", "torus:4x2x3", "fattree:k=4,n=2", "cluster:hosts=12,edges=3,cores=2",
+                                  "torus:5x4,bw=3GB/s"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cut_bound_equals_the_best_set_of_its_families_evaluated_densely(spec, seed):
+    from optiq import from_spec
+
+    t = from_spec(spec)
+    d = random_demands(t, 9, seed)
+    want = max(_dense_cut(t, d, m) for m in _every_family_set(t, d))
+    assert cut_lower_bound(t, d).time_s == pytest.approx(want, rel=1e-12)
+
+
 def test_cut_bound_of_the_disjoint_experiment_is_the_source_block():
     # 64 sources = the a=0, b=0 slab of 4x4x4x8x2: 256 links leave it, 4 GiB must cross them
     b = cut_lower_bound(bgq(1024), constant_ratio(1024))

@@ -1,10 +1,20 @@
-"""Lower bounds on the completion time of any plan, over all paths: cut bounds."""
+"""Lower bounds on the completion time of any plan, over all paths: cut bounds.
+
+Every node set ``S`` gives a bound: the bytes of jobs from ``S`` to outside ``S`` must
+leave through the links from ``S`` to its complement. The families of sets tried grow
+with the problem, never as (sets x links) arrays: single nodes and the set of sources or
+destinations are one pass over the links each; a torus slab's crossing capacity is the
+sum of two per-coordinate totals, and the bytes crossing every slab that starts at one
+coordinate come from one histogram of the jobs; a fat-tree's switch sets are a sparse
+membership matrix.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 __all__ = ["CutBound", "cut_lower_bound"]
 
@@ -20,45 +30,108 @@ class CutBound:
     cut: str
 
 
-def _interval_masks(coord: np.ndarray, length: int, wrap: bool) -> list[tuple[str, np.ndarray]]:
-    sets = []
-    for start in range(length if wrap else 1):
-        for size in range(1, length):
-            members = (coord - start) % length < size if wrap else coord < size
-            sets.append((f"[{start}..{(start + size - 1) % length}]", members))
-    return sets
+def _best(bytes_: np.ndarray, capacity: np.ndarray, names) -> CutBound | None:
+    """The tightest of several cuts (``names[i]`` a string or a callable giving it)."""
+    bytes_, capacity = np.asarray(bytes_, float), np.asarray(capacity, float)
+    if not bytes_.size:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(capacity > 0, bytes_ / np.where(capacity > 0, capacity, 1.0), 0.0)
+    i = int(np.argmax(t))
+    name = names(i) if callable(names) else names[i]
+    return CutBound(float(t[i]), float(bytes_[i]), float(capacity[i]), name)
 
 
-def _node_sets(topology, demands) -> list[tuple[str, np.ndarray]]:
-    n = topology.num_nodes
-    sets = []
-    for name, nodes in (("sources", np.unique(demands.src)), ("destinations", np.unique(demands.dst))):
-        mask = np.zeros(n, bool)
-        mask[nodes] = True
-        sets.append((f"the {name}", mask))
-    if topology.is_torus:
-        coords = topology.coords
-        for d, (length, wrap) in enumerate(zip(topology.dims, topology.wrap)):
-            for label, mask in _interval_masks(coords[:, d], length, wrap):
-                sets.append((f"slab dim {d} in {label}", mask))
-        for name, nodes in (("sources", np.unique(demands.src)), ("destinations", np.unique(demands.dst))):
-            box = np.ones(n, bool)
-            for d, length in enumerate(topology.dims):
-                used = np.unique(coords[nodes, d])
-                if used.size < length:
-                    box &= np.isin(coords[:, d], used)
-            sets.append((f"the box around the {name}", box))
-    else:
-        # every switch with the endpoints hanging off it (a fat-tree edge switch and its hosts)
-        ends = topology.num_endpoints
-        for v in range(ends, n):
-            mask = np.zeros(n, bool)
-            mask[v] = True
-            ls = topology.links_from(v)
-            mask[topology.link_dst[ls][topology.link_dst[ls] < ends]] = True
-            if mask.sum() > 1:
-                sets.append((f"switch {v} and its endpoints", mask))
-    return sets
+def _mask_cut(topology, demands, mask: np.ndarray, name: str) -> list[CutBound]:
+    """The bounds out of and into one node set given as a boolean mask over nodes."""
+    ls, ld, cap = topology.link_src, topology.link_dst, topology.capacity
+    size = demands.nbytes.astype(float)
+    ins, ind = mask[demands.src], mask[demands.dst]
+    out = _best([size[ins & ~ind].sum()], [cap[mask[ls] & ~mask[ld]].sum()], [f"out of {name}"])
+    into = _best([size[~ins & ind].sum()], [cap[~mask[ls] & mask[ld]].sum()], [f"into {name}"])
+    return [out, into]
+
+
+def _slab_cuts(topology, demands) -> list[CutBound]:
+    """Bounds of every slab ``start <= coordinate < start + size`` (cyclic on wrapped dimensions).
+
+    A slab of dimension ``d`` is left only by links of dimension ``d`` at its two faces: the
+    ``+`` links from its last coordinate and the ``-`` links from its first. For a slab
+    starting at ``start``, job ``j`` leaves it when ``size`` lies in
+    ``(rel(src_j), rel(dst_j)]`` with ``rel(x) = (x - start) mod length``: a difference
+    array over ``size`` summed once gives the bytes out of all slabs starting there.
+    """
+    found = []
+    size = demands.nbytes.astype(float)
+    for d, (length, wrap) in enumerate(zip(topology.dims, topology.wrap)):
+        if length < 2:
+            continue
+        stride = int(np.prod(topology.dims[d + 1:], dtype=np.int64))
+        dim_links = topology.link_dim == d
+        coord = topology.link_src // stride % length
+        plus = np.bincount(coord[dim_links & (topology.link_sign > 0)],
+                           weights=topology.capacity[dim_links & (topology.link_sign > 0)], minlength=length)
+        minus = np.bincount(coord[dim_links & (topology.link_sign < 0)],
+                            weights=topology.capacity[dim_links & (topology.link_sign < 0)], minlength=length)
+        s_coord, t_coord = demands.src // stride % length, demands.dst // stride % length
+        sizes = np.arange(1, length)
+        for start in range(length if wrap else 1):
+            rel_s, rel_t = (s_coord - start) % length, (t_coord - start) % length
+            leaving = np.cumsum(np.bincount(rel_s + 1, weights=size * (rel_t > rel_s), minlength=length + 1)
+                                - np.bincount(rel_t + 1, weights=size * (rel_t > rel_s), minlength=length + 1))
+            entering = np.cumsum(np.bincount(rel_t + 1, weights=size * (rel_s > rel_t), minlength=length + 1)
+                                 - np.bincount(rel_s + 1, weights=size * (rel_s > rel_t), minlength=length + 1))
+            last, after = (start + sizes - 1) % length, (start + sizes) % length
+            # on a mesh there are no "-" links out of coordinate 0 nor "+" links out of the last
+            cap_out = plus[last] + minus[start]
+            cap_in = minus[after] + plus[(start - 1) % length]
+            span = [f"slab dim {d} in [{start}..{(start + k - 1) % length}]" for k in sizes]
+            found.append(_best(leaving[sizes], cap_out, lambda i: f"out of {span[i]}"))
+            found.append(_best(entering[sizes], cap_in, lambda i: f"into {span[i]}"))
+    return found
+
+
+def _bounding_box(topology, nodes: np.ndarray) -> np.ndarray:
+    """Boolean mask of the smallest box (per dimension, the coordinates used) around ``nodes``."""
+    box = np.ones(topology.num_nodes, bool)
+    for d, length in enumerate(topology.dims):
+        stride = int(np.prod(topology.dims[d + 1:], dtype=np.int64))
+        used = np.zeros(length, bool)
+        used[np.unique(nodes // stride % length)] = True
+        if not used.all():
+            box &= used[np.arange(topology.num_nodes) // stride % length]
+    return box
+
+
+def _switch_cuts(topology, demands) -> list[CutBound]:
+    """Bounds of every switch together with the endpoints hanging off it, as a sparse matrix."""
+    ends, n = topology.num_endpoints, topology.num_nodes
+    ls, ld = topology.link_src, topology.link_dst
+    switch_to_host = (ls >= ends) & (ld < ends)
+    switches = np.arange(ends, n)
+    if not switches.size:
+        return []
+    rows = np.concatenate([switches - ends, ls[switch_to_host] - ends])
+    cols = np.concatenate([switches, ld[switch_to_host]])
+    member = csr_matrix((np.ones(rows.size), (rows, cols)), shape=(switches.size, n))
+    member.data[:] = 1.0
+    keep = np.flatnonzero(np.asarray(member.sum(axis=1)).ravel() > 1)
+    if not keep.size:
+        return []
+    member = member[keep]
+
+    def crossing(tails, heads, weights):
+        at_tail, at_head = member[:, tails], member[:, heads]
+        return (at_tail - at_tail.multiply(at_head)) @ weights
+
+    size = demands.nbytes.astype(float)
+    cap_out = crossing(ls, ld, topology.capacity)
+    cap_in = crossing(ld, ls, topology.capacity)
+    bytes_out = crossing(demands.src, demands.dst, size)
+    bytes_in = crossing(demands.dst, demands.src, size)
+    label = switches[keep]
+    return [_best(bytes_out, cap_out, lambda i: f"out of switch {label[i]} and its endpoints"),
+            _best(bytes_in, cap_in, lambda i: f"into switch {label[i]} and its endpoints")]
 
 
 def cut_lower_bound(topology, demands) -> CutBound:
@@ -70,7 +143,8 @@ def cut_lower_bound(topology, demands) -> CutBound:
     tried: every single endpoint (its injection and ejection links), the set of sources,
     the set of destinations, and, on tori, every slab (a cyclic interval of one coordinate)
     and the bounding boxes of the sources and of the destinations; on other graphs, every
-    switch together with its endpoints.
+    switch together with its endpoints. Time and memory grow with nodes, links and jobs
+    times slab starts, never with sets times links.
 
     Returns
     -------
@@ -90,23 +164,12 @@ def cut_lower_bound(topology, demands) -> CutBound:
     in_cap = np.bincount(topology.link_dst, weights=topology.capacity, minlength=n)
     sent = np.bincount(src, weights=size, minlength=n)
     recv = np.bincount(dst, weights=size, minlength=n)
-    candidates = []
-    v = int(np.argmax(sent / out_cap))
-    candidates.append(CutBound(float(sent[v] / out_cap[v]), float(sent[v]), float(out_cap[v]), f"out of node {v}"))
-    v = int(np.argmax(recv / in_cap))
-    candidates.append(CutBound(float(recv[v] / in_cap[v]), float(recv[v]), float(in_cap[v]), f"into node {v}"))
-    sets = _node_sets(topology, demands)
-    if sets:
-        names = [name for name, _ in sets]
-        m = np.stack([mask for _, mask in sets])
-        ls, ld = topology.link_src, topology.link_dst
-        cap_out = (m[:, ls] & ~m[:, ld]).astype(float) @ topology.capacity
-        cap_in = (~m[:, ls] & m[:, ld]).astype(float) @ topology.capacity
-        bytes_out = (m[:, src] & ~m[:, dst]).astype(float) @ size
-        bytes_in = (~m[:, src] & m[:, dst]).astype(float) @ size
-        with np.errstate(divide="ignore", invalid="ignore"):
-            for b, c, way in ((bytes_out, cap_out, "out of"), (bytes_in, cap_in, "into")):
-                t = np.where(c > 0, b / np.where(c > 0, c, 1), 0.0)
-                i = int(np.argmax(t))
-                candidates.append(CutBound(float(t[i]), float(b[i]), float(c[i]), f"{way} {names[i]}"))
-    return max(candidates, key=lambda b: b.time_s)
+    found = [_best(sent, out_cap, lambda v: f"out of node {v}"), _best(recv, in_cap, lambda v: f"into node {v}")]
+    for name, nodes in (("sources", np.unique(src)), ("destinations", np.unique(dst))):
+        mask = np.zeros(n, bool)
+        mask[nodes] = True
+        found += _mask_cut(topology, demands, mask, f"the {name}")
+        if topology.is_torus:
+            found += _mask_cut(topology, demands, _bounding_box(topology, nodes), f"the box around the {name}")
+    found += _slab_cuts(topology, demands) if topology.is_torus else _switch_cuts(topology, demands)
+    return max((b for b in found if b is not None), key=lambda b: b.time_s)
