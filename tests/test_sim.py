@@ -33,6 +33,49 @@ def test_proportional_sharing_is_the_plan_prediction_and_equal_sharing_never_bea
     assert simulate_flows(plan, "equal").completion_time_s >= plan.predicted_time_s * (1 - 1e-9)
 
 
+def _one_level_at_a_time(weight, paths, capacity):
+    """Textbook progressive filling: raise every free flow until the first link fills, freeze, repeat."""
+    rate, free, cap = np.zeros(paths.num_paths), weight > 0, capacity.astype(float).copy()
+    while free.any():
+        demand = paths.link_loads(np.where(free, weight, 0.0), capacity.size)
+        level = np.where(demand > 0, cap / np.where(demand > 0, demand, 1), np.inf)
+        low = level.min()
+        on_full = np.zeros(paths.num_paths, bool)
+        on_full[paths.path_of_link_entry[level[paths.links] <= low * (1 + 1e-12)]] = True
+        frozen = on_full & free
+        rate[frozen] = weight[frozen] * low
+        cap -= paths.link_loads(np.where(frozen, rate, 0.0), capacity.size)
+        free &= ~frozen
+    return rate
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_max_min_rates_equal_one_level_at_a_time_filling(seed):
+    from optiq.sim.flow import _Entries, _max_min_rates
+
+    rng = np.random.default_rng(seed)
+    t = torus((4, 3), bandwidth=1e9) if seed % 2 else mesh((3, 4), bandwidth=1e9)
+    t.capacity = t.capacity * rng.integers(1, 4, t.num_links)
+    plan = make_plan(t, random_demands(t, 12, seed), "lp", k=3)
+    weight = rng.random(plan.paths.num_paths) * (rng.random(plan.paths.num_paths) > 0.2)
+    entries = _Entries(plan.paths.path_of_link_entry, plan.paths.links, t.num_links)
+    got = _max_min_rates(weight, entries.keep(weight[entries.path] > 0), t.capacity, plan.paths.num_paths)
+    assert got == pytest.approx(_one_level_at_a_time(weight, plan.paths, t.capacity), rel=1e-9)
+
+
+def test_batched_recomputation_is_exact_for_few_flows_and_close_for_many():
+    from optiq.sim.flow import flow_finish_times
+
+    t = torus((4, 4), bandwidth=1e9)
+    plan = make_plan(t, random_demands(t, 40, 3), "heu2", k=4, unit=2**16)
+    exact, phases = flow_finish_times(plan.paths, plan.path_bytes, t.capacity, batch=0.0)
+    same, _ = flow_finish_times(plan.paths, plan.path_bytes, t.capacity, batch=0.5 / plan.paths.num_paths)
+    assert same == pytest.approx(exact, rel=1e-12)
+    batched, fewer = flow_finish_times(plan.paths, plan.path_bytes, t.capacity, batch=0.05)
+    assert fewer < phases
+    assert batched.max() == pytest.approx(exact.max(), rel=0.02)
+
+
 def test_lp_plan_agrees_with_the_lp():
     t = torus((4, 4, 2), bandwidth=1e9)
     plan = make_plan(t, constant_ratio(32, nbytes=2**20, num_sources=2, ratio=4), "lp", k=8)

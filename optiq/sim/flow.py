@@ -22,6 +22,8 @@ from ..errors import PlanError
 __all__ = ["FlowResult", "simulate_flows", "flow_finish_times", "SHARING"]
 
 SHARING = ("equal", "proportional")
+#: Fraction of the moving flows that may finish before rates are recomputed (see :func:`flow_finish_times`).
+DEFAULT_BATCH = 0.01
 
 
 @dataclass(frozen=True)
@@ -81,53 +83,98 @@ def simulate_flows(plan, sharing: str = "equal") -> FlowResult:
     return FlowResult(float(finish.max(initial=0.0)), finish, job_finish, phases, sharing)
 
 
-def flow_finish_times(paths, path_bytes, capacity, sharing: str = "equal") -> tuple[np.ndarray, int]:
+def flow_finish_times(paths, path_bytes, capacity, sharing: str = "equal", *,
+                      batch: float = DEFAULT_BATCH) -> tuple[np.ndarray, int]:
     """Finish time of every path carrying ``path_bytes`` over links of ``capacity``, and the phases.
 
     The engine of :func:`simulate_flows`, for callers that change bytes or capacities.
+    Rates are recomputed once ``ceil(batch * moving flows)`` flows have finished at the
+    current rates (all ends at the same instant count as one); in between, a finished
+    flow's share of its links stays unused. ``batch=0`` recomputes at every end (exact
+    event-driven fluid model); the default is exact below 100 moving flows, and keeps a
+    49,152-node plan of 60,000 paths to a few hundred recomputations.
     """
-    entry_path, entry_link = paths.path_of_link_entry, paths.links
     remaining = np.asarray(path_bytes, dtype=float).copy()
     finish = np.zeros(paths.num_paths)
     now, phases = 0.0, 0
     active = remaining > 0
+    entries = _Entries(paths.path_of_link_entry, paths.links, capacity.size)
     while active.any():
         phases += 1
+        entries = entries.keep(active[entries.path])
         weight = np.where(active, remaining if sharing == "proportional" else 1.0, 0.0)
-        rate = _max_min_rates(weight, entry_path, entry_link, capacity, paths.num_paths)
+        rate = _max_min_rates(weight, entries, capacity, paths.num_paths)
         with np.errstate(divide="ignore", invalid="ignore"):
             left = np.where(active, remaining / rate, np.inf)
-        step = float(left.min())
+        moving = np.flatnonzero(active)
+        count = max(1, int(np.ceil(batch * moving.size)))
+        step = float(np.partition(left[moving], count - 1)[count - 1])
         done = active & (left <= step * (1 + 1e-12))
+        finish[done] = now + left[done]
         now += step
         remaining = np.where(active, remaining - rate * step, 0.0)
         remaining[done] = 0.0
-        finish[done] = now
         active &= ~done
     return finish, phases
 
 
-def _max_min_rates(weight, entry_path, entry_link, capacity, num_paths) -> np.ndarray:
-    """Weighted max-min fair rates of the flows with positive weight (progressive filling)."""
+class _Entries:
+    """The (path, link) entries of the flows still moving: sorted by path, with the order by link."""
+
+    def __init__(self, path: np.ndarray, link: np.ndarray, num_links: int, by_link: np.ndarray | None = None) -> None:
+        self.path, self.link, self.num_links = path, link, num_links
+        self.by_link = np.argsort(link, kind="stable") if by_link is None else by_link
+
+    def keep(self, mask: np.ndarray) -> "_Entries":
+        if mask.all():
+            return self
+        position = np.cumsum(mask) - 1
+        return _Entries(self.path[mask], self.link[mask], self.num_links, position[self.by_link[mask[self.by_link]]])
+
+    def path_min(self, values: np.ndarray, num_paths: int) -> np.ndarray:
+        """Per path, the least of ``values`` over its entries (inf for paths without entries)."""
+        out = np.full(num_paths, np.inf)
+        if self.path.size:
+            starts = np.flatnonzero(np.concatenate(([True], self.path[1:] != self.path[:-1])))
+            out[self.path[starts]] = np.minimum.reduceat(values, starts)
+        return out
+
+    def link_min(self, values: np.ndarray) -> np.ndarray:
+        """Per link, the least of ``values`` over its entries (inf for links without entries)."""
+        out = np.full(self.num_links, np.inf)
+        if self.link.size:
+            links = self.link[self.by_link]
+            starts = np.flatnonzero(np.concatenate(([True], links[1:] != links[:-1])))
+            out[links[starts]] = np.minimum.reduceat(values[self.by_link], starts)
+        return out
+
+
+def _max_min_rates(weight: np.ndarray, entries: _Entries, capacity: np.ndarray, num_paths: int) -> np.ndarray:
+    """Weighted max-min fair rates of the flows with positive weight (progressive filling).
+
+    Every round freezes the flows of every link whose level (capacity left over unfrozen
+    weight) is the lowest among the links it shares a flow with, not only the global
+    lowest: such a link's flows meet no lower level elsewhere, and levels only rise as
+    flows freeze below them, so they end at exactly this level, as one-at-a-time
+    progressive filling would give. Rounds follow chains of bottlenecks, not the number
+    of distinct levels (on a 61,000-path plan of 49,152 nodes: thousands of levels, a few
+    dozen rounds).
+    """
     rate = np.zeros(num_paths)
-    keep = weight[entry_path] > 0
-    ep, el = entry_path[keep], entry_link[keep]  # only the links of flows that still move
-    free = weight > 0
     cap_left = capacity.astype(float).copy()
-    while ep.size:
-        demand = np.bincount(el, weights=weight[ep], minlength=capacity.size)
+    while entries.path.size:
+        demand = np.bincount(entries.link, weights=weight[entries.path], minlength=capacity.size)
         used = demand > 0
         level = np.full(capacity.size, np.inf)
         level[used] = cap_left[used] / demand[used]
-        bottleneck = float(level.min())
-        full = used & (level <= bottleneck * (1 + 1e-12))
-        frozen = np.zeros(num_paths, dtype=bool)
-        frozen[ep[full[el]]] = True
-        frozen &= free
-        rate[frozen] = weight[frozen] * bottleneck
-        hit = frozen[ep]
-        cap_left -= np.bincount(el[hit], weights=rate[ep[hit]], minlength=capacity.size)
+        path_low = entries.path_min(level[entries.link], num_paths)
+        neighbour_low = entries.link_min(path_low[entries.path])  # the lowest level among links sharing a flow
+        bottleneck = used & (level <= neighbour_low * (1 + 1e-12))
+        path_level = entries.path_min(np.where(bottleneck[entries.link], level[entries.link], np.inf), num_paths)
+        frozen = np.isfinite(path_level)
+        rate[frozen] = weight[frozen] * path_level[frozen]
+        hit = frozen[entries.path]
+        cap_left -= np.bincount(entries.link[hit], weights=rate[entries.path[hit]], minlength=capacity.size)
         np.maximum(cap_left, 0.0, out=cap_left)
-        free &= ~frozen
-        ep, el = ep[~hit], el[~hit]
+        entries = entries.keep(~hit)
     return rate
