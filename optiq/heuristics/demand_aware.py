@@ -7,6 +7,7 @@ import heapq
 import numpy as np
 
 from ..errors import PlanError
+from ..progress import Progress, Ticker
 from .common import job_candidates
 
 __all__ = ["demand_aware_heuristic", "DEFAULT_UNIT"]
@@ -15,13 +16,29 @@ __all__ = ["demand_aware_heuristic", "DEFAULT_UNIT"]
 DEFAULT_UNIT = 2**20
 
 
-def demand_aware_heuristic(topology, demands, candidates, unit: int = DEFAULT_UNIT) -> np.ndarray:
+def demand_aware_heuristic(topology, demands, candidates, unit: int = DEFAULT_UNIT, *,
+                           progress: Progress | None = None) -> np.ndarray:
     """Bytes per candidate path chosen by Heuristic 2.
 
     Repeatedly take the job with the most demand left, put one ``unit`` of it (or what is
     left, if less) on its candidate path whose busiest link would be least loaded
     afterwards (in time: bytes over capacity; ties go to the shorter, then earlier path),
     and update the link loads, until every byte is placed.
+
+    Parameters
+    ----------
+    topology : Topology
+    demands : Demands
+    candidates : PathSet
+    unit : int
+        Bytes placed per step.
+    progress : callable, optional
+        Receives the number of units placed every couple of seconds.
+
+    Returns
+    -------
+    ndarray of int
+        Bytes on every candidate path.
 
     Raises
     ------
@@ -46,7 +63,12 @@ def demand_aware_heuristic(topology, demands, candidates, unit: int = DEFAULT_UN
     cache: dict[int, tuple] = {}
     heap = [(-int(b), j) for j, b in enumerate(left)]
     heapq.heapify(heap)
+    units = int((-(-demands.nbytes // unit)).sum())
+    tick, placed = Ticker(progress, "Heuristic 2: units placed", units), 0
     while heap:
+        placed += 1
+        if placed % 1024 == 0:
+            tick(placed)
         _, j = heapq.heappop(heap)
         if j not in cache:
             cache[j] = job_candidates(candidates, j)
@@ -59,4 +81,5 @@ def demand_aware_heuristic(topology, demands, candidates, unit: int = DEFAULT_UN
         left[j] -= amount
         if left[j] > 0:
             heapq.heappush(heap, (-int(left[j]), j))
+    tick(units)
     return out

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..progress import Progress, Ticker
 from .common import job_candidates
 
 __all__ = ["dynamic_routing"]
 
 
-def dynamic_routing(topology, demands, candidates) -> np.ndarray:
+def dynamic_routing(topology, demands, candidates, *, progress: Progress | None = None) -> np.ndarray:
     """Bytes per candidate path chosen by dynamic routing.
 
     Jobs are routed in order of decreasing bytes (ties: lower job id first). Each takes,
@@ -33,7 +34,10 @@ def dynamic_routing(topology, demands, candidates) -> np.ndarray:
     cap = topology.capacity
     out = np.zeros(candidates.num_paths, dtype=np.int64)
     order = np.lexsort((np.arange(demands.num_jobs), -demands.nbytes))
-    for j in order:
+    tick = Ticker(progress, "dynamic routing: jobs routed", demands.num_jobs)
+    for done, j in enumerate(order):
+        if done % 1024 == 0:
+            tick(done)
         ids, links, offs, hops = job_candidates(candidates, j)
         size = float(demands.nbytes[j])
         worst = np.maximum.reduceat((load[links] + size) / cap[links], offs)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import PlanError
+from ..progress import Progress, Ticker
 from .common import even_split
 
 __all__ = ["maxload_heuristic"]
 
 
-def maxload_heuristic(topology, demands, candidates, maxload: int = 16) -> np.ndarray:
+def maxload_heuristic(topology, demands, candidates, maxload: int = 16, *,
+                      progress: Progress | None = None) -> np.ndarray:
     """Bytes per candidate path chosen by Heuristic 1.
 
     Jobs are visited round-robin; in round ``r`` every job offers its next untried
@@ -25,6 +27,8 @@ def maxload_heuristic(topology, demands, candidates, maxload: int = 16) -> np.nd
         Candidate paths per job, most preferred first.
     maxload : int
         Most paths allowed per link (default 16, as in the OPTIQ runs).
+    progress : callable, optional
+        Receives the rounds done every couple of seconds.
 
     Returns
     -------
@@ -51,7 +55,9 @@ def maxload_heuristic(topology, demands, candidates, maxload: int = 16) -> np.nd
     chosen = np.zeros(candidates.num_paths, dtype=bool)
     jo = candidates.job_offsets
     counts = np.diff(jo)
+    tick = Ticker(progress, "Heuristic 1: rounds", int(counts.max(initial=0)))
     for r in range(int(counts.max(initial=0))):
+        tick(r)
         for j in np.flatnonzero(counts > r):
             p = jo[j] + r
             links = candidates.path(p)
