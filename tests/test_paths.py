@@ -166,3 +166,44 @@ def test_pathset_select_and_loads():
     sub = ps.select([True, False, True])
     assert sub.num_paths == 2 and sub.path(1).tolist() == [3, 4, 5]
     assert ps.link_loads([1, 2, 3], 6).tolist() == [1, 1, 2, 3, 3, 3]
+
+
+@pytest.mark.parametrize("dims,wrap", [((4, 4, 2), True), ((5, 3), True), ((3, 4), False), ((8, 2, 3), True)])
+@pytest.mark.parametrize("slack", [0, 2])
+def test_torus_paths_are_distinct_simple_and_start_with_the_default_route(dims, wrap, slack):
+    from optiq.paths import torus_paths
+
+    t = torus(dims, wrap=wrap)
+    d = random_demands(t, 25, seed=len(dims) + slack)
+    ps = torus_paths(t, d, k=12, hop_slack=slack)
+    default = system_routes(t, d)
+    shortest = np.array([torus_distance(t, s, x) for s, x in zip(d.src, d.dst)])
+    jo = ps.job_offsets
+    for j in range(d.num_jobs):
+        paths = [ps.path(p) for p in range(jo[j], jo[j + 1])]
+        assert 1 <= len(paths) <= 12
+        assert paths[0].tolist() == default.path(j).tolist()
+        assert len({p.tobytes() for p in paths}) == len(paths)
+        for p in range(jo[j], jo[j + 1]):
+            nodes = ps.nodes(p, t)
+            assert nodes[0] == d.src[j] and nodes[-1] == d.dst[j] and len(set(nodes)) == len(nodes)
+            assert shortest[j] <= ps.hops[p] <= shortest[j] + slack
+    if slack == 0:
+        assert (ps.hops == shortest[ps.job]).all()
+
+
+def test_torus_paths_leave_a_source_by_every_link_when_detours_are_allowed():
+    from optiq.paths import torus_paths
+
+    t = torus((4, 4, 4))
+    ps = torus_paths(t, Demands([0], [21], [1]), k=40)      # 21 = (1, 1, 1): every dimension one step
+    first = {int(ps.path(p)[0]) for p in range(ps.num_paths)}
+    assert first == set(t.links_from(0).tolist())
+
+
+def test_pair_hops_on_tori_is_the_breadth_first_distance():
+    for t in (torus((5, 4, 2)), mesh((3, 5)), bgq(512)):
+        rng = np.random.default_rng(0)
+        s, x = rng.integers(0, t.num_nodes, 50), rng.integers(0, t.num_nodes, 50)
+        bfs = t.hop_distances(s)[np.arange(50), x]
+        assert t.pair_hops(s, x).tolist() == bfs.astype(int).tolist()

@@ -1,9 +1,14 @@
-"""Candidate paths (diverse, Yen) and the system's default routes, stored as CSR path sets."""
+"""Candidate paths (diverse, spread, torus, Yen), least-cost paths for pricing and the system's
+default routes, stored as CSR path sets."""
 
-from .candidates import diverse_paths, yen_paths
+from .candidates import diverse_paths, spread_paths, yen_paths
+from .initial import initial_columns
 from .pathset import PathSet
+from .pricing import least_cost_paths, min_hops
 from .shortest import hop_limited_shortest_paths
-from .system import bgq_dimension_order, dmodk_routes, system_routes, torus_routes
+from .system import dmodk_routes, system_routes, torus_routes
+from .torus import bgq_dimension_order, torus_paths
 
-__all__ = ["PathSet", "diverse_paths", "yen_paths", "system_routes", "torus_routes", "dmodk_routes",
-           "bgq_dimension_order", "hop_limited_shortest_paths"]
+__all__ = ["PathSet", "diverse_paths", "spread_paths", "torus_paths", "yen_paths", "initial_columns",
+           "least_cost_paths", "min_hops", "system_routes", "torus_routes", "dmodk_routes", "bgq_dimension_order",
+           "hop_limited_shortest_paths"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -48,6 +49,25 @@ class PathSet:
         flat = np.concatenate([np.asarray(paths[i], dtype=np.int64) for i in order]) if len(paths) else np.zeros(0, np.int64)
         return cls(jobs[order], np.concatenate(([0], np.cumsum(lengths))), flat, num_jobs)
 
+    @classmethod
+    def from_csr(cls, links, offsets, jobs, num_jobs: int) -> tuple["PathSet", np.ndarray]:
+        """Build from paths in any job order (path ``p`` is ``links[offsets[p]:offsets[p+1]]``).
+
+        Returns the path set, grouped by job (stably), and ``order``: its path ``i`` is input
+        path ``order[i]``.
+
+        Examples
+        --------
+        >>> ps, order = PathSet.from_csr([5, 6, 7], [0, 1, 3], [1, 0], num_jobs=2)
+        >>> ps.job.tolist(), ps.links.tolist(), order.tolist()
+        ([0, 1], [6, 7, 5], [1, 0])
+        """
+        links, offsets, jobs = (np.asarray(a, dtype=np.int64) for a in (links, offsets, jobs))
+        order = np.argsort(jobs, kind="stable")
+        hops = np.diff(offsets)[order]
+        return cls(jobs[order], np.concatenate(([0], np.cumsum(hops))), links[csr_positions(offsets[:-1][order], hops)],
+                   num_jobs), order
+
     def __repr__(self) -> str:
         return f"PathSet(jobs={self.num_jobs}, paths={self.num_paths}, hops_max={int(self.hops.max(initial=0))})"
 
@@ -55,11 +75,11 @@ class PathSet:
     def num_paths(self) -> int:
         return int(self.job.size)
 
-    @property
+    @cached_property
     def hops(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    @property
+    @cached_property
     def job_offsets(self) -> np.ndarray:
         """Paths of job ``j`` are ``job_offsets[j]:job_offsets[j+1]``."""
         return np.searchsorted(self.job, np.arange(self.num_jobs + 1), side="left")
@@ -85,10 +105,32 @@ class PathSet:
         """The paths where ``mask`` is true (a boolean array over paths), keeping job ids."""
         keep = np.flatnonzero(mask)
         hops = self.hops[keep]
-        entries = np.repeat(self.offsets[keep], hops) + (np.arange(hops.sum()) - np.repeat(np.cumsum(hops) - hops, hops))
-        return PathSet(self.job[keep], np.concatenate(([0], np.cumsum(hops))), self.links[entries], self.num_jobs)
+        return PathSet(self.job[keep], np.concatenate(([0], np.cumsum(hops))),
+                       self.links[csr_positions(self.offsets[keep], hops)], self.num_jobs)
+
+    def unique(self) -> "PathSet":
+        """The same paths without repeats of a path within its job (the first one stays).
+
+        Examples
+        --------
+        >>> PathSet.from_lists([[0, 1], [2], [0, 1]], [0, 0, 0], num_jobs=1).unique().num_paths
+        2
+        """
+        seen: set[tuple[int, bytes]] = set()
+        keep = np.zeros(self.num_paths, bool)
+        for p, j in enumerate(self.job.tolist()):
+            key = (j, self.path(p).tobytes())
+            if key not in seen:
+                seen.add(key)
+                keep[p] = True
+        return self if keep.all() else self.select(keep)
 
     def nodes(self, p: int, topology) -> list[int]:
         """Node sequence of path ``p`` (source first)."""
         ls = self.path(p)
         return [int(topology.link_src[ls[0]])] + topology.link_dst[ls].tolist()
+
+
+def csr_positions(starts: np.ndarray, hops: np.ndarray) -> np.ndarray:
+    """Positions ``starts[i] .. starts[i] + hops[i] - 1`` for every ``i``, concatenated."""
+    return np.repeat(starts, hops) + (np.arange(hops.sum()) - np.repeat(np.cumsum(hops) - hops, hops))

@@ -16,9 +16,11 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from ..errors import PathError
+from ..progress import Progress, Ticker
+from .workers import Workers, block
 from .shortest import hop_limited_shortest_paths
 
-__all__ = ["least_cost_paths", "min_hops", "spread_paths"]
+__all__ = ["least_cost_paths", "min_hops"]
 
 
 @lru_cache(maxsize=8)
@@ -31,7 +33,7 @@ def _pairs(topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def min_hops(topology, sources, targets) -> np.ndarray:
-    """Hop distance of every (source, target) pair, by BFS from each distinct source.
+    """Hop distance of every (source, target) pair (:meth:`optiq.Topology.pair_hops`).
 
     Examples
     --------
@@ -39,18 +41,12 @@ def min_hops(topology, sources, targets) -> np.ndarray:
     >>> min_hops(torus((4, 4)), [0, 0, 5], [5, 10, 5]).tolist()
     [2, 4, 0]
     """
-    sources, targets = np.asarray(sources), np.asarray(targets)
-    uniq, row = np.unique(sources, return_inverse=True)
-    out = np.empty(sources.size, dtype=np.int64)
-    for start in range(0, uniq.size, 512):  # bounded memory: 512 x nodes distances at a time
-        block = np.flatnonzero((row >= start) & (row < start + 512))
-        d = topology.hop_distances(uniq[start:start + 512])
-        out[block] = d[row[block] - start, targets[block]]
-    return out
+    return topology.pair_hops(sources, targets)
 
 
 def least_cost_paths(topology, sources, targets, link_cost: np.ndarray, hop_limit: np.ndarray, *,
-                     exact_hop_limit: bool = True) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+                     too_long: str = "exact", progress: Progress | None = None, what: str = "least-cost paths",
+                     workers: Workers | None = None) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """The cheapest path of every job under ``link_cost``, at most ``hop_limit[j]`` links long.
 
     Parameters
@@ -61,9 +57,20 @@ def least_cost_paths(topology, sources, targets, link_cost: np.ndarray, hop_limi
         Non-negative cost of every link.
     hop_limit : array of int, shape (J,)
         Longest path allowed per job (at least the job's hop distance).
-    exact_hop_limit : bool
-        Re-solve jobs whose cheapest path is too long with the hop-limited search (slow
-        when many are); if false, those jobs get an empty path instead.
+    too_long : {"exact", "penalty", "drop"}
+        What happens to jobs whose cheapest path is longer than their limit: ``exact``
+        re-solves them with the hop-limited search (exact, slow when many are);
+        ``penalty`` re-runs Dijkstra once for their sources with a cost per hop of half
+        the mean positive link cost and keeps the paths within the limit, which is cheap
+        but not always the cheapest; ``drop`` gives them an empty path. Jobs still too
+        long after ``penalty`` get an empty path.
+    progress : callable, optional
+        Receives ``what: sources done/total`` every couple of seconds.
+    what : str
+        How progress names this search.
+    workers : Workers, optional
+        Spread the sources over MPI ranks (:class:`optiq.paths.workers.Workers`); the
+        answer is the same for any number of ranks.
 
     Returns
     -------
@@ -74,6 +81,11 @@ def least_cost_paths(topology, sources, targets, link_cost: np.ndarray, hop_limi
     unlimited : ndarray
         A lower bound on the cheapest cost of any length (the hop-limited cost where the
         limit did not bind): what a Lagrangian bound over all paths needs.
+
+    Raises
+    ------
+    PathError
+        If a target cannot be reached from its source, or ``too_long`` is unknown.
 
     Examples
     --------
@@ -87,18 +99,84 @@ def least_cost_paths(topology, sources, targets, link_cost: np.ndarray, hop_limi
     >>> t.link_dst[paths[0]].tolist(), c.tolist(), free.tolist()
     ([1, 2], [1.0], [0.0])
     """
+    if too_long not in ("exact", "penalty", "drop"):
+        raise PathError(f"too_long must be exact, penalty or drop, not {too_long!r}")
     sources, targets = np.asarray(sources, dtype=np.int64), np.asarray(targets, dtype=np.int64)
     hop_limit = np.asarray(hop_limit, dtype=np.int64)
     cost = np.asarray(link_cost, dtype=float)
+    workers = workers or Workers()
+    parts = workers.map(_least_cost_part, topology, sources, targets, cost, hop_limit, too_long,
+                        here={"progress": progress, "what": what})
+    paths: list[np.ndarray] = [np.empty(0, np.int64)] * sources.size
+    path_cost, unlimited = np.zeros(sources.size), np.zeros(sources.size)
+    for jobs, links, hops, part_cost, part_free in parts:
+        starts = np.concatenate(([0], np.cumsum(hops)))
+        for i, j in enumerate(jobs.tolist()):
+            paths[j] = links[starts[i]:starts[i + 1]]
+        path_cost[jobs], unlimited[jobs] = part_cost, part_free
+    return paths, path_cost, unlimited
+
+
+def _least_cost_part(part: int, parts: int, topology, sources, targets, cost, hop_limit, too_long,
+                     progress: Progress | None = None, what: str = "") -> tuple:
+    """:func:`least_cost_paths` for the jobs whose source is in block ``part`` of the distinct sources."""
+    uniq = np.unique(sources)
+    start, stop = block(uniq.size, part, parts)
+    jobs = np.flatnonzero((sources >= uniq[start]) & (sources <= uniq[stop - 1])) if stop > start else \
+        np.zeros(0, np.int64)
+    paths, path_cost, unlimited = _least_cost(topology, sources[jobs], targets[jobs], cost, hop_limit[jobs],
+                                              too_long, Ticker(progress, f"{what} (sources)", stop - start))
+    hops = np.array([p.size for p in paths], dtype=np.int64)
+    links = np.concatenate(paths) if paths else np.zeros(0, np.int64)
+    return jobs, links, hops, path_cost, unlimited
+
+
+def _least_cost(topology, sources, targets, cost, hop_limit, too_long, tick) -> tuple[list, np.ndarray, np.ndarray]:
+    n = topology.num_nodes
+    hop_cost = 1e-9 * max(float(cost.max()), 1e-300)
+    paths = _tree_paths(topology, sources, targets, cost + hop_cost, tick)
+    # the tie-breaking hop cost can make a path look cheaper than one with more hops by at most
+    # hop_cost * (nodes - 1): subtract that so the unlimited cost stays a lower bound
+    path_cost = _path_costs(paths, cost)
+    unlimited = np.maximum(path_cost - hop_cost * n, 0.0)
+    over = np.flatnonzero(np.array([p.size for p in paths], dtype=np.int64) > hop_limit)
+    if too_long == "penalty" and over.size:
+        positive = cost[cost > 0]
+        step = 0.5 * float(positive.mean()) if positive.size else 1.0
+        found = _tree_paths(topology, sources[over], targets[over], cost + hop_cost + step)
+        fits = np.array([p.size for p in found], dtype=np.int64) <= hop_limit[over]
+        for j, p in zip(over[fits], (p for p, f in zip(found, fits) if f)):
+            paths[j] = p
+        path_cost[over[fits]] = _path_costs([paths[j] for j in over[fits]], cost)
+        over = over[~fits]
+    if too_long in ("penalty", "drop"):
+        for j in over:
+            paths[j] = np.empty(0, np.int64)
+        path_cost[over] = 0.0
+        return paths, path_cost, unlimited
+    for limit in np.unique(hop_limit[over]):
+        jobs = over[hop_limit[over] == limit]
+        for start in range(0, jobs.size, 64):
+            batch = jobs[start:start + 64]
+            w = np.broadcast_to(cost + hop_cost, (batch.size, cost.size))
+            found, _ = hop_limited_shortest_paths(topology, sources[batch], targets[batch], w, int(limit))
+            for j, p in zip(batch, found):
+                paths[j] = p
+            path_cost[batch] = _path_costs([paths[j] for j in batch], cost)
+    return paths, path_cost, unlimited
+
+
+def _tree_paths(topology, sources: np.ndarray, targets: np.ndarray, link_weight: np.ndarray,
+                tick: Ticker | None = None) -> list[np.ndarray]:
+    """Every job's least-weight path (positive weights), from one Dijkstra per distinct source."""
     n = topology.num_nodes
     order, starts, pair_key = _pairs(topology)
-    hop_cost = 1e-9 * max(float(cost.max()), 1e-300)
-    weight = cost[order] + hop_cost
+    weight = link_weight[order]
     best = np.minimum.reduceat(weight, starts)                       # cheapest of parallel links
     pick = order[starts + _argmin_reduceat(weight, starts)]          # and which link that is
     graph = csr_matrix((best, (pair_key // n, pair_key % n)), shape=(n, n))
-    uniq, row = np.unique(sources, return_inverse=True)
     link_of_pair = csr_matrix((pick + 1, (pair_key // n, pair_key % n)), shape=(n, n))
+    uniq, row = np.unique(sources, return_inverse=True)
     paths: list[np.ndarray] = [np.empty(0, np.int64)] * sources.size
     for start in range(0, uniq.size, 256):
         block = np.flatnonzero((row >= start) & (row < start + 256))
@@ -121,25 +199,9 @@ def least_cost_paths(topology, sources, targets, link_cost: np.ndarray, hop_limi
             live = live[prev != src[live]]
         for i, j in enumerate(block):
             paths[j] = record[i, :steps[i]][::-1].copy()
-    # the tie-breaking hop cost can make a path look cheaper than one with more hops by at most
-    # hop_cost * (nodes - 1): subtract that so the unlimited cost stays a lower bound
-    path_cost = _path_costs(paths, cost)
-    unlimited = np.maximum(path_cost - hop_cost * n, 0.0)
-    too_long = np.flatnonzero(np.array([p.size for p in paths]) > hop_limit)
-    if not exact_hop_limit:
-        for j in too_long:
-            paths[j] = np.empty(0, np.int64)
-        too_long = too_long[:0]
-    for limit in np.unique(hop_limit[too_long]):
-        jobs = too_long[hop_limit[too_long] == limit]
-        for start in range(0, jobs.size, 64):
-            batch = jobs[start:start + 64]
-            w = np.broadcast_to(cost + hop_cost, (batch.size, cost.size))
-            found, _ = hop_limited_shortest_paths(topology, sources[batch], targets[batch], w, int(limit))
-            for j, p in zip(batch, found):
-                paths[j] = p
-            path_cost[batch] = _path_costs([paths[j] for j in batch], cost)
-    return paths, path_cost, unlimited
+        if tick:
+            tick(min(start + 256, uniq.size))
+    return paths
 
 
 def _path_costs(paths: list[np.ndarray], cost: np.ndarray) -> np.ndarray:
@@ -157,43 +219,3 @@ def _argmin_reduceat(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     order = np.lexsort((values, seg))
     first = np.concatenate(([True], seg[order][1:] != seg[order][:-1]))
     return order[first] - starts
-
-
-def spread_paths(topology, demands, k: int = 4, *, hop_slack: int = 2, penalty: float = 2.0,
-                 seed: int = 0):
-    """Up to ``k`` paths per job from ``k`` rounds of :func:`least_cost_paths` — fast at scale.
-
-    Round ``r`` weighs every link ``1 + penalty * (its use by rounds 0..r-1, over the mean
-    use) + jitter``, so later rounds steer all jobs away from the links earlier rounds
-    loaded. Paths are at most ``hop_slack`` hops longer than the job's shortest route. One
-    Dijkstra per distinct source and round: on an 8,192-node torus a round takes about a
-    second, where :func:`optiq.paths.diverse_paths` (per-job weights) takes minutes.
-
-    Examples
-    --------
-    >>> from optiq.topology import torus
-    >>> from optiq.workloads import Demands
-    >>> ps = spread_paths(torus((4, 4)), Demands([0], [10], [1]), k=3)
-    >>> ps.num_paths, int(ps.hops.max())
-    (3, 4)
-    """
-    from .pathset import PathSet
-
-    rng = np.random.default_rng(seed)
-    hop_limit = min_hops(topology, demands.src, demands.dst) + hop_slack
-    uses = np.zeros(topology.num_links)
-    seen: set[tuple[int, bytes]] = set()
-    lists, owners = [], []
-    for _ in range(k):
-        mean = uses[uses > 0].mean() if (uses > 0).any() else 1.0
-        weight = 1.0 + penalty * uses / mean + rng.random(topology.num_links) * 0.5 / max(hop_limit.max(), 1)
-        found, _, _ = least_cost_paths(topology, demands.src, demands.dst, weight, hop_limit,
-                                       exact_hop_limit=not lists)  # later rounds skip jobs whose path is too long
-        for j, p in enumerate(found):
-            key = (j, p.tobytes())
-            if p.size and key not in seen:
-                seen.add(key)
-                lists.append(p)
-                owners.append(j)
-                uses[p] += 1
-    return PathSet.from_lists(lists, owners, demands.num_jobs)

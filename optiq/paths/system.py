@@ -21,35 +21,9 @@ import numpy as np
 
 from ..errors import PathError
 from .pathset import PathSet
+from .torus import bgq_dimension_order, dimension_order_walk
 
 __all__ = ["system_routes", "bgq_dimension_order", "torus_routes", "dmodk_routes"]
-
-
-def bgq_dimension_order(dims) -> list[int]:
-    """The order in which Blue Gene/Q routes the dimensions of a torus of shape ``dims``.
-
-    Examples
-    --------
-    >>> bgq_dimension_order((4, 4, 4, 8, 2))   # D, B, C, A, E
-    [3, 1, 2, 0, 4]
-    >>> bgq_dimension_order((8, 12, 16, 16, 2))   # C, D, B, A, E
-    [2, 3, 1, 0, 4]
-    """
-    order = list(range(len(dims)))
-    for i in range(len(order)):
-        best = i
-        for j in range(i + 1, len(order)):
-            if dims[order[j]] > dims[order[best]]:
-                best = j
-        order[i], order[best] = order[best], order[i]
-    return order
-
-
-def _link_table(topology) -> np.ndarray:
-    """``table[node, dim, 0 or 1]`` = id of the ``+`` or ``-`` link of ``node`` in ``dim`` (-1 if none)."""
-    table = np.full((topology.num_nodes, len(topology.dims), 2), -1, dtype=np.int64)
-    table[topology.link_src, topology.link_dim, (topology.link_sign < 0).astype(int)] = np.arange(topology.num_links)
-    return table
 
 
 def torus_routes(topology, demands) -> PathSet:
@@ -65,40 +39,18 @@ def torus_routes(topology, demands) -> PathSet:
     [[0, 2, 4], [2, 0, 6]]
     """
     demands.check_against(topology)
-    dims, wrap = np.array(topology.dims), topology.wrap
-    coords = topology.coords
-    table = _link_table(topology)
-    cur = demands.src.copy()
-    steps: list[np.ndarray] = []
-    for dim in bgq_dimension_order(topology.dims):
-        length = int(dims[dim])
-        s, t = coords[cur, dim], coords[demands.dst, dim]
-        if wrap[dim]:
-            fwd = (t - s) % length
-            back = (s - t) % length
-            plus = fwd < back
-            tie = (fwd == back) & (fwd > 0)
-            no_wrap_plus = s < t
-            plus = np.where(tie, np.where(s % 2 == 0, no_wrap_plus, ~no_wrap_plus), plus)
-            count = np.minimum(fwd, back)
-        else:
-            plus = t > s
-            count = np.abs(t - s)
-        side = np.where(plus, 0, 1)
-        for step in range(int(count.max(initial=0))):
-            moving = count > step
-            link = np.where(moving, table[cur, dim, side], -1)
-            cur = np.where(moving, topology.link_dst[np.maximum(link, 0)], cur)
-            steps.append(link)
-    if not np.array_equal(cur, demands.dst):  # cannot happen on a valid torus; guards the rule
-        raise PathError("dimension-order routing did not reach every destination")
-    hops = np.stack(steps, axis=1) if steps else np.zeros((demands.num_jobs, 0), np.int64)
-    paths = [row[row >= 0] for row in hops]
-    return PathSet.from_lists(paths, np.arange(demands.num_jobs), demands.num_jobs)
+    rows = dimension_order_walk(topology, demands.src, demands.dst, bgq_dimension_order(topology.dims))
+    hops = (rows >= 0).sum(axis=1)
+    return PathSet(np.arange(demands.num_jobs), np.concatenate(([0], np.cumsum(hops))), rows[rows >= 0],
+                   demands.num_jobs)
 
 
 def dmodk_routes(topology, demands) -> PathSet:
     """D-mod-K shortest-path routes (module docstring) for any topology.
+
+    All jobs walk together, one hop per step, over a padded table of every node's
+    out-links sorted by (next node, link id); distances to the targets come from one
+    breadth-first search per distinct target, 256 targets at a time.
 
     Examples
     --------
@@ -112,29 +64,44 @@ def dmodk_routes(topology, demands) -> PathSet:
     from scipy.sparse.csgraph import shortest_path
 
     demands.check_against(topology)
-    targets, inverse = np.unique(demands.dst, return_inverse=True)
-    to_target = shortest_path(topology.adjacency().T.tocsr(), unweighted=True, indices=targets)
-    to_target = np.atleast_2d(to_target)
-    out_order = topology.out_links
-    offsets = topology.out_offsets
     heads = topology.link_dst
-    paths = []
-    for j in range(demands.num_jobs):
-        dist = to_target[inverse[j]]
-        v, t = int(demands.src[j]), int(demands.dst[j])
-        if not np.isfinite(dist[v]):
-            raise PathError(f"job {j}: destination {t} is unreachable from {v}")
-        path, divisor = [], 1
-        while v != t:
-            out = out_order[offsets[v]:offsets[v + 1]]
-            cand = out[dist[heads[out]] == dist[v] - 1]
-            cand = cand[np.lexsort((cand, heads[cand]))]
-            e = int(cand[(t // divisor) % cand.size])
-            divisor *= cand.size
-            path.append(e)
-            v = int(heads[e])
-        paths.append(path)
-    return PathSet.from_lists(paths, np.arange(demands.num_jobs), demands.num_jobs)
+    order = np.lexsort((np.arange(topology.num_links), heads, topology.link_src))
+    degree = np.bincount(topology.link_src, minlength=topology.num_nodes)
+    out = np.full((topology.num_nodes, max(int(degree.max()), 1)), -1, dtype=np.int64)
+    first = np.concatenate(([0], np.cumsum(degree)[:-1]))
+    out[topology.link_src[order], np.arange(order.size) - first[topology.link_src[order]]] = order
+    reverse = topology.adjacency().T.tocsr()
+    targets, inverse = np.unique(demands.dst, return_inverse=True)
+    rows: list[np.ndarray] = [np.empty(0, np.int64)] * demands.num_jobs
+    for start in range(0, targets.size, 256):
+        jobs = np.flatnonzero((inverse >= start) & (inverse < start + 256))
+        dist = np.atleast_2d(shortest_path(reverse, unweighted=True, indices=targets[start:start + 256]))
+        row = inverse[jobs] - start
+        v, t = demands.src[jobs].copy(), demands.dst[jobs]
+        unreachable = np.flatnonzero(~np.isfinite(dist[row, v]))
+        if unreachable.size:
+            j = jobs[unreachable[0]]
+            raise PathError(f"job {j}: destination {demands.dst[j]} is unreachable from {demands.src[j]}")
+        divisor = np.ones(jobs.size, dtype=np.int64)
+        steps = []
+        while True:
+            live = v != t
+            if not live.any():
+                break
+            cand = out[v]
+            on_shortest = (cand >= 0) & (dist[row[:, None], heads[np.maximum(cand, 0)]] == dist[row, v][:, None] - 1)
+            m = np.maximum(on_shortest.sum(axis=1), 1)
+            pick = (t // divisor) % m
+            rank = np.cumsum(on_shortest, axis=1) - 1
+            chosen = cand[np.arange(jobs.size), np.argmax(on_shortest & (rank == pick[:, None]), axis=1)]
+            link = np.where(live, chosen, -1)
+            steps.append(link)
+            divisor = np.where(live, divisor * m, divisor)
+            v = np.where(live, heads[np.maximum(link, 0)], v)
+        walked = np.stack(steps, axis=1) if steps else np.zeros((jobs.size, 0), np.int64)
+        for i, j in enumerate(jobs):
+            rows[j] = walked[i][walked[i] >= 0]
+    return PathSet.from_lists(rows, np.arange(demands.num_jobs), demands.num_jobs)
 
 
 def system_routes(topology, demands) -> PathSet:
