@@ -13,6 +13,7 @@ import traceback
 from . import __version__
 from .errors import OptiqError
 from .heuristics import DEFAULT_UNIT
+from .launch import world, world_rank
 from .metrics import plan_metrics
 from .models import DEFAULT_SOLVER, LP_SOLVERS
 from .models.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK
@@ -240,6 +241,17 @@ def _workload(args):
     return topology, demands
 
 
+def _check_writable(path: str, option: str) -> None:
+    """Refuse an output file that cannot be written, before any work starts."""
+    where = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise OptiqError(f"cannot write {option} {path!r}: it is a directory")
+    if not os.path.isdir(where):
+        raise OptiqError(f"cannot write {option} {path!r}: directory {where!r} does not exist")
+    if not os.access(where, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise OptiqError(f"cannot write {option} {path!r}: permission denied")
+
+
 def _progress(args):
     if getattr(args, "quiet", False):
         return None
@@ -270,10 +282,15 @@ def _compare(topology, demands, methods, kwargs, say) -> tuple[list, list[str]]:
 
 def run(args) -> int:
     if args.command == "plan":
+        comm = world()
+        leader = comm is None or comm.Get_rank() == 0
+        _check_writable(args.output, "--output")
         topology, demands = _workload(args)
-        say = _progress(args)
+        say = _progress(args) if leader else None
         qos = read_qos(args.qos, demands.num_jobs) if args.qos else None
-        plan = make_plan(topology, demands, args.method, progress=say, qos=qos, **_plan_kwargs(args))
+        plan = make_plan(topology, demands, args.method, progress=say, qos=qos, comm=comm, **_plan_kwargs(args))
+        if not leader:
+            return 0
         plan.save(args.output)
         if qos is not None:
             rates = plan.info["qos_throughput_Bps"]
@@ -492,7 +509,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(args)
     except OptiqError as exc:
-        print(f"optiq: error: {exc}", file=sys.stderr)
+        if world_rank() == 0:  # under mpiexec every rank fails alike: say it once
+            print(f"optiq: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("optiq: interrupted", file=sys.stderr)

@@ -5,7 +5,8 @@ import pytest
 from optiq.errors import WorkloadError
 from optiq.models import build_pyomo_model, solve_lp, solve_pyomo_model
 from optiq.models.qos import QoSClasses
-from optiq.models.colgen import CGStatus, RestrictedLP, column_generation
+from optiq.models.colgen import CGStatus, column_generation
+from optiq.models.restricted import RestrictedLP
 from optiq.paths import diverse_paths
 from optiq.paths.pricing import least_cost_paths, min_hops
 from optiq.planner import make_plan
@@ -39,15 +40,20 @@ def test_gap_stops_early_and_is_honest():
     assert loose.lower_bound_s <= exact.time_s * (1 + 1e-9) <= loose.time_s * (1 + 1e-9)
 
 
-def test_restricted_lp_matches_the_one_shot_lp():
+@pytest.mark.parametrize("busy", [0.0, 0.9, 1.0])
+def test_restricted_lp_with_lazy_rows_matches_the_one_shot_lp(busy):
     t = torus((4, 4), bandwidth=1e9)
     d = constant_ratio(16, nbytes=2**20, num_sources=2, ratio=4)
     cands = diverse_paths(t, d, 4)
     lp = RestrictedLP(t, d)
-    lp.add_paths([cands.path(p) for p in range(cands.num_paths)], cands.job)
-    time_s, share, link_dual, job_dual, _ = lp.solve()
-    assert time_s == pytest.approx(solve_lp(t, d, cands).time_s, rel=1e-7)
-    assert link_dual.sum() == pytest.approx(1.0, rel=1e-6)  # the dual of tau's column
+    lp.add_paths(cands)
+    lp.add_busy_links(busy)
+    sol = lp.solve()
+    assert sol.time_s == pytest.approx(solve_lp(t, d, cands).time_s, rel=1e-7)
+    assert sol.time_s == pytest.approx(sol.link_s.max()) and sol.link_price.sum() == pytest.approx(1.0)
+    assert sol.price_scale == pytest.approx(lp.t0 / sol.time_s, rel=1e-6)  # strong duality: sum u = Z
+    assert sol.job_dual.sum() == pytest.approx(1.0, rel=1e-6)
+    assert (busy < 1.0) or sol.rows < t.num_links  # rows only where needed
 
 
 def test_pricing_is_the_cheapest_path_within_the_hop_limit():
@@ -121,13 +127,27 @@ def test_bad_qos_is_a_workload_error(shares, classes, fragment):
         QoSClasses(shares, classes)
 
 
-def test_time_limit_returns_the_last_solved_plan():
+def test_a_time_limited_run_is_never_worse_than_its_first_restricted_lp():
     t = torus((8, 8, 8), bandwidth=1e9)
     d = constant_ratio(512, nbytes=2**20, num_sources=32)
-    cg = column_generation(t, d, time_limit=0.5, gap=0.0)
-    assert cg.status == CGStatus.TIME_LIMIT
-    plan = make_plan(t, d, "opt", time_limit=0.5, gap=0.0)
+    cg = column_generation(t, d, time_limit=0.01, gap=0.0)   # ends right after the first LP
+    assert cg.status == CGStatus.TIME_LIMIT and cg.iterations >= 1
+    assert cg.time_s <= cg.first_time_s * (1 + 1e-12)
+    longer = column_generation(t, d, time_limit=5.0, gap=0.0)
+    assert longer.time_s <= longer.first_time_s * (1 + 1e-12)
+    plan = make_plan(t, d, "opt", time_limit=0.01, gap=0.0)
     assert plan.info["cg_status"] == "time limit"
-    # the plan's bytes are the last LP's shares: its busiest link matches that LP's time
+    # the plan is the best solution's whole bytes: its busiest link matches that LP's time
     assert plan.predicted_time_s == pytest.approx(plan.info["lp_time_s"], rel=1e-4)
     assert plan.lower_bound_time_s <= plan.predicted_time_s
+    # and never slower than the machine's own routes, which are among the first columns
+    assert plan.predicted_time_s <= make_plan(t, d, "default").predicted_time_s
+
+
+def test_first_order_restricted_lps_reach_the_interior_point_optimum():
+    t = torus((4, 4, 4), bandwidth=1e9)
+    d = constant_ratio(64, nbytes=2**20, num_sources=4, ratio=8)
+    exact = column_generation(t, d, gap=0.0)
+    fast = column_generation(t, d, gap=0.005, solver="hipdlp")
+    assert fast.lower_bound_s <= exact.time_s * (1 + 1e-9)
+    assert fast.time_s <= exact.time_s * 1.005 + 1e-15

@@ -1,10 +1,13 @@
 """Column generation for the multipath LP, with a proven lower bound at every iteration.
 
-The restricted LP holds a few paths per job. Its dual link prices ``w`` (``w >= 0``,
-``sum w = 1`` at an optimum) say what a link costs; a path of job ``j`` is worth adding
-when its cost ``D_j / T0 * sum_{e in p} w_e / c_e`` is below the job's dual ``pi_j``. The
-pricing step finds every job's cheapest path at once (:func:`optiq.paths.least_cost_paths`),
-limited to ``hop_slack`` hops more than the job's shortest route.
+The restricted LP (:class:`~optiq.models.restricted.RestrictedLP`) starts from every job's
+default route and a few fast candidates, so its first solution is already as good as the
+LP over fixed candidates and never worse than the machine's own routing. Its dual link
+prices ``w`` (``w >= 0``, ``sum w = 1``) say what a link costs; a path of job ``j`` is worth
+adding when its cost ``D_j / T0 * Z * sum_{e in p} w_e / c_e`` is below the job's dual
+``pi_j``. The pricing step finds every job's cheapest path at once
+(:func:`optiq.paths.least_cost_paths`), limited to ``hop_slack`` hops more than the job's
+shortest route.
 
 The same prices bound the optimum from below. For any ``w >= 0`` with ``sum w = 1`` and any
 plan, ``t = t * sum_e w_e >= sum_e w_e load_e / c_e = sum_j D_j * sum_{e in p} w_e / c_e`` over
@@ -15,14 +18,19 @@ so the reported gap is against the true optimum.
 Degeneracy: only links that are exactly full get non-zero duals, so pricing by duals alone
 fixes one bottleneck per iteration (measured: 60 iterations without progress on bgq:1024).
 Every iteration therefore also prices smoothed weights that grow exponentially with each
-link's utilisation, and adds every job's new path from both (batching). The final
-restricted LP is solved once more with crossover, so the plan uses few paths.
+link's utilisation, and adds every job's new path from both (batching). The LP keeps its
+rows and columns between iterations; interior point restarts from scratch each time
+(HiGHS cannot warm-start it), so what carries over is the model and its lazy rows.
+
+A time limit stops after the first restricted LP at the earliest (that LP always runs to
+its end, so the result is never worse than it) and returns the best plan found.
 """
 
 from __future__ import annotations
 
 import enum
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -30,17 +38,25 @@ import numpy as np
 
 from ..errors import SolverError
 from ..paths import PathSet
-from ..paths.pricing import least_cost_paths, min_hops
+from ..paths.pathset import csr_positions
+from ..paths.workers import Workers
+from ..paths import least_cost_paths, min_hops
 from .highs_lp import solve_lp
-from .solution import LPSolution, LPStatus, highs_options
+from .restricted import RestrictedLP
+from .solution import FIRST_ORDER, LPStatus
 
-__all__ = ["ColumnGeneration", "CGStatus", "CGIteration", "column_generation", "RestrictedLP", "DEFAULT_GAP",
-           "DEFAULT_HOP_SLACK"]
+__all__ = ["ColumnGeneration", "CGStatus", "CGIteration", "column_generation", "DEFAULT_GAP", "DEFAULT_HOP_SLACK",
+           "INITIAL_BUSY"]
 
 #: Stop when the plan is within 1% of the best proven lower bound.
 DEFAULT_GAP = 0.01
 #: Priced paths may be this many hops longer than the job's shortest route.
 DEFAULT_HOP_SLACK = 2
+#: Columns carrying less than this share of their job after a solve leave the restricted LP.
+IDLE_SHARE = 1e-3
+#: Before the first solve, links loaded to this fraction of the busiest (every job split
+#: evenly over its initial columns) get rows; the others join when a solve overloads them.
+INITIAL_BUSY = 0.5
 
 
 class CGStatus(enum.Enum):
@@ -56,10 +72,13 @@ class CGIteration:
 
     iteration: int
     paths: int
+    rows: int
     lp_time_s: float
     bound_s: float
     gap: float
     added: int
+    solve_s: float
+    price_s: float
     elapsed_s: float
 
 
@@ -70,41 +89,46 @@ class ColumnGeneration:
     Attributes
     ----------
     paths : PathSet
-        Every path generated (grouped by job).
-    solution : LPSolution
-        The final restricted LP over ``paths`` (a vertex when ``final_solver`` crosses over).
+        Every path of the restricted LP (grouped by job).
+    share : ndarray
+        Fraction of its job on every path of ``paths``: the best solution found.
+    time_s : float
+        That solution's completion time (its busiest link).
     lower_bound_s : float
         The best proven lower bound on the completion time of any plan.
     gap : float
-        ``(LP time - bound) / LP time``.
+        ``(time - bound) / time``.
     status : CGStatus
     history : tuple of CGIteration
+    first_time_s : float
+        The first restricted LP's time; ``time_s`` is never above it.
     paths_s, lp_s, price_s : float
         Time in the initial paths, in LP solves, and in pricing.
     """
 
     paths: PathSet = field(repr=False)
-    solution: LPSolution = field(repr=False)
+    share: np.ndarray = field(repr=False)
+    time_s: float
     lower_bound_s: float
     gap: float
     status: CGStatus
     history: tuple[CGIteration, ...] = field(repr=False)
+    first_time_s: float
     paths_s: float
     lp_s: float
     price_s: float
-
-    @property
-    def time_s(self) -> float:
-        return self.solution.time_s
 
     @property
     def iterations(self) -> int:
         return len(self.history)
 
 
-def column_generation(topology, demands, *, hop_slack: int = DEFAULT_HOP_SLACK, gap: float = DEFAULT_GAP,
-                      time_limit: float | None = None, max_iterations: int = 100, known_bound_s: float = 0.0,
-                      smoothing: float = 10.0, solver: str = "ipm-nox", sizes: np.ndarray | None = None,
+def column_generation(topology, demands, *, initial: PathSet | None = None, hop_slack: int = DEFAULT_HOP_SLACK,
+                      gap: float = DEFAULT_GAP, time_limit: float | None = None, max_iterations: int = 100,
+                      known_bound_s: float = 0.0, smoothing: float = 10.0, solver: str | None = None,
+                      sizes: np.ndarray | None = None, seed: int = 0, idle_share: float | None = None,
+                      tolerance: float | None = None, workers: Workers | None = None, overlap: bool = True,
+                      vertex: bool = True,
                       progress: Callable[[str], None] | None = None) -> ColumnGeneration:
     """Solve the path LP over all paths within the hop limit, adding paths as prices ask.
 
@@ -118,24 +142,43 @@ def column_generation(topology, demands, *, hop_slack: int = DEFAULT_HOP_SLACK, 
     ----------
     topology : Topology
     demands : Demands
+    initial : PathSet, optional
+        The first columns; default every job's default route and a few fast candidates
+        (:func:`optiq.paths.initial_columns`).
     hop_slack : int
         Priced paths have at most (the job's hop distance + ``hop_slack``) links.
     gap : float
         Stop when ``(LP time - best bound) / LP time <= gap``.
     time_limit : float, optional
-        Seconds for the whole run; the best plan so far is returned with ``TIME_LIMIT``.
+        Seconds for the whole run after the first restricted LP has been solved; the best
+        plan found is returned with status ``TIME_LIMIT``.
     max_iterations : int
     known_bound_s : float
         A lower bound known beforehand (e.g. a cut bound); the best bound starts there.
     smoothing : float
         Sharpness of the smoothed weights.
-    solver : str
-        HiGHS algorithm for the restricted LPs (``ipm-nox`` re-solves from scratch,
-        ``simplex`` warm-starts from the last basis).
+    solver : str, optional
+        HiGHS algorithm for the restricted LPs; default ``hipdlp`` (first order, 4-5 times
+        faster at scale, within 1e-5 of each LP's optimum) unless ``gap`` is below 1e-3,
+        then ``ipm-nox`` (interior point without crossover).
     sizes : ndarray, optional
         Replace the jobs' bytes (QoS effective sizes, :mod:`optiq.models.qos`).
+    seed : int
+        Seed of the initial candidates and of the jitter of the smoothed weights.
+    workers : Workers, optional
+        Spread the pricing (one shortest-path tree per source) over MPI ranks; the result
+        is the same for any number of ranks.
+    vertex : bool
+        At the end, solve the LP over the paths that carry data once more with interior
+        point and crossover (when the time limit leaves room): a vertex is as fast and
+        uses far fewer paths (bgq:1024 disjoint: 2,794 paths become about 600).
+    overlap : bool
+        Price the last solution's utilisation while the next LP solves (HiGHS runs in a
+        thread and releases the GIL), so on two cores an iteration costs the dual pricing
+        plus the longer of the two; the utilisation columns then join one LP later.
     progress : callable, optional
-        Gets one line per iteration: iteration, paths, LP time, bound, gap, elapsed.
+        Gets one line per step: initial paths, then per iteration paths, rows, LP time,
+        bound, gap and elapsed time.
 
     Returns
     -------
@@ -144,7 +187,7 @@ def column_generation(topology, demands, *, hop_slack: int = DEFAULT_HOP_SLACK, 
     Raises
     ------
     SolverError
-        If HiGHS fails on a restricted LP, or ``gap`` is negative.
+        If HiGHS fails on a restricted LP, or ``gap`` is not in [0, 1).
 
     Examples
     --------
@@ -153,211 +196,219 @@ def column_generation(topology, demands, *, hop_slack: int = DEFAULT_HOP_SLACK, 
     >>> t = torus((4, 4, 2), bandwidth=1e9)
     >>> d = constant_ratio(32, nbytes=2**20, num_sources=2, ratio=4)
     >>> cg = column_generation(t, d)
-    >>> cg.gap <= 0.01 and cg.lower_bound_s <= cg.time_s
+    >>> cg.gap <= 0.01 and cg.lower_bound_s <= cg.time_s <= cg.first_time_s
     True
     """
-    if gap < 0:
-        raise SolverError(f"gap must be non-negative, got {gap}")
+    from ..paths.initial import initial_columns
+
+    if not 0 <= gap < 1:
+        raise SolverError(f"gap must be in [0, 1), got {gap}")
     say = progress or (lambda msg: None)
     start = time.perf_counter()
     deadline = float("inf") if time_limit is None else start + time_limit
     J = demands.num_jobs
     size = demands.nbytes.astype(float) if sizes is None else np.asarray(sizes, dtype=float)
     hop_limit = min_hops(topology, demands.src, demands.dst) + hop_slack
-    first, _, _ = least_cost_paths(topology, demands.src, demands.dst, np.ones(topology.num_links), hop_limit)
-    lp = RestrictedLP(topology, demands, solver, sizes=size)
-    columns = _Columns(lp, size)
-    columns.add(first, np.arange(J))
+    if initial is None:
+        initial = initial_columns(topology, demands, hop_slack=hop_slack, seed=seed, progress=progress,
+                                  workers=workers)
+    if solver is None:
+        solver = "hipdlp" if gap >= 1e-3 else "ipm-nox"
+    if tolerance is None:
+        tolerance = 1e-8 if gap == 0 else 1e-5 if solver in FIRST_ORDER else 1e-6
+    lp = RestrictedLP(topology, demands, sizes=size, solver=solver, tolerance=tolerance)
+    columns = _Columns(lp, IDLE_SHARE if idle_share is None else idle_share)
+    columns.add(initial.links, initial.hops, initial.job)
+    lp.add_busy_links(INITIAL_BUSY)
+    pricer = _Pricer(topology, demands, size, hop_limit, smoothing, lp.t0, progress, workers)
     paths_s = time.perf_counter() - start
+    say(f"column generation: {lp.num_paths:,} initial paths for {J:,} jobs, {lp.num_link_rows:,} of "
+        f"{topology.num_links:,} link rows, {paths_s:.1f} s")
     bound, lp_s, price_s, history = float(known_bound_s), 0.0, 0.0, []
+    best: tuple[float, PathSet, np.ndarray] | None = None  # time, the paths that carry data, their shares
+    first_time = float("inf")
     status = CGStatus.ITERATION_LIMIT
-    last: tuple[int, np.ndarray, float] | None = None  # columns, shares and time of the last solved LP
-    for it in range(1, max_iterations + 1):
-        t_iter = t0 = time.perf_counter()
-        lp_time, share, link_dual, job_dual, lp_status = lp.solve(_remaining(deadline))
-        lp_s += time.perf_counter() - t0
-        if lp_status == LPStatus.TIME_LIMIT:
-            status = CGStatus.TIME_LIMIT
-            break
-        last = (lp.num_paths, share, lp_time)
+    previous = None  # the last solution: its utilisation is priced while the next LP solves
+    background = ThreadPoolExecutor(max_workers=1) if overlap else None
+    try:
+        for it in range(1, max_iterations + 1):
+            t_iter = time.perf_counter()
+            limit = None if best is None else _remaining(deadline)
+            smoothed = None
+            if background is not None and previous is not None:
+                solving = background.submit(lp.solve, limit, progress=progress)  # HiGHS releases the GIL
+                t0 = time.perf_counter()
+                smoothed = pricer.utilisation(previous)
+                price_s += time.perf_counter() - t0
+                sol = solving.result()
+            else:
+                sol = lp.solve(limit, progress=progress)
+            lp_s += sol.solve_s
+            if sol.status == LPStatus.TIME_LIMIT:
+                status = CGStatus.TIME_LIMIT
+                say(f"iteration {it}: time limit during the LP solve; keeping the best plan found")
+                break
+            if best is None:
+                first_time = sol.time_s
+            if best is None or sol.time_s < best[0]:
+                used = sol.share > 0
+                paths, order = columns.pathset(used)
+                best = (sol.time_s, paths, sol.share[used][order])
+            t0 = time.perf_counter()
+            rows_before, paths_before = sol.rows, lp.num_paths
+            dual_paths, dual_jobs, dual_bound = pricer.duals(sol)
+            if smoothed is None or background is None:
+                smoothed = pricer.utilisation(sol)
+            previous = sol if background is not None else None
+            bound = max(bound, dual_bound, smoothed[2])
+            dropped = columns.drop_idle(sol.share)
+            improved = columns.add_lists(dual_paths, dual_jobs)  # improving paths already in the LP are noise
+            added = improved + columns.add_lists(smoothed[0], smoothed[1])
+            price = time.perf_counter() - t0
+            price_s += price
+            current_gap = max(0.0, (best[0] - bound) / best[0]) if best[0] > 0 else 0.0
+            if lp.solver in FIRST_ORDER:  # far from the target, a looser first-order solve is enough
+                lp.set_tolerance(min(1e-4, max(tolerance, current_gap / 100)))
+            elapsed = time.perf_counter() - start
+            history.append(CGIteration(it, paths_before, rows_before, sol.time_s, bound, current_gap, added,
+                                       sol.solve_s, price, elapsed))
+            say(f"iteration {it}: {paths_before:,} paths, {rows_before:,} link rows, LP {sol.time_s * 1e3:.4f} ms "
+                f"({sol.solve_s:.1f} s{', %d links over' % sol.over if sol.over else ''}), bound "
+                f"{bound * 1e3:.4f} ms, gap {current_gap:.2%}; +{added:,} -{dropped:,} paths ({price:.1f} s), "
+                f"{elapsed:.1f} s")
+            if current_gap <= gap:
+                status = CGStatus.GAP_REACHED
+                break
+            if improved == 0 and sol.over == 0:
+                status = CGStatus.NO_IMPROVING_PATH
+                break
+            if time.perf_counter() + 1.2 * (time.perf_counter() - t_iter) >= deadline:
+                status = CGStatus.TIME_LIMIT  # the next (larger) LP would not finish in time
+                say(f"stopping: another iteration would not end within the time limit ({time_limit:g} s)")
+                break
+    finally:
+        if background is not None:
+            background.shutdown(wait=True)
+    assert best is not None
+    best_time, paths, share = best
+    if vertex and (deadline == float("inf") or deadline - time.perf_counter() > 2 * (lp_s / max(len(history), 1))):
+        # a vertex of the LP over the paths that carry data: as fast, far fewer paths (fewer chunk copies)
         t0 = time.perf_counter()
-        utilisation = columns.link_bytes(share) / (topology.capacity * lp_time)
-        total = link_dual.sum()
-        if total <= 0:
-            raise SolverError("the restricted LP returned no link prices")
-        cost = link_dual / total / topology.capacity  # normalised price per byte on every link
-        found, path_cost, free_cost = least_cost_paths(topology, demands.src, demands.dst, cost, hop_limit)
-        bound = max(bound, float(size @ free_cost))
-        # reduced cost in the scaled LP: D_j / T0 * sum_e dual_e / c_e - pi_j
-        reduced = size * path_cost * total / lp.t0 - job_dual
-        improving = np.flatnonzero(reduced < -1e-9 * lp_time / lp.t0)
-        added = columns.add([found[j] for j in improving], improving)
-        smooth = np.exp(smoothing * (np.minimum(utilisation, 1.0) - 1.0))
-        smooth /= smooth.sum()
-        found, _, free_cost = least_cost_paths(topology, demands.src, demands.dst, smooth / topology.capacity,
-                                               hop_limit)
-        bound = max(bound, float(size @ free_cost))
-        added += columns.add(found, np.arange(J))
-        price_s += time.perf_counter() - t0
-        current_gap = max(0.0, (lp_time - bound) / lp_time) if lp_time > 0 else 0.0
-        history.append(CGIteration(it, lp.num_paths - added, lp_time, bound, current_gap, added,
-                                   time.perf_counter() - start))
-        say(f"iteration {it}: {lp.num_paths - added} paths, LP {lp_time * 1e3:.4f} ms, bound {bound * 1e3:.4f} ms, "
-            f"gap {current_gap:.2%}, +{added} paths, {time.perf_counter() - start:.1f} s")
-        if current_gap <= gap:
-            status = CGStatus.GAP_REACHED
-            break
-        if improving.size == 0:
-            status = CGStatus.NO_IMPROVING_PATH
-            break
-        if time.perf_counter() + 1.5 * (time.perf_counter() - t_iter) >= deadline:
-            status = CGStatus.TIME_LIMIT  # the next (larger) LP would not finish in time
-            break
-    final = None
-    if status != CGStatus.TIME_LIMIT:
-        # once more with crossover: a vertex uses far fewer paths; within what is left of the time limit
-        paths = columns.pathset()
-        t0 = time.perf_counter()
-        final = solve_lp(topology, demands, paths, solver="ipm", sizes=sizes, time_limit=_remaining(deadline))
+        sol = solve_lp(topology, demands, paths, solver="ipm", sizes=sizes, time_limit=_remaining(deadline),
+                       progress=progress)
         lp_s += time.perf_counter() - t0
-        if final.status != LPStatus.OPTIMAL:
-            say("no time left for the final vertex: keeping the last interior solution")
-            final = None
-    if final is None:
-        if last is None:
-            raise SolverError(f"the time limit ({time_limit} s) ran out before the first restricted LP was solved")
-        count, share, lp_time = last
-        paths = columns.pathset(count)
-        final = LPSolution(share=share[columns.order(count)], time_s=lp_time,
-                           status=LPStatus.OPTIMAL if status == CGStatus.GAP_REACHED else LPStatus.TIME_LIMIT,
-                           route="highs", solver=solver, build_s=0.0, solve_s=0.0, time_unit_s=lp.t0)
-    final_gap = max(0.0, (final.time_s - bound) / final.time_s) if final.time_s > 0 else 0.0
-    return ColumnGeneration(paths=paths, solution=final, lower_bound_s=bound, gap=final_gap, status=status,
-                            history=tuple(history), paths_s=paths_s, lp_s=lp_s, price_s=price_s)
+        polished = _busiest(topology, paths, size, sol.share) if sol.status == LPStatus.OPTIMAL else float("inf")
+        if polished <= best_time * (1 + 1e-9):
+            kept = sol.share > 0
+            say(f"vertex of the final LP: {int(kept.sum()):,} of {paths.num_paths:,} paths carry data "
+                f"({time.perf_counter() - t0:.1f} s)")
+            best_time, paths, share = polished, paths.select(kept), sol.share[kept]
+    final_gap = max(0.0, (best_time - bound) / best_time) if best_time > 0 else 0.0
+    return ColumnGeneration(paths=paths, share=share, time_s=best_time, lower_bound_s=bound, gap=final_gap,
+                            status=status, history=tuple(history), first_time_s=first_time, paths_s=paths_s,
+                            lp_s=lp_s, price_s=price_s)
+
+
+class _Pricer:
+    """The two pricing steps: by the LP's duals (exact) and by smoothed utilisation weights."""
+
+    def __init__(self, topology, demands, size, hop_limit, smoothing, t0, progress, workers) -> None:
+        self.topology, self.demands, self.size, self.hop_limit = topology, demands, size, hop_limit
+        self.smoothing, self.t0, self.progress, self.workers = smoothing, t0, progress, workers
+
+    def _search(self, cost: np.ndarray, too_long: str, what: str):
+        return least_cost_paths(self.topology, self.demands.src, self.demands.dst, cost / self.topology.capacity,
+                                self.hop_limit, too_long=too_long, progress=self.progress, what=what,
+                                workers=self.workers)
+
+    def duals(self, sol) -> tuple[list[np.ndarray], np.ndarray, float]:
+        """Paths of negative reduced cost ``D_j / T0 * Z * cost_w(p) - pi_j``, and the Lagrangian bound.
+
+        A per-hop penalty keeps paths within their hop limit cheaply; only when it finds
+        nothing does the exact hop-limited search run, so "no improving path" is exact.
+        """
+        tolerance = -1e-9 * np.abs(sol.job_dual).max()
+        for mode in ("penalty", "exact"):
+            found, path_cost, free_cost = self._search(sol.link_price, mode, "pricing by duals")
+            reduced = self.size / self.t0 * sol.price_scale * path_cost - sol.job_dual
+            improving = np.flatnonzero((reduced < tolerance) & (np.array([p.size for p in found]) > 0))
+            if improving.size:
+                break
+        return [found[j] for j in improving], improving, float(self.size @ free_cost)
+
+    def utilisation(self, sol) -> tuple[list[np.ndarray], np.ndarray, float]:
+        """Every job's cheapest path under ``exp(smoothing * (utilisation - 1))``, and that bound."""
+        smooth = np.exp(self.smoothing * (np.minimum(sol.link_s / sol.time_s, 1.0) - 1.0))
+        found, _, free_cost = self._search(smooth / smooth.sum(), "penalty", "pricing by utilisation")
+        return found, np.arange(self.demands.num_jobs), float(self.size @ free_cost)
+
+
+def _busiest(topology, paths: PathSet, size: np.ndarray, share: np.ndarray) -> float:
+    """Completion time (busiest link) when path ``p`` carries ``share[p]`` of its job, shares renormalised."""
+    share = np.maximum(share, 0.0)
+    total = np.bincount(paths.job, weights=share, minlength=size.size)[paths.job]
+    per_path = np.where(total > 0, share / np.where(total > 0, total, 1.0), 0.0) * size[paths.job]
+    return float((paths.link_loads(per_path, topology.num_links) / topology.capacity).max())
 
 
 def _remaining(deadline: float) -> float | None:
-    return None if deadline == float("inf") else max(1.0, deadline - time.perf_counter())
+    return None if deadline == float("inf") else max(1e-3, deadline - time.perf_counter())
 
 
 class _Columns:
-    """The paths in the restricted LP, without duplicates, as flat link arrays."""
+    """The columns of the restricted LP, each (job, path) once, and which may be dropped.
 
-    def __init__(self, lp: "RestrictedLP", sizes: np.ndarray) -> None:
-        self.lp, self.sizes = lp, sizes
-        self.known: set[tuple[int, bytes]] = set()
-        self.links: list[np.ndarray] = []
-        self.jobs: list[int] = []
-        self._flat: tuple[np.ndarray, np.ndarray] | None = None
-
-    def add(self, paths: list[np.ndarray], jobs) -> int:
-        new_paths, new_jobs = [], []
-        for p, j in zip(paths, np.asarray(jobs).tolist()):
-            key = (j, p.tobytes())
-            if key not in self.known:
-                self.known.add(key)
-                new_paths.append(p)
-                new_jobs.append(j)
-        self.lp.add_paths(new_paths, np.asarray(new_jobs, dtype=np.int64))
-        self.links += new_paths
-        self.jobs += new_jobs
-        self._flat = None
-        return len(new_paths)
-
-    def link_bytes(self, share: np.ndarray) -> np.ndarray:
-        """Bytes on every link when path ``p`` carries ``share[p]`` of its job."""
-        if self._flat is None:
-            hops = np.array([p.size for p in self.links])
-            self._flat = (np.concatenate(self.links), np.repeat(np.arange(len(self.links)), hops))
-        links, owner = self._flat
-        per_path = share * self.sizes[np.asarray(self.jobs)]
-        return np.bincount(links, weights=per_path[owner], minlength=self.lp.topology.num_links)
-
-    def pathset(self, count: int | None = None) -> PathSet:
-        """The first ``count`` columns (all by default), grouped by job."""
-        count = len(self.links) if count is None else count
-        return PathSet.from_lists(self.links[:count], self.jobs[:count], self.lp.demands.num_jobs)
-
-    def order(self, count: int) -> np.ndarray:
-        """Column positions in the order of :meth:`pathset` (stable by job)."""
-        return np.argsort(np.asarray(self.jobs[:count]), kind="stable")
-
-
-class RestrictedLP:
-    """The path LP kept alive in HiGHS: columns are added, each solve starts from the last one.
-
-    Rows: one demand row per job (``sum x = 1``) and one capacity row per link
-    (``sum a x - tau <= 0``), in the scaling of :func:`optiq.models.scaling.lp_coefficients`
-    (``T0 = max demand / min capacity``). Column 0 is ``tau``.
+    A column that carries less than :data:`IDLE_SHARE` of its job after a solve leaves the
+    LP (interior point pays for every column; on an 8,192-node torus two thirds of them
+    are idle and dropping them makes the next solve three times faster). If pricing asks
+    for it again it comes back for good, so no column cycles.
     """
 
-    def __init__(self, topology, demands, solver: str = "simplex", sizes: np.ndarray | None = None) -> None:
-        import highspy
+    def __init__(self, lp: RestrictedLP, idle_share: float) -> None:
+        self.lp, self.idle_share = lp, idle_share
+        self.keys: list[tuple[int, bytes]] = []   # one per LP column, in column order
+        self.state: dict[tuple[int, bytes], str] = {}  # "in", "kept" (back once: never dropped) or "out"
+        self.age = np.zeros(0, dtype=np.int64)
 
-        self.topology, self.demands = topology, demands
-        self.sizes = demands.nbytes.astype(float) if sizes is None else np.asarray(sizes, dtype=float)
-        self.t0 = float(self.sizes.max() / topology.capacity.min())
-        J, L = demands.num_jobs, topology.num_links
-        self.num_paths = 0
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = 1, J + L
-        lp.col_cost_ = np.array([1.0])
-        lp.col_lower_, lp.col_upper_ = np.array([0.0]), np.array([highspy.kHighsInf])
-        lp.row_lower_ = np.concatenate([np.ones(J), np.full(L, -highspy.kHighsInf)])
-        lp.row_upper_ = np.concatenate([np.ones(J), np.zeros(L)])
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = np.array([0, L], dtype=np.int32)
-        lp.a_matrix_.index_ = (J + np.arange(L)).astype(np.int32)
-        lp.a_matrix_.value_ = -np.ones(L)
-        self.solver = solver
-        self.highs = highspy.Highs()
-        for name, value in highs_options(solver, None).items():
-            self.highs.setOptionValue(name, value)
-        self.highs.passModel(lp)
+    def add(self, links: np.ndarray, hops: np.ndarray, jobs: np.ndarray) -> int:
+        offsets = np.concatenate(([0], np.cumsum(hops)))
+        return self.add_lists([links[offsets[p]:offsets[p + 1]] for p in range(hops.size)], jobs)
 
-    def add_paths(self, paths: list[np.ndarray], jobs: np.ndarray) -> None:
-        """Add one column per path (link ids) of the given jobs."""
-        if not paths:
-            return
-        import highspy
+    def add_lists(self, paths: list[np.ndarray], jobs) -> int:
+        keep, keys = [], []
+        for i, (p, j) in enumerate(zip(paths, np.asarray(jobs).tolist())):
+            key = (j, p.tobytes())
+            state = self.state.get(key)
+            if p.size and state != "in" and state != "kept":
+                self.state[key] = "in" if state is None else "kept"
+                keep.append(i)
+                keys.append(key)
+        if keep:
+            hops = np.array([paths[i].size for i in keep], dtype=np.int64)
+            self.lp.add_columns(np.concatenate([paths[i] for i in keep]), hops,
+                                np.asarray(jobs, dtype=np.int64)[keep])
+            self.keys += keys
+            self.age = np.concatenate([self.age, np.zeros(len(keep), dtype=np.int64)])
+        return len(keep)
 
-        topo, J = self.topology, self.demands.num_jobs
-        jobs = np.asarray(jobs, dtype=np.int64)
-        hops = np.array([p.size for p in paths])
-        links = np.concatenate(paths)
-        owner = np.repeat(jobs, hops)
-        coef = self.sizes[owner] / (topo.capacity[links] * self.t0)
-        starts = np.concatenate(([0], np.cumsum(hops + 1)[:-1]))
-        index = np.empty(int(hops.sum() + hops.size), dtype=np.int32)
-        value = np.empty(index.size)
-        index[starts], value[starts] = jobs, 1.0  # the demand row first, then the links
-        rest = np.ones(index.size, dtype=bool)
-        rest[starts] = False
-        index[rest], value[rest] = J + links, coef
-        n = len(paths)
-        self.highs.addCols(n, np.zeros(n), np.zeros(n), np.full(n, highspy.kHighsInf), index.size,
-                           starts.astype(np.int32), index, value)
-        self.num_paths += n
+    def drop_idle(self, share: np.ndarray) -> int:
+        """Drop the columns below :data:`IDLE_SHARE` that were solved once and never came back."""
+        self.age += 1
+        drop = (share < self.idle_share) & (self.age > 0)
+        drop &= np.array([self.state[k] == "in" for k in self.keys], dtype=bool)
+        if not drop.any():
+            return 0
+        self.lp.drop_columns(drop)
+        for i in np.flatnonzero(drop):
+            self.state[self.keys[i]] = "out"
+        self.keys = [k for k, d in zip(self.keys, drop) if not d]
+        self.age = self.age[~drop]
+        return int(drop.sum())
 
-    def solve(self, time_limit: float | None = None) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, LPStatus]:
-        """Solve; returns time (s), path shares, link duals (>= 0), job duals, status.
-
-        At the time limit the status is ``TIME_LIMIT`` and the arrays are ``None``.
-        """
-        import highspy
-
-        h = self.highs
-        h.setOptionValue("time_limit", float("inf") if time_limit is None else float(time_limit))
-        if self.solver != "simplex":
-            h.clearSolver()  # otherwise HiGHS warm-starts simplex from the last basis: vertex duals again
-        h.run()
-        status = h.getModelStatus()
-        sol = h.getSolution()
-        x = np.asarray(sol.col_value)
-        if status in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kIterationLimit):
-            return float("nan"), None, None, None, LPStatus.TIME_LIMIT
-        if status != highspy.HighsModelStatus.kOptimal or x.size != self.num_paths + 1 or not sol.dual_valid:
-            raise SolverError(f"HiGHS returned no solution for the restricted LP: {h.modelStatusToString(status)}")
-        J = self.demands.num_jobs
-        row_dual = np.asarray(sol.row_dual)
-        return float(x[0]) * self.t0, x[1:], np.maximum(-row_dual[J:], 0.0), row_dual[:J], LPStatus.OPTIMAL
+    def pathset(self, mask: np.ndarray) -> tuple[PathSet, np.ndarray]:
+        """The columns where ``mask`` is true, grouped by job, and their order among those columns."""
+        links, offsets, jobs = self.lp.columns
+        keep = np.flatnonzero(mask)
+        hops = np.diff(offsets)[keep]
+        return PathSet.from_csr(links[csr_positions(offsets[keep], hops)], np.concatenate(([0], np.cumsum(hops))),
+                                jobs[keep], self.lp.demands.num_jobs)

@@ -9,14 +9,15 @@ import numpy as np
 from scipy.sparse import coo_matrix
 
 from ..errors import SolverError
+from ..progress import Progress, heartbeat
 from .scaling import lp_coefficients
-from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options
+from .solution import DEFAULT_SOLVER, LPSolution, highs_options, highs_status
 
 __all__ = ["solve_lp"]
 
 
 def solve_lp(topology, demands, paths, *, solver: str = DEFAULT_SOLVER,
-             time_limit: float | None = None, sizes=None) -> LPSolution:
+             time_limit: float | None = None, sizes=None, progress: Progress | None = None) -> LPSolution:
     """Solve the multipath LP of :func:`optiq.models.build_pyomo_model` by direct assembly.
 
     Columns are the path shares ``x`` then ``tau``; rows are one demand row per job then one
@@ -63,19 +64,15 @@ def solve_lp(topology, demands, paths, *, solver: str = DEFAULT_SOLVER,
     h.passModel(lp)
     build_s = time.perf_counter() - start
     start = time.perf_counter()
-    h.run()
+    with heartbeat(progress, f"LP ({P:,} paths, {J + used.size:,} rows, HiGHS {solver})"):
+        h.run()
     solve_s = time.perf_counter() - start
     model_status = h.getModelStatus()
     solution = h.getSolution()
     x = np.asarray(solution.col_value)
     if x.size != P + 1:
         raise SolverError(f"HiGHS ({solver}) returned no solution: {h.modelStatusToString(model_status)}")
-    if model_status == highspy.HighsModelStatus.kOptimal:
-        status = LPStatus.OPTIMAL
-    elif model_status in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kIterationLimit):
-        status = LPStatus.TIME_LIMIT
-    else:
-        status = LPStatus.FAILED
+    status = highs_status(model_status)
     link_dual, job_dual = np.zeros(topology.num_links), None
     if solution.dual_valid:
         row_dual = np.asarray(solution.row_dual)

@@ -7,12 +7,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "DEFAULT_SOLVER", "highs_options"]
+__all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVER", "highs_options", "highs_status"]
 
 #: HiGHS LP algorithms optiq exposes: ``ipm`` is interior point followed by crossover to a
-#: vertex; ``ipm-nox`` interior point without crossover; ``pdlp`` the first-order solver;
-#: ``simplex`` the dual simplex.
-LP_SOLVERS = ("ipm", "ipm-nox", "pdlp", "simplex")
+#: vertex; ``ipm-nox`` interior point without crossover; ``pdlp`` and ``hipdlp`` the two
+#: first-order (PDLP) solvers; ``simplex`` the dual simplex. ``hipdlp`` at a relative
+#: tolerance of 1e-5 solves the restricted LPs of column generation 4-5 times faster than
+#: interior point (49,152 nodes, 196,608 paths: 17 s against 76 s; 8,192 nodes: 3.9 s
+#: against 14 s) to within 0.02% of their optimum.
+LP_SOLVERS = ("ipm", "ipm-nox", "pdlp", "hipdlp", "simplex")
+#: Solvers whose answer is a first-order approximation (slightly infeasible, within tolerance).
+FIRST_ORDER = ("pdlp", "hipdlp")
 
 #: Interior point with crossover. Interior point is far faster than simplex on large
 #: multipath LPs, and crossover turns its interior solution (which spreads every job over
@@ -40,6 +45,18 @@ class LPStatus(enum.Enum):
     OPTIMAL = "optimal"
     TIME_LIMIT = "time limit"
     FAILED = "failed"
+
+
+def highs_status(model_status) -> LPStatus:
+    """The :class:`LPStatus` of a HiGHS model status (the one place that maps them)."""
+    import highspy
+
+    if model_status == highspy.HighsModelStatus.kOptimal:
+        return LPStatus.OPTIMAL
+    if model_status in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kIterationLimit,
+                        highspy.HighsModelStatus.kInterrupt):
+        return LPStatus.TIME_LIMIT
+    return LPStatus.FAILED
 
 
 @dataclass(frozen=True)
