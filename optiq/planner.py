@@ -44,7 +44,7 @@ def make_candidates(topology, demands, k: int = 16, kind: str = "auto", *, hop_l
     if kind == "torus":
         if not topology.is_torus:
             raise PlanError(f"torus candidates need a torus or mesh, not {topology.name!r}")
-        return torus_paths(topology, demands, k)
+        return torus_paths(topology, demands, k, seed=seed, progress=progress)
     if kind == "spread":
         return spread_paths(topology, demands, k, seed=seed, progress=progress, workers=workers)
     return diverse_paths(topology, demands, k, hop_limit=hop_limit, seed=seed, progress=progress)

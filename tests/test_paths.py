@@ -170,19 +170,20 @@ def test_pathset_select_and_loads():
 
 @pytest.mark.parametrize("dims,wrap", [((4, 4, 2), True), ((5, 3), True), ((3, 4), False), ((8, 2, 3), True)])
 @pytest.mark.parametrize("slack", [0, 2])
-def test_torus_paths_are_distinct_simple_and_start_with_the_default_route(dims, wrap, slack):
+@pytest.mark.parametrize("spread", [False, True])
+def test_torus_paths_are_distinct_simple_and_within_the_slack(dims, wrap, slack, spread):
     from optiq.paths import torus_paths
 
     t = torus(dims, wrap=wrap)
     d = random_demands(t, 25, seed=len(dims) + slack)
-    ps = torus_paths(t, d, k=12, hop_slack=slack)
+    ps = torus_paths(t, d, k=12, hop_slack=slack, spread=spread, seed=3)
     default = system_routes(t, d)
     shortest = np.array([torus_distance(t, s, x) for s, x in zip(d.src, d.dst)])
     jo = ps.job_offsets
     for j in range(d.num_jobs):
         paths = [ps.path(p) for p in range(jo[j], jo[j + 1])]
         assert 1 <= len(paths) <= 12
-        assert paths[0].tolist() == default.path(j).tolist()
+        assert spread or paths[0].tolist() == default.path(j).tolist()   # in recipe order the default comes first
         assert len({p.tobytes() for p in paths}) == len(paths)
         for p in range(jo[j], jo[j + 1]):
             nodes = ps.nodes(p, t)
@@ -192,11 +193,36 @@ def test_torus_paths_are_distinct_simple_and_start_with_the_default_route(dims, 
         assert (ps.hops == shortest[ps.job]).all()
 
 
+def test_spread_torus_paths_are_seeded_and_spread_the_load():
+    from optiq.paths import torus_paths
+
+    t = torus((4, 4, 4, 2))
+    d = constant_ratio(128, "disjoint", nbytes=1)
+    a, b = torus_paths(t, d, 6, seed=1), torus_paths(t, d, 6, seed=1)
+    assert np.array_equal(a.links, b.links) and np.array_equal(a.job, b.job)
+    in_order = torus_paths(t, d, 6, spread=False)
+    uses = lambda ps: np.bincount(ps.links, minlength=t.num_links)  # noqa: E731
+    assert uses(a).max() < uses(in_order).max()
+
+
+def test_recipe_pool_cheapest_is_the_least_cost_recipe_by_brute_force():
+    from optiq.paths.torus import RecipePool
+
+    t = torus((4, 3, 2))
+    d = random_demands(t, 10, seed=5)
+    pool = RecipePool(t, d, vias=6, seed=2)
+    cost = np.random.default_rng(0).random(t.num_links)
+    pick, got = pool.cheapest(cost)
+    for j in range(d.num_jobs):
+        costs = [cost[pool.path(j, r)].sum() for r in range(len(pool.recipes)) if pool.valid[j, r]]
+        assert got[j] == pytest.approx(min(costs)) and pool.valid[j, pick[j]]
+
+
 def test_torus_paths_leave_a_source_by_every_link_when_detours_are_allowed():
     from optiq.paths import torus_paths
 
     t = torus((4, 4, 4))
-    ps = torus_paths(t, Demands([0], [21], [1]), k=40)      # 21 = (1, 1, 1): every dimension one step
+    ps = torus_paths(t, Demands([0], [21], [1]), k=40, spread=False)      # 21 = (1, 1, 1): one step per dimension
     first = {int(ps.path(p)[0]) for p in range(ps.num_paths)}
     assert first == set(t.links_from(0).tolist())
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import PathError
+from ..progress import Progress, Ticker
 from .pathset import PathSet
 
-__all__ = ["bgq_dimension_order", "dimension_order_walk", "torus_paths"]
+__all__ = ["bgq_dimension_order", "dimension_order_walk", "torus_paths", "RecipePool"]
 
 
 def bgq_dimension_order(dims) -> list[int]:
@@ -126,11 +127,11 @@ def _rotated(order: list[int], r: int) -> list[int]:
     return order[r:] + order[:r]
 
 
-def _build(topology, table, src, dst, order, recipe: _Recipe) -> tuple[np.ndarray, np.ndarray]:
+def _build(topology, table, src, dst, order, recipe: _Recipe, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Rows of link ids (``-1`` padded) for every job, and which rows are valid simple paths."""
     rotated = _rotated(order, recipe.rotation)
     if recipe.via >= 0:
-        mid = _box_point(topology, src, dst, recipe.flip_ties, np.random.default_rng(recipe.via))
+        mid = _box_point(topology, src, dst, recipe.flip_ties, np.random.default_rng([seed, recipe.via]))
         rows = np.concatenate([dimension_order_walk(topology, src, mid, rotated, flip_ties=recipe.flip_ties, table=table),
                                dimension_order_walk(topology, mid, dst, _rotated(order, recipe.rotation + 1),
                                                     flip_ties=recipe.flip_ties, table=table)], axis=1)
@@ -182,14 +183,159 @@ def _simple(topology, rows: np.ndarray, src: np.ndarray) -> np.ndarray:
     return ~(nodes[:, 1:] == nodes[:, :-1]).any(axis=1)
 
 
-def torus_paths(topology, demands, k: int = 8, *, hop_slack: int = 2, vias: int = 0, seed: int = 0) -> PathSet:
+class RecipePool:
+    """Every job's coordinate-built paths as one ``(jobs, recipes, hops)`` array.
+
+    The recipes: every shortest dimension-ordered route (each rotation of the Blue Gene/Q
+    order, ties both ways), ``vias`` shortest routes through a random point of the job's
+    shortest-route box (two dimension-ordered legs), and, when ``hop_slack >= 2``, the
+    two-hop detours. A job's invalid, too long or repeated paths are masked out. The pool
+    answers two questions with a gather and a sum, no graph search: which path of each job
+    is cheapest under some link costs (:meth:`cheapest`, pricing), and which ``k`` spread
+    the load best (:meth:`spread`, candidates). Recipe 0 is every job's default route.
+
+    Memory: 4 bytes per (job, recipe, hop): 140 MB for the 24,576 jobs of a full Blue
+    Gene/Q with 50 recipes.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import Demands
+    >>> t = torus((4, 4)); pool = RecipePool(t, Demands([0], [5], [1]), vias=4)
+    >>> pick, cost = pool.cheapest(np.ones(t.num_links))
+    >>> cost.tolist()                                       # a shortest route: 2 hops
+    [2.0]
+    """
+
+    def __init__(self, topology, demands, *, hop_slack: int = 2, vias: int = 20, seed: int = 0) -> None:
+        if not topology.is_torus:
+            raise PathError(f"coordinate-built paths need a torus or mesh, not {topology.name!r}")
+        demands.check_against(topology)
+        self.topology, self.demands, self.hop_slack = topology, demands, hop_slack
+        self.table = _link_table(topology)
+        self.order = [d for d in bgq_dimension_order(topology.dims) if topology.dims[d] > 1]
+        self.shortest = topology.pair_hops(demands.src, demands.dst)
+        self.recipes = _recipes(self.order, hop_slack, vias)
+        self.seed = seed
+        built = [self._build(r) for r in self.recipes]
+        width = max(rows.shape[1] for rows, _ in built)
+        L = topology.num_links
+        self.links = np.full((demands.num_jobs, len(built), width), L, dtype=np.int32)  # L pads: costs nothing
+        self.valid = np.zeros((demands.num_jobs, len(built)), dtype=bool)
+        for i, (rows, ok) in enumerate(built):
+            self.links[:, i, :rows.shape[1]] = np.where(rows >= 0, rows, L)
+            self.valid[:, i] = ok
+        self._drop_repeats()
+
+    def _build(self, recipe: _Recipe) -> tuple[np.ndarray, np.ndarray]:
+        src, dst = self.demands.src, self.demands.dst
+        rows, ok = _build(self.topology, self.table, src, dst, self.order, recipe, self.seed)
+        hops = (rows >= 0).sum(axis=1)
+        ok &= hops <= self.shortest + self.hop_slack
+        if recipe.detour_dim >= 0:
+            ok &= hops > self.shortest  # a "detour" that is a shortest route repeats the routes above
+            ok &= _simple(self.topology, rows, src)
+        return rows, ok
+
+    def _drop_repeats(self) -> None:
+        """Mask every path a job already has from an earlier recipe."""
+        J, R, W = self.links.shape
+        key = _row_hash(np.where(self.links == self.topology.num_links, -1, self.links).reshape(J * R, W))
+        key = np.where(self.valid.reshape(-1), key, np.arange(J * R, dtype=np.uint64)).reshape(J, R)
+        order = np.argsort(key, axis=1, kind="stable")
+        ranked = np.take_along_axis(key, order, axis=1)
+        repeat = np.zeros((J, R), bool)
+        repeat[:, 1:] = ranked[:, 1:] == ranked[:, :-1]
+        np.put_along_axis(self.valid, order, np.take_along_axis(self.valid, order, axis=1) & ~repeat, axis=1)
+
+    def refresh(self, seed: int) -> None:
+        """Draw new random points for the through-a-point recipes (new paths for pricing)."""
+        self.seed = seed
+        for i, recipe in enumerate(self.recipes):
+            if recipe.via >= 0:
+                rows, ok = self._build(recipe)
+                self.links[:, i, :] = self.topology.num_links
+                self.links[:, i, :rows.shape[1]] = np.where(rows >= 0, rows, self.topology.num_links)
+                self.valid[:, i] = ok
+        self._drop_repeats()
+
+    def path(self, job: int, recipe: int) -> np.ndarray:
+        row = self.links[job, recipe]
+        return row[row < self.topology.num_links].astype(np.int64)
+
+    def _costs(self, weight: np.ndarray, jobs: slice) -> np.ndarray:
+        cost = weight[self.links[jobs]].sum(axis=2)
+        return np.where(self.valid[jobs], cost, np.inf)
+
+    def cheapest(self, link_cost: np.ndarray, *, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+        """Per job, the recipe of its cheapest valid path under ``link_cost`` and that cost."""
+        weight = np.append(np.asarray(link_cost, dtype=float), 0.0)
+        J = self.demands.num_jobs
+        pick, cost = np.zeros(J, dtype=np.int64), np.zeros(J)
+        for start in range(0, J, chunk):
+            part = slice(start, min(start + chunk, J))
+            costs = self._costs(weight, part)
+            pick[part] = np.argmin(costs, axis=1)
+            cost[part] = costs[np.arange(costs.shape[0]), pick[part]]
+        return pick, cost
+
+    def spread(self, k: int, *, penalty: float = 2.0, seed: int = 0, chunk: int = 4096,
+               progress: Progress | None = None) -> PathSet:
+        """``k`` rounds of load-aware choice: each round every job takes its unused path whose
+        links, weighted ``1 + penalty * use / mean use + jitter``, cost least."""
+        rng = np.random.default_rng(seed)
+        J, R, _ = self.links.shape
+        L = self.topology.num_links
+        uses = np.zeros(L + 1)
+        taken = np.zeros((J, R), dtype=bool)
+        picks: list[np.ndarray] = []
+        tick = Ticker(progress, "torus candidates: rounds", k)
+        for rnd in range(k):
+            tick(rnd)
+            mean = uses[:L][uses[:L] > 0].mean() if (uses[:L] > 0).any() else 1.0
+            weight = 1.0 + penalty * uses / mean + rng.random(L + 1) * 0.01
+            weight[L] = 0.0
+            pick = np.full(J, -1, dtype=np.int64)
+            for start in range(0, J, chunk):
+                part = slice(start, min(start + chunk, J))
+                costs = np.where(taken[part], np.inf, self._costs(weight, part))
+                best = np.argmin(costs, axis=1)
+                fine = np.isfinite(costs[np.arange(costs.shape[0]), best])
+                pick[part] = np.where(fine, best, -1)
+            ok = np.flatnonzero(pick >= 0)
+            taken[ok, pick[ok]] = True
+            np.add.at(uses, self.links[ok, pick[ok]].ravel(), 1.0)
+            picks.append(pick)
+        tick(k)
+        return self._pathset(np.stack(picks, axis=1))
+
+    def first(self, k: int) -> PathSet:
+        """Every job's first ``k`` valid paths in recipe order (the default route first)."""
+        chosen = self.valid & (np.cumsum(self.valid, axis=1) <= k)
+        order = np.argsort(~chosen, axis=1, kind="stable")[:, :k]  # the chosen recipes first, in recipe order
+        return self._pathset(np.where(np.take_along_axis(chosen, order, axis=1), order, -1))
+
+    def _pathset(self, picks: np.ndarray) -> PathSet:
+        """Paths of ``picks[j, i]`` (a recipe, or ``-1`` / out of range for none), grouped by job."""
+        J, R, W = self.links.shape
+        jobs, slot = np.nonzero((picks >= 0) & (picks < R))
+        rows = self.links[jobs, picks[jobs, slot]]
+        keep = rows < self.topology.num_links
+        hops = keep.sum(axis=1)
+        return PathSet(jobs, np.concatenate(([0], np.cumsum(hops))), rows[keep].astype(np.int64), J)
+
+
+def torus_paths(topology, demands, k: int = 8, *, hop_slack: int = 2, spread: bool = True, vias: int = 20,
+                seed: int = 0, progress: Progress | None = None) -> PathSet:
     """Up to ``k`` distinct paths per job on a torus or mesh, from coordinates (module docstring).
 
-    The first path of every job is its Blue Gene/Q default route, so a plan over these
-    candidates can always do what the machine does. Then come the other shortest
-    dimension-ordered routes (each rotation of the order, ties taken both ways), then
-    detours of two extra hops (when ``hop_slack >= 2``) that are not shortest routes in
-    disguise. Paths visit no node twice.
+    With ``spread`` (the default) the paths come from a :class:`RecipePool` in ``k`` rounds
+    of load-aware choice, as :func:`optiq.paths.spread_paths` does with Dijkstra but with
+    no graph search: on an 8,192-node torus, disjoint 1:8, the LP over 8 of them is 17.6 ms
+    against 16.7 ms over 8 spread paths and 23.7 ms over the first 8 recipes, in 2 s
+    instead of 11 s. Without ``spread``: every job's first ``k`` recipes, its Blue Gene/Q
+    default route first, then the other shortest dimension-ordered routes, then two-hop
+    detours. Paths visit no node twice.
 
     Parameters
     ----------
@@ -200,6 +346,14 @@ def torus_paths(topology, demands, k: int = 8, *, hop_slack: int = 2, vias: int 
         Paths per job at most.
     hop_slack : int
         Detours (two hops longer than the shortest route) only when at least 2.
+    spread : bool
+        Choose by load (see above) rather than in recipe order.
+    vias : int
+        Recipes through random points of the shortest-route box (``spread`` only).
+    seed : int
+        Seed of the random points and of the load jitter.
+    progress : callable, optional
+        Receives the rounds done every couple of seconds.
 
     Returns
     -------
@@ -215,44 +369,18 @@ def torus_paths(topology, demands, k: int = 8, *, hop_slack: int = 2, vias: int 
     >>> from optiq.topology import torus
     >>> from optiq.workloads import Demands
     >>> t = torus((4, 4))
-    >>> ps = torus_paths(t, Demands([0], [5], [1]), k=6)
+    >>> ps = torus_paths(t, Demands([0], [5], [1]), k=6, spread=False)
     >>> ps.num_paths, sorted(set(ps.hops.tolist()))
     (6, [2, 4])
     >>> len({int(ps.path(p)[0]) for p in range(ps.num_paths)})     # leaves by all four links
     4
     """
-    if not topology.is_torus:
-        raise PathError(f"torus_paths needs a torus or mesh, not {topology.name!r}")
     if k < 1:
         raise PathError(f"k (paths per job) must be at least 1, got {k}")
-    demands.check_against(topology)
-    table = _link_table(topology)
-    order = [d for d in bgq_dimension_order(topology.dims) if topology.dims[d] > 1]
-    src, dst = demands.src, demands.dst
-    J = demands.num_jobs
-    shortest = topology.pair_hops(src, dst)
-    chosen: list[np.ndarray] = []          # accepted rows, one (J, width) array per recipe
-    taken = np.zeros(J, dtype=np.int64)
-    keys: list[tuple[np.ndarray, np.ndarray]] = []   # per recipe used: each job's row hash, accepted or not
-    for recipe in _recipes(order, hop_slack, vias):
-        need = taken < k
-        if not need.any():
-            break
-        rows, ok = _build(topology, table, src, dst, order, recipe)
-        hops = (rows >= 0).sum(axis=1)
-        ok &= need & (hops <= shortest + hop_slack)
-        if recipe.detour_dim >= 0:
-            ok &= hops > shortest  # a "detour" that is a shortest route repeats the routes above
-            ok &= _simple(topology, rows, src)
-        key = _row_hash(rows)
-        for earlier, accepted in keys:
-            ok &= ~((earlier == key) & accepted)
-        if not ok.any():
-            continue
-        chosen.append(np.where(ok[:, None], rows, -1))
-        keys.append((key, ok))
-        taken += ok
-    return _to_pathset(chosen, J)
+    if progress:
+        progress(f"torus candidates: building the coordinate routes of {demands.num_jobs:,} jobs")
+    pool = RecipePool(topology, demands, hop_slack=hop_slack, vias=vias if spread else 0, seed=seed)
+    return pool.spread(k, seed=seed, progress=progress) if spread else pool.first(k)
 
 
 def _row_hash(rows: np.ndarray) -> np.ndarray:
@@ -263,19 +391,3 @@ def _row_hash(rows: np.ndarray) -> np.ndarray:
             mixed = (h ^ col.astype(np.uint64)) * np.uint64(1099511628211)
             h = np.where(col >= 0, mixed, h)
     return h
-
-
-def _to_pathset(chosen: list[np.ndarray], num_jobs: int) -> PathSet:
-    """Paths grouped by job, in recipe order within a job."""
-    if not chosen:
-        return PathSet(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), num_jobs)
-    width = max(r.shape[1] for r in chosen)
-    table = np.full((num_jobs, len(chosen), width), -1, dtype=np.int64)
-    for i, rows in enumerate(chosen):
-        table[:, i, :rows.shape[1]] = rows
-    flat = table.reshape(num_jobs * len(chosen), width)
-    hops = (flat >= 0).sum(axis=1)
-    keep = hops > 0
-    job = np.repeat(np.arange(num_jobs), len(chosen))[keep]
-    links = flat[keep][flat[keep] >= 0]  # row-major: each path's links in order
-    return PathSet(job, np.concatenate(([0], np.cumsum(hops[keep]))), links, num_jobs)
