@@ -273,7 +273,7 @@ def column_generation(topology, demands, *, initial: PathSet | None = None, hop_
             history.append(CGIteration(it, paths_before, rows_before, sol.time_s, bound, current_gap, added,
                                        sol.solve_s, price, elapsed))
             say(f"iteration {it}: {paths_before:,} paths, {rows_before:,} link rows, LP {sol.time_s * 1e3:.4f} ms "
-                f"({sol.solve_s:.1f} s{', %d links over' % sol.over if sol.over else ''}), bound "
+                f"({sol.solve_s:.1f} s, {sol.rounds} solve{'s' if sol.rounds > 1 else ''}), bound "
                 f"{bound * 1e3:.4f} ms, gap {current_gap:.2%}; +{added:,} -{dropped:,} paths ({price:.1f} s), "
                 f"{elapsed:.1f} s")
             if current_gap <= gap:
@@ -310,7 +310,12 @@ def column_generation(topology, demands, *, initial: PathSet | None = None, hop_
 
 
 class _Pricer:
-    """The two pricing steps: by the LP's duals (exact) and by smoothed utilisation weights."""
+    """The two pricing steps: by the LP's duals (exact) and by smoothed utilisation weights.
+
+    (Pricing from a pool of coordinate-built paths instead of a graph search was measured
+    and dropped: on an 8,192-node torus, disjoint 1:8, it was 4.4% off after 120 s where
+    the search is within 1% after 60 s; the paths the optimum needs are not in the pool.)
+    """
 
     def __init__(self, topology, demands, size, hop_limit, smoothing, t0, progress, workers) -> None:
         self.topology, self.demands, self.size, self.hop_limit = topology, demands, size, hop_limit

@@ -33,6 +33,9 @@ from .solution import FIRST_ORDER, LPStatus, highs_options, highs_status
 
 __all__ = ["RestrictedLP", "RestrictedSolution"]
 
+#: First-order solves look for the missing link rows at this looser tolerance, then solve once
+#: at the tolerance asked for (None: every round at that tolerance).
+SCOUT_TOLERANCE: float | None = 1e-3
 #: Links loaded to at least this fraction of the LP's time join the rows with the violated ones.
 NEAR_FULL = 0.9
 
@@ -284,7 +287,10 @@ class RestrictedLP:
         deadline = None if time_limit is None else time.perf_counter() + time_limit
         h, J = self.highs, self.demands.num_jobs
         solve_s = 0.0
+        target = self.tolerance
+        scouting = self.solver in FIRST_ORDER and SCOUT_TOLERANCE is not None and target < SCOUT_TOLERANCE
         for rounds in range(1, max_rounds + 1):
+            self.set_tolerance(SCOUT_TOLERANCE if scouting else target)
             left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
             # HiGHS compares its time limit with the run time summed over every run of this object
             h.setOptionValue("time_limit", float("inf") if left is None else h.getRunTime() + float(left))
@@ -297,6 +303,7 @@ class RestrictedLP:
             status = highs_status(h.getModelStatus())
             if status == LPStatus.TIME_LIMIT:
                 empty = np.zeros(0)
+                self.set_tolerance(target)
                 return RestrictedSolution(status, float("nan"), empty, empty, empty, 0.0, empty, rounds, 0,
                                           self.num_link_rows, solve_s)
             sol = h.getSolution()
@@ -315,8 +322,12 @@ class RestrictedLP:
             over = np.flatnonzero((self.row_of_link < 0) & (seconds > lp_time * (1 + self.over)))
             if over.size:
                 self.add_links(np.flatnonzero((self.row_of_link < 0) & (seconds >= NEAR_FULL * lp_time)))
+            elif scouting:  # the rows are found: solve once more at the tolerance asked for
+                scouting = False
+                continue
             if not over.size or rounds == max_rounds:
                 break
+        self.set_tolerance(target)
         row_dual = np.asarray(sol.row_dual)
         price = np.zeros(self.topology.num_links)
         has_row = self.row_of_link >= 0
