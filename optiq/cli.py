@@ -22,6 +22,7 @@ from .plan import DEFAULT_CHUNK_SIZE, load_plan
 from .planner import CANDIDATE_KINDS, METHODS, make_candidates, make_plan
 from .report import metrics_table
 from .runtime import BASELINES
+from .sim.flow import DEFAULT_BATCH
 from .sim import (SHARING, ChunkModel, fit_chunk_model, load_chunk_model, read_run_samples, simulate_chunks,
                   simulate_direct, simulate_flows)
 from .topology import from_spec
@@ -60,6 +61,14 @@ _size = _argument(parse_size)
 _rate = _argument(parse_rate)
 _positive_int = _int_at_least(1)
 _non_negative_int = _int_at_least(0)
+
+
+@_argument
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise ValueError(f"{text!r} must be a number in [0, 1]")
+    return value
 
 
 @_argument
@@ -138,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--link-rate", type=_rate, help="chunk/direct: every link's rate instead of the topology's")
     p.add_argument("--sharing", choices=SHARING, default="equal",
                    help="flow: equal (max-min fair per path) or proportional (weighted by remaining bytes)")
+    p.add_argument("--batch", type=_fraction, default=DEFAULT_BATCH,
+                   help=f"flow: fraction of the moving flows that may end before rates are recomputed (default "
+                        f"{DEFAULT_BATCH}; 0 = exact)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.add_argument("--hop-latency", type=_non_negative_float,
                    help=f"chunk/direct: seconds per hop (default {ChunkModel.hop_latency_s})")
     p.add_argument("--header", type=_non_negative_int,
@@ -354,8 +367,8 @@ def run(args) -> int:
 def _simulate(args) -> None:
     plan = load_plan(args.plan)
     if args.model == "flow":
-        result = simulate_flows(plan, args.sharing)
-        out = {"model": "flow", "sharing": result.sharing, "phases": result.phases}
+        result = simulate_flows(plan, args.sharing, batch=args.batch, progress=_progress(args))
+        out = {"model": "flow", "sharing": result.sharing, "batch": args.batch, "phases": result.phases}
         completion = result.completion_time_s
     else:
         model = load_chunk_model(args.params) if args.params else ChunkModel()
@@ -364,7 +377,7 @@ def _simulate(args) -> None:
         model = replace(model, **{k: v for k, v in given.items() if v is not None})
         out = {"model": args.model, **asdict(model)}
         if args.model == "chunk":
-            result = simulate_chunks(plan, model, args.chunk_size)
+            result = simulate_chunks(plan, model, args.chunk_size, progress=_progress(args))
             out.update(chunks=result.chunks, events=result.events)
             completion = result.completion_time_s
         else:

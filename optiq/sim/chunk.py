@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import PlanError
 from ..jsonfile import read_tagged, write_tagged
+from ..progress import Progress, Ticker
 
 __all__ = ["ChunkModel", "ChunkResult", "simulate_chunks", "simulate_direct", "load_chunk_model"]
 
@@ -88,8 +89,12 @@ class ChunkResult:
     events: int
 
 
-def simulate_chunks(plan, model: ChunkModel = ChunkModel(), chunk_size: int | None = None) -> ChunkResult:
+def simulate_chunks(plan, model: ChunkModel = ChunkModel(), chunk_size: int | None = None, *,
+                    progress: Progress | None = None) -> ChunkResult:
     """Simulate every chunk of ``plan`` (see the module docstring).
+
+    ``progress`` receives the events processed every couple of seconds (two per chunk and
+    hop).
 
     Raises
     ------
@@ -127,10 +132,14 @@ def simulate_chunks(plan, model: ChunkModel = ChunkModel(), chunk_size: int | No
             order += 1
     heapq.heapify(events)
     processed = 0
+    total = int((nchunks * (2 * ps.hops - 1)).sum())
+    tick = Ticker(progress, "chunk simulation: events", total)
     header, latency, forward = model.header_bytes, model.hop_latency_s, model.forward_cost_s
     while events:
         now, _, kind, p, i, hop = heapq.heappop(events)
         processed += 1
+        if processed % 65536 == 0:
+            tick(processed)
         e = int(ps.links[offsets[p] + hop])
         if kind == 0:  # the link serves chunks in the order they reach it
             size = min(chunk, int(plan.path_bytes[p]) - i * chunk)
@@ -146,6 +155,7 @@ def simulate_chunks(plan, model: ChunkModel = ChunkModel(), chunk_size: int | No
             node_free[v] = max(now, node_free[v]) + forward
             heapq.heappush(events, (node_free[v], order, 0, p, i, hop + 1))
             order += 1
+    tick(processed)
     return ChunkResult(float(finish.max(initial=0.0)), finish, int(nchunks.sum()), processed)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import PlanError
+from ..progress import Progress, Ticker
 
 __all__ = ["FlowResult", "simulate_flows", "flow_finish_times", "SHARING"]
 
@@ -50,13 +51,24 @@ class FlowResult:
     sharing: str
 
 
-def simulate_flows(plan, sharing: str = "equal") -> FlowResult:
+def simulate_flows(plan, sharing: str = "equal", *, batch: float = DEFAULT_BATCH,
+                   progress: Progress | None = None) -> FlowResult:
     """Simulate ``plan`` at flow level (see the module docstring).
+
+    Parameters
+    ----------
+    plan : Plan
+    sharing : {"equal", "proportional"}
+    batch : float
+        Fraction of the moving flows that may finish before rates are recomputed
+        (:func:`flow_finish_times`); 0 is the exact event-driven model.
+    progress : callable, optional
+        Receives the flows finished every couple of seconds.
 
     Raises
     ------
     PlanError
-        For an unknown ``sharing``.
+        For an unknown ``sharing`` or a ``batch`` outside [0, 1].
 
     Examples
     --------
@@ -76,15 +88,18 @@ def simulate_flows(plan, sharing: str = "equal") -> FlowResult:
     """
     if sharing not in SHARING:
         raise PlanError(f"unknown sharing {sharing!r}; expected one of {', '.join(SHARING)}")
+    if not 0 <= batch <= 1:
+        raise PlanError(f"batch must be in [0, 1], got {batch}")
     ps = plan.paths
-    finish, phases = flow_finish_times(ps, plan.path_bytes, plan.topology.capacity, sharing)
+    finish, phases = flow_finish_times(ps, plan.path_bytes, plan.topology.capacity, sharing, batch=batch,
+                                       progress=progress)
     job_finish = np.zeros(plan.demands.num_jobs)
     np.maximum.at(job_finish, ps.job, finish)
     return FlowResult(float(finish.max(initial=0.0)), finish, job_finish, phases, sharing)
 
 
-def flow_finish_times(paths, path_bytes, capacity, sharing: str = "equal", *,
-                      batch: float = DEFAULT_BATCH) -> tuple[np.ndarray, int]:
+def flow_finish_times(paths, path_bytes, capacity, sharing: str = "equal", *, batch: float = DEFAULT_BATCH,
+                      progress: Progress | None = None) -> tuple[np.ndarray, int]:
     """Finish time of every path carrying ``path_bytes`` over links of ``capacity``, and the phases.
 
     The engine of :func:`simulate_flows`, for callers that change bytes or capacities.
@@ -99,8 +114,10 @@ def flow_finish_times(paths, path_bytes, capacity, sharing: str = "equal", *,
     now, phases = 0.0, 0
     active = remaining > 0
     entries = _Entries(paths.path_of_link_entry, paths.links, capacity.size)
+    tick = Ticker(progress, "flow simulation: flows finished", int(active.sum()))
     while active.any():
         phases += 1
+        tick(int((finish > 0).sum()))
         entries = entries.keep(active[entries.path])
         weight = np.where(active, remaining if sharing == "proportional" else 1.0, 0.0)
         rate = _max_min_rates(weight, entries, capacity, paths.num_paths)
@@ -115,6 +132,7 @@ def flow_finish_times(paths, path_bytes, capacity, sharing: str = "equal", *,
         remaining = np.where(active, remaining - rate * step, 0.0)
         remaining[done] = 0.0
         active &= ~done
+    tick(int((finish > 0).sum()))
     return finish, phases
 
 
