@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
+from decimal import Decimal
 
 from .errors import OptiqError
+
+#: Every byte count must be below this (it is summed and indexed as a 64-bit integer).
+MAX_BYTES = 2**63 - 1
 
 _UNITS = {
     "": 1, "B": 1,
@@ -34,7 +39,8 @@ def parse_size(text: str | int | float, *, what: str = "size") -> int:
     Raises
     ------
     OptiqError
-        If the text is not a size, has an unknown unit, is not positive or not a whole byte count.
+        If the text is not a size, has an unknown unit, is not positive, not a whole byte
+        count, or not below 2^63 bytes.
 
     Examples
     --------
@@ -44,20 +50,24 @@ def parse_size(text: str | int | float, *, what: str = "size") -> int:
     64000
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value, unit = float(text), ""
+        if not math.isfinite(text):
+            raise OptiqError(f"{what} {text!r} is not a size (examples: 8MiB, 64KB, 1048576)")
+        value, unit = Decimal(text), ""
     else:
         m = _SIZE.match(str(text))
         if not m:
             raise OptiqError(f"{what} {text!r} is not a size (examples: 8MiB, 64KB, 1048576)")
-        value, unit = float(m.group(1)), m.group(2).upper()
+        value, unit = Decimal(m.group(1)), m.group(2).upper()
     if unit not in _UNITS:
         raise OptiqError(f"{what} {text!r} has unknown unit {unit!r} (use B, KB, MB, GB, KiB, MiB, GiB)")
-    nbytes = value * _UNITS[unit]
+    nbytes = value * _UNITS[unit]  # exact: no float rounding of large counts
     if nbytes <= 0:
         raise OptiqError(f"{what} {text!r} must be positive")
-    if abs(nbytes - round(nbytes)) > 1e-6:
+    if nbytes > MAX_BYTES:
+        raise OptiqError(f"{what} {text!r} is too large (at most 2^63 - 1 bytes)")
+    if nbytes != nbytes.to_integral_value():
         raise OptiqError(f"{what} {text!r} is not a whole number of bytes")
-    return int(round(nbytes))
+    return int(nbytes)
 
 
 def parse_rate(text: str | int | float, *, what: str = "rate") -> float:
@@ -75,6 +85,8 @@ def parse_rate(text: str | int | float, *, what: str = "rate") -> float:
     if not m or m.group(2).upper() not in _UNITS:
         raise OptiqError(f"{what} {text!r} is not a rate (examples: 1.8GB/s, 200MB/s)")
     rate = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    if not math.isfinite(rate):
+        raise OptiqError(f"{what} {text!r} is not a finite rate")
     if rate <= 0:
         raise OptiqError(f"{what} {text!r} must be positive")
     return rate

@@ -61,7 +61,7 @@ def test_parse_size(text, value):
     assert parse_size(text) == value
 
 
-@pytest.mark.parametrize("text", ["0", "-5MiB", "8XB", "abc", "0.5"])
+@pytest.mark.parametrize("text", ["0", "-5MiB", "8XB", "abc", "0.5", "1e30", "9223372036854775808", float("nan")])
 def test_parse_size_rejects(text):
     with pytest.raises(OptiqError):
         parse_size(text)
@@ -69,7 +69,13 @@ def test_parse_size_rejects(text):
 
 @pytest.mark.parametrize("src,dst,size,fragment", [([1], [1], [5], "source = destination"),
                                                    ([0], [1], [0], "positive"),
-                                                   ([0], [1], [1.5], "positive integers"),
+                                                   ([0], [1], [1.5], "must be an integer"),
+                                                   ([0.7], [1], [5], "source 0.7"),
+                                                   ([0], [1.2], [5], "destination 1.2"),
+                                                   ([0], [1], [1e30], "integer below 2"),
+                                                   ([0], [1], [10**30], "integer below 2"),
+                                                   ([0, 1], [1, 2], [5 * 10**18] * 2, "add up to"),
+                                                   ([-1], [1], [5], "negative source"),
                                                    ([0, 0], [1, 1], [5, 5], "more than once")])
 def test_bad_demands(src, dst, size, fragment):
     with pytest.raises(WorkloadError, match=fragment):
@@ -132,3 +138,23 @@ def test_cesm_layout_follows_the_thesis():
     assert ocn.total_bytes == 64 * 2 * 2**20
     with pytest.raises(WorkloadError, match="unknown CESM model 'SEA'"):
         cesm_coupling(512, "SEA")
+
+
+@pytest.mark.parametrize("encoding,newline", [("utf-8", "\n"), ("utf-8-sig", "\r\n"), ("utf-8-sig", "\n")])
+def test_demand_csv_with_a_byte_order_mark_or_crlf_reads_alike(tmp_path, encoding, newline):
+    plain = tmp_path / "plain.csv"
+    plain.write_text("src,dst,bytes\n0,1,8MiB\n2,3,100\n")
+    other = tmp_path / "other.csv"
+    other.write_bytes(newline.join(["src, dst ,bytes", "0,1,8388608", "", "2,3,100", ""]).encode(encoding))
+    assert read_demands(other).to_rows() == read_demands(plain).to_rows() == [(0, 1, 8388608), (2, 3, 100)]
+
+
+@pytest.mark.parametrize("body,fragment", [("0,1\n", "line 2 has 2 fields"), ("0,1,-5\n", "positive"),
+                                           ("0,1,1e30\n", "too large"), ("", "no demands"),
+                                           ("0.5,1,5\n", "not integer node ids")])
+def test_bad_demand_csv_names_the_file_and_line(tmp_path, body, fragment):
+    path = tmp_path / "d.csv"
+    path.write_text("src,dst,bytes\n" + body)
+    with pytest.raises(WorkloadError, match=fragment) as info:
+        read_demands(path)
+    assert "d.csv" in str(info.value)

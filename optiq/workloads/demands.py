@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import WorkloadError
+from ..units import MAX_BYTES
 
 __all__ = ["Demands"]
 
@@ -27,8 +28,9 @@ class Demands:
     Raises
     ------
     WorkloadError
-        If lengths differ, a source equals its destination, a size is not a positive
-        integer, or a (source, destination) pair appears twice.
+        If lengths differ, a node id or size is not an integer (``0.7`` is not node 0), a
+        node id is negative, a size is not positive, the sizes add up to 2^63 bytes or more,
+        a source equals its destination, or a (source, destination) pair appears twice.
 
     Examples
     --------
@@ -43,18 +45,22 @@ class Demands:
     name: str = "demands"
 
     def __post_init__(self) -> None:
-        src = np.asarray(self.src, dtype=np.int64).ravel()
-        dst = np.asarray(self.dst, dtype=np.int64).ravel()
-        raw = np.asarray(self.nbytes).ravel()
-        if not (src.size == dst.size == raw.size):
-            raise WorkloadError(f"src, dst and nbytes differ in length: {src.size}, {dst.size}, {raw.size}")
+        src, dst = _integers(self.src, "source"), _integers(self.dst, "destination")
+        nbytes = _integers(self.nbytes, "size")
+        if not (src.size == dst.size == nbytes.size):
+            raise WorkloadError(f"src, dst and nbytes differ in length: {src.size}, {dst.size}, {nbytes.size}")
         if src.size == 0:
             raise WorkloadError("the demand set is empty")
-        nbytes = raw.astype(np.int64)
-        bad = np.flatnonzero((nbytes != raw) | (nbytes <= 0))
+        bad = np.flatnonzero(nbytes <= 0)
         if bad.size:
             j = bad[0]
-            raise WorkloadError(f"job {j} ({src[j]} -> {dst[j]}) has size {raw[j]!r}: sizes must be positive integers")
+            raise WorkloadError(f"job {j} ({src[j]} -> {dst[j]}) has size {nbytes[j]}: sizes must be positive integers")
+        for arr, what in ((src, "source"), (dst, "destination")):
+            if arr.min() < 0:
+                j = int(np.argmin(arr))
+                raise WorkloadError(f"job {j} has a negative {what} {arr[j]}")
+        if nbytes.sum(dtype=float) >= 2.0**62 and sum(nbytes.tolist()) > MAX_BYTES:
+            raise WorkloadError(f"the jobs' sizes add up to more than 2^63 - 1 bytes ({nbytes.sum(dtype=float):.3g})")
         same = np.flatnonzero(src == dst)
         if same.size:
             raise WorkloadError(f"job {same[0]} has source = destination = {src[same[0]]}")
@@ -98,3 +104,41 @@ class Demands:
         return list(zip(self.src.tolist(), self.dst.tolist(), self.nbytes.tolist()))
 
 
+
+
+def _integers(values, what: str) -> np.ndarray:
+    """``values`` as a flat int64 array, refusing anything that is not exactly an integer."""
+    raw = np.asarray(values).ravel()
+    if raw.dtype.kind in "iu":
+        if raw.dtype.kind == "u" and raw.size and raw.max() > MAX_BYTES:
+            raise WorkloadError(f"{what} {raw.max()} is too large (at most 2^63 - 1)")
+        return raw.astype(np.int64)
+    if raw.dtype.kind == "b" or raw.size == 0:
+        return raw.astype(np.int64)
+    try:
+        as_float = raw.astype(float)
+    except (TypeError, ValueError):
+        bad = next(i for i, v in enumerate(raw.tolist()) if not _is_number(v))
+        raise WorkloadError(f"job {bad} has {what} {_plain(raw[bad])!r}, not an integer") from None
+    bad = np.flatnonzero(~np.isfinite(as_float) | (as_float != np.round(as_float)) | (np.abs(as_float) >= 2.0**63))
+    if bad.size:
+        j = int(bad[0])
+        raise WorkloadError(f"job {j} has {what} {_plain(raw[j])!r}: it must be an integer below 2^63")
+    if raw.dtype.kind == "O":  # Python ints are exact: check them as such
+        big = [i for i, v in enumerate(raw.tolist()) if isinstance(v, int) and not -MAX_BYTES <= v <= MAX_BYTES]
+        if big:
+            raise WorkloadError(f"job {big[0]} has {what} {raw[big[0]]!r}: it must be an integer below 2^63")
+        return np.array([int(v) for v in raw.tolist()], dtype=np.int64)
+    return as_float.astype(np.int64)
+
+
+def _is_number(value) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
+import warnings
 from pathlib import Path
+
+import numpy as np
 
 from ..errors import OptiqError, WorkloadError
 from ..units import parse_size
@@ -28,6 +32,40 @@ def _row(row: dict, where: str) -> tuple[int, int, int]:
         raise WorkloadError(f"{where}: {exc}") from None
 
 
+def _read_csv(fh, path: Path) -> "Demands | list[tuple[int, int, int]]":
+    """The jobs of a CSV file: at once when every field is a plain integer, else row by row."""
+    header = next(csv.reader([fh.readline()]), [])
+    names = [name.strip().lower() for name in header]
+    if not {"src", "dst", "bytes"} <= set(names):
+        raise WorkloadError(f"demand file {str(path)!r} needs a header line naming the columns src,dst,bytes "
+                            f"(found {', '.join(map(repr, header)) or 'an empty line'})")
+    at = [names.index(name) for name in ("src", "dst", "bytes")]
+    body = fh.read()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an empty body: reported below as "no demands"
+            table = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.int64, usecols=at, ndmin=2)
+    except (ValueError, OverflowError):  # units, decimals or a malformed line: parse each row to name it
+        rows = []
+        for n, row in enumerate(csv.reader(io.StringIO(body)), start=2):
+            if not any(field.strip() for field in row):
+                continue
+            if len(row) <= max(at):
+                raise WorkloadError(f"{path}: line {n} has {len(row)} fields, the header {len(header)}") from None
+            rows.append(_row(dict(zip(("src", "dst", "bytes"), (row[i] for i in at))), f"{path}: line {n}"))
+        return rows
+    if table.shape[0] == 0:
+        return []
+    return _demands(table[:, 0], table[:, 1], table[:, 2], path)
+
+
+def _demands(src, dst, size, path: Path) -> Demands:
+    try:
+        return Demands(src, dst, size, name=path.name)
+    except WorkloadError as exc:
+        raise WorkloadError(f"demand file {str(path)!r}: {exc}") from None
+
+
 def read_demands(path: str | Path) -> Demands:
     """Read demands from a ``.csv`` (header ``src,dst,bytes``) or ``.json`` file.
 
@@ -41,11 +79,18 @@ def read_demands(path: str | Path) -> Demands:
     """
     path = Path(path)
     if not path.is_file():
-        raise WorkloadError(f"demand file {str(path)!r} does not exist")
+        raise WorkloadError(f"demand file {str(path)!r} " + ("is a directory" if path.is_dir() else "does not exist"))
+    try:
+        return _read(path)
+    except OSError as exc:
+        raise WorkloadError(f"cannot read demand file {str(path)!r}: {exc.strerror or exc}") from None
+
+
+def _read(path: Path) -> Demands:
     rows = []
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise WorkloadError(f"demand file {str(path)!r} is not valid JSON: {exc}") from None
         if isinstance(data, dict):
@@ -58,19 +103,17 @@ def read_demands(path: str | Path) -> Demands:
             rows.append(_row(item, f"{path}: entry {i}"))
     else:
         try:
-            with path.open(newline="") as fh:
-                reader = csv.DictReader(fh)
-                if reader.fieldnames is None or not {"src", "dst", "bytes"} <= {f.strip() for f in reader.fieldnames}:
-                    raise WorkloadError(f"demand file {str(path)!r} needs a header line with src,dst,bytes")
-                for line, item in enumerate(reader, start=2):
-                    item = {(k or "").strip(): v for k, v in item.items()}
-                    rows.append(_row(item, f"{path}: line {line}"))
+            with path.open(newline="", encoding="utf-8-sig") as fh:  # a byte-order mark, as Excel writes
+                fast = _read_csv(fh, path)
         except UnicodeDecodeError:
-            raise WorkloadError(f"demand file {str(path)!r} is not text") from None
+            raise WorkloadError(f"demand file {str(path)!r} is not UTF-8 text") from None
+        if isinstance(fast, Demands):
+            return fast
+        rows = fast
     if not rows:
         raise WorkloadError(f"demand file {str(path)!r} has no demands")
     src, dst, size = zip(*rows)
-    return Demands(src, dst, size, name=path.name)
+    return _demands(src, dst, size, path)
 
 
 def write_demands(demands: Demands, path: str | Path) -> None:
