@@ -4,7 +4,8 @@ The heavy part of planning a large machine is one shortest-path tree per source,
 every round of candidates and every pricing step of column generation. :class:`Workers`
 gives each rank a contiguous block of the distinct sources of a search: rank 0 (the
 leader) runs the planner and hands every search to the others, which answer until the
-leader closes them. Each block is computed exactly as a serial run computes it, so the
+leader closes them. Waiting ranks sleep between tests of a request instead of spinning
+(:mod:`optiq.waiting`), so they leave the cores to the leader's LP solver. Each block is computed exactly as a serial run computes it, so the
 plan does not depend on the number of ranks.
 
 How the time splits with N ranks (S sources, one Dijkstra costs d, one restricted LP l,
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from ..waiting import wait_politely
 
 __all__ = ["Workers", "block"]
 
@@ -70,28 +73,38 @@ class Workers:
         """
         if self.comm is None:
             return [fn(0, 1, *args, **(here or {}))]
-        self.comm.bcast(("map", fn, args), root=0)
-        return _unwrap(self.comm.gather(_attempt(fn, 0, self.size, args, here), root=0))
+        self._command("map", fn, args)
+        mine = _attempt(fn, 0, self.size, args, here)
+        wait_politely(self.comm.Ibarrier())  # the others finish their parts
+        return _unwrap(self.comm.gather(mine, root=0))
 
     def serve(self) -> Any:
         """On the other ranks: answer the leader's :meth:`map` calls until it closes; returns
         what it closed with, or raises the error it closed with."""
         while True:
+            wait_politely(self.comm.Ibarrier())  # the leader may plan (solve an LP) for minutes
             kind, fn, args = self.comm.bcast(None, root=0)
             if kind == "close":
                 self.comm.Free()
                 if isinstance(fn, BaseException):
                     raise fn
                 return fn
-            self.comm.gather(_attempt(fn, self.rank, self.size, args), root=0)
+            mine = _attempt(fn, self.rank, self.size, args)
+            wait_politely(self.comm.Ibarrier())
+            self.comm.gather(mine, root=0)
 
     def close(self, result: Any = None) -> Any:
         """On the leader: release the other ranks, handing them ``result`` (or an error to raise)."""
         if self.comm is not None:
-            self.comm.bcast(("close", result, ()), root=0)
+            self._command("close", result, ())
             self.comm.Free()
             self.comm = None
         return result
+
+
+    def _command(self, kind: str, fn: Any, args: tuple) -> None:
+        wait_politely(self.comm.Ibarrier())
+        self.comm.bcast((kind, fn, args), root=0)
 
 
 def _attempt(fn, part: int, parts: int, args, here: dict | None = None) -> tuple[bool, Any]:

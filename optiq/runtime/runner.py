@@ -9,7 +9,7 @@ import numpy as np
 from ..plan import Plan
 from .baseline import AlltoallvBaseline
 from .executor import Executor
-from .transport import wait_politely
+from ..waiting import wait_politely
 from .verify import fill_send_buffers, find_mismatches
 
 __all__ = ["Timing", "RunReport", "measure", "predicted_time", "format_report", "BASELINES"]

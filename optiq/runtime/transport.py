@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import TransferError
+from ..waiting import idle_pause, wait_politely
 from .schedule import RankSchedule
 
-__all__ = ["TransferResult", "transfer", "wait_politely"]
+__all__ = ["TransferResult", "transfer"]
 
 _SEND, _FORWARD_RECV, _FINAL_RECV = 0, 1, 2
-_MAX_IDLE_SLEEP_S = 2e-3
 
 
 @dataclass
@@ -231,22 +231,10 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
         if now - start > timeout:
             raise TransferError(_timeout_message(comm.Get_rank(), timeout, streams, meta))
         idle += 1
-        pause = min(_MAX_IDLE_SLEEP_S, 1e-5 * 2 ** min(idle, 10), max(0.0, deadline - now))
+        pause = min(idle_pause(idle), max(0.0, deadline - now))
         time.sleep(pause)
     return TransferResult(recv=recv, elapsed_s=time.perf_counter() - start, chunks_sent=counts[0],
                           chunks_forwarded=counts[1], buffer_bytes=sum(b.nbytes for b in slots if b is not None))
-
-
-def wait_politely(request) -> None:
-    """Wait for a non-blocking MPI request, sleeping between tests.
-
-    MPI's own blocking waits poll without pause; with more ranks than cores, ranks that
-    are done would take the CPU from those still moving data.
-    """
-    idle = 0
-    while not request.Test():
-        idle += 1
-        time.sleep(min(_MAX_IDLE_SLEEP_S, 1e-5 * 2 ** min(idle, 10)))
 
 
 def _timeout_message(rank: int, timeout: float, streams, meta) -> str:
