@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict, replace
-import json
+import math
 import os
+import re
 import sys
 import time
-import traceback
 
 from . import __version__
-from .errors import OptiqError
+from .errors import OptiqError, OutputError
 from .heuristics import DEFAULT_UNIT
-from .launch import world, world_rank
+from .jsonfile import check_directory, check_writable, dumps, write_json
+from .launch import abort_on_failure, need_mpi, together, world, world_rank
 from .metrics import plan_metrics
 from .models import DEFAULT_SOLVER, LP_SOLVERS
 from .models.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK
 from .models.qos import read_qos
 from .plan import DEFAULT_CHUNK_SIZE, load_plan
+from .progress import heartbeat
 from .planner import CANDIDATE_KINDS, METHODS, make_candidates, make_plan
 from .report import metrics_table
 from .runtime import BASELINES
@@ -32,6 +34,27 @@ from .workloads import (PATTERNS, constant_ratio, destination_sweep, distance_sw
                         random_sizes, read_demands)
 
 PATTERN_CHOICES = PATTERNS + ("distance", "destsize")
+
+
+class UsageError(Exception):
+    """A malformed command line (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes become one ``optiq: error:`` line (printed by rank 0 alone under
+    mpiexec), and values such as ``-5MB/s`` reach their option's check instead of being
+    taken for an option."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+    def _print_message(self, message: str, file=None) -> None:
+        if world_rank() == 0:
+            super()._print_message(message, file)
 
 
 def _argument(parse):
@@ -72,6 +95,22 @@ def _fraction(text: str) -> float:
 
 
 @_argument
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not 0 < value < math.inf:
+        raise ValueError(f"{text!r} must be a finite number > 0")
+    return value
+
+
+@_argument
+def _gap(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 1:
+        raise ValueError(f"{text!r} must be a fraction in [0, 1), e.g. 0.01 for 1%")
+    return value
+
+
+@_argument
 def _non_negative_float(text: str) -> float:
     value = float(text)
     if not value >= 0 or value == float("inf"):
@@ -94,7 +133,7 @@ def _add_workload(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-source", type=_positive_int, help="destsize pattern: destinations per source")
     p.add_argument("--pairing", choices=("aligned", "random"), default="aligned",
                    help="random: shuffle which destination each source sends to (uses --seed)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
+    p.add_argument("--seed", type=_non_negative_int, default=0, help="seed of every random choice (default 0)")
 
 
 def _add_planning(p: argparse.ArgumentParser) -> None:
@@ -106,8 +145,8 @@ def _add_planning(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hop-limit", type=_positive_int, help="longest candidate path (default: network diameter)")
     p.add_argument("--chunk-size", type=_size, default=DEFAULT_CHUNK_SIZE, help="executor chunk (default 64KiB)")
     p.add_argument("--solver", choices=LP_SOLVERS, default=DEFAULT_SOLVER, help="HiGHS LP algorithm")
-    p.add_argument("--time-limit", type=float, help="opt/lp: time limit in seconds (best plan so far)")
-    p.add_argument("--gap", type=float, default=DEFAULT_GAP,
+    p.add_argument("--time-limit", type=_positive_float, help="opt/lp: time limit in seconds (best plan so far)")
+    p.add_argument("--gap", type=_gap, default=DEFAULT_GAP,
                    help=f"opt: stop within this fraction of the proven lower bound (default {DEFAULT_GAP})")
     p.add_argument("--hop-slack", type=_non_negative_int, default=DEFAULT_HOP_SLACK,
                    help=f"opt: paths at most this many hops over the shortest (default {DEFAULT_HOP_SLACK})")
@@ -115,7 +154,7 @@ def _add_planning(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="optiq", description="Plan multipath data movement on torus and "
+    parser = _Parser(prog="optiq", description="Plan multipath data movement on torus and "
                                      "fat-tree interconnects.")
     parser.add_argument("--version", action="version", version=f"optiq {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -188,9 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window", type=_positive_int, default=4,
                    help="chunks in flight per link and slots per forwarded path (default 4)")
     p.add_argument("--chunk-size", type=_size, help="override the plan's chunk size")
-    p.add_argument("--timeout", type=float,
+    p.add_argument("--timeout", type=_positive_float,
                    help="seconds per transfer before every rank gives up (default 60 + 10x the predicted time)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the --verify patterns (default 0)")
+    p.add_argument("--seed", type=_non_negative_int, default=0, help="seed of the --verify patterns (default 0)")
     return parser
 
 
@@ -228,9 +267,17 @@ def _size_list(text: str) -> list[int]:
 
 
 def _workload(args):
-    topology = from_spec(args.topology)
+    say = _progress(args) if world_rank() == 0 else None
+    start = time.perf_counter()
+    with heartbeat(say, f"building topology {args.topology}", every=5.0):
+        topology = from_spec(args.topology)
     P = topology.num_endpoints
+    if say and time.perf_counter() - start > 1:
+        say(f"topology {topology.name}: {topology.num_nodes:,} nodes, {topology.num_links:,} links "
+            f"({time.perf_counter() - start:.1f} s)")
     if args.demands:
+        if say:
+            say(f"reading {args.demands}")
         demands = read_demands(args.demands)
     elif args.pattern in PATTERNS:
         demands = constant_ratio(P, args.pattern, nbytes=args.size, num_sources=args.sources, ratio=args.ratio or 8)
@@ -252,17 +299,6 @@ def _workload(args):
         demands = random_sizes(demands, parse_size(low), parse_size(high), seed=args.seed)
     demands.check_against(topology)
     return topology, demands
-
-
-def _check_writable(path: str, option: str) -> None:
-    """Refuse an output file that cannot be written, before any work starts."""
-    where = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise OptiqError(f"cannot write {option} {path!r}: it is a directory")
-    if not os.path.isdir(where):
-        raise OptiqError(f"cannot write {option} {path!r}: directory {where!r} does not exist")
-    if not os.access(where, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise OptiqError(f"cannot write {option} {path!r}: permission denied")
 
 
 def _progress(args):
@@ -290,22 +326,29 @@ def _compare(topology, demands, methods, kwargs, say) -> tuple[list, list[str]]:
         plan = make_plan(topology, demands, method, progress=say, candidates=candidates, **kwargs)
         times.append(f"{time.perf_counter() - start:.2f}")  # without the shared candidate search
         rows.append(plan_metrics(plan))
+        _warn(plan)
     return rows, times
+
+
+def _warn(plan) -> None:
+    for line in plan.info.get("warnings", []):
+        print(f"optiq: warning: {plan.method}: {line}", file=sys.stderr, flush=True)
 
 
 def run(args) -> int:
     if args.command == "plan":
         comm = world()
         leader = comm is None or comm.Get_rank() == 0
-        _check_writable(args.output, "--output")
+        _check_outputs(args)
         topology, demands = _workload(args)
         say = _progress(args) if leader else None
         qos = read_qos(args.qos, demands.num_jobs) if args.qos else None
         plan = make_plan(topology, demands, args.method, progress=say, qos=qos, comm=comm, **_plan_kwargs(args))
         if not leader:
             return 0
+        _warn(plan)
         plan.save(args.output)
-        if qos is not None:
+        if "qos_throughput_Bps" in plan.info:
             rates = plan.info["qos_throughput_Bps"]
             print("QoS throughput: " + ", ".join(f"{name} {rate / 1e9:.3f} GB/s (share {qos.shares[name]:g})"
                                                  for name, rate in rates.items()))
@@ -314,7 +357,9 @@ def run(args) -> int:
               f"{m.predicted_time_s * 1e3:.3f} ms (lower bound {m.lower_bound_time_s * 1e3:.3f} ms)")
     elif args.command == "eval":
         m = plan_metrics(load_plan(args.plan))
-        print(json.dumps(m.to_dict()) if args.json else metrics_table([m]))
+        print(dumps(m.to_dict()) if args.json else metrics_table([m]))
+        if m.bound_note:
+            print(f"optiq: warning: {m.bound_note}", file=sys.stderr)
     elif args.command == "compare":
         topology, demands = _workload(args)
         methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -323,7 +368,7 @@ def run(args) -> int:
             raise OptiqError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}")
         rows, times = _compare(topology, demands, methods, _plan_kwargs(args), _progress(args))
         if args.json:
-            print(json.dumps([dict(r.to_dict(), plan_s=float(t)) for r, t in zip(rows, times)]))
+            print(dumps([dict(r.to_dict(), plan_s=float(t)) for r, t in zip(rows, times)]))
         else:
             print(f"{topology.name}, {demands.name}, {demands.total_bytes / 2**20:.0f} MiB in all")
             print(metrics_table(rows, {"plan s": times}))
@@ -339,8 +384,7 @@ def run(args) -> int:
     elif args.command == "simulate":
         _simulate(args)
     elif args.command == "fit-chunk":
-        if not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
-            raise OptiqError(f"cannot write {args.output!r}: its directory does not exist")
+        _check_outputs(args)
         plan = load_plan(args.plan)
         fit = fit_chunk_model(plan, read_run_samples(args.runs, plan))
         fit.model.save(args.output)
@@ -354,6 +398,7 @@ def run(args) -> int:
         if args.list or not args.name:
             print("\n".join(f"{s.name:16} {s.description}" for s in STUDIES.values()))
         else:
+            _check_outputs(args)
             options = {} if args.traffic is None else {"traffic": args.traffic}
             csv_path, png_path = run_study(args.name, args.out, quick=args.quick, say=_progress(args), **options)
             print(f"wrote {csv_path} and {png_path}")
@@ -384,7 +429,7 @@ def _simulate(args) -> None:
             completion = simulate_direct(plan, model)
     out.update(completion_time_s=completion, predicted_time_s=plan.predicted_time_s)
     if args.json:
-        print(json.dumps(out))
+        print(dumps(out))
     else:
         print(f"{plan.method} plan, {plan.demands.num_jobs} jobs: completes at {completion * 1e3:.4f} ms "
               f"({args.model} model; busiest-link prediction {plan.predicted_time_s * 1e3:.4f} ms)")
@@ -397,12 +442,9 @@ def _collectives(args) -> int:
 
     if args.action == "predict":
         report = prediction_report(load_params(args.params), args.ranks, args.size)
-        print(json.dumps(report) if args.json else format_prediction(report))
+        print(dumps(report) if args.json else format_prediction(report))
         return 0
-    try:
-        from mpi4py import MPI
-    except ImportError:
-        raise OptiqError("optiq collectives fit/bench need mpi4py and an MPI library: pip install 'optiq[mpi]'") from None
+    MPI = need_mpi("optiq collectives fit/bench")
     from .collectives.bench import bench_algorithms, run_microbenchmarks
     from .models.allreduce import algorithms, save_params
     from .models.allreduce_fit import fit_allreduce_model
@@ -410,12 +452,12 @@ def _collectives(args) -> int:
     comm = MPI.COMM_WORLD
     rank, N = comm.Get_rank(), comm.Get_size()
     say = _progress(args) if rank == 0 else None
-    target = args.output if args.action == "fit" else args.json
-    try:  # mistakes every rank sees alike: report once, exit 1 everywhere
+
+    def check() -> tuple[list[int], dict | None, list[str] | None]:
         if N < 2:
             raise OptiqError(f"optiq collectives {args.action} runs under mpiexec -n N with N >= 2 (got {N} rank)")
-        if target and not os.path.isdir(os.path.dirname(os.path.abspath(target))):
-            raise OptiqError(f"cannot write {target!r}: its directory does not exist")
+        if rank == 0:
+            _check_outputs(args)
         sizes = args.sizes if args.action == "fit" else args.size
         bad = [s for s in sizes if s < 8 or s % 8]
         if bad:
@@ -428,39 +470,33 @@ def _collectives(args) -> int:
             if unknown:
                 raise OptiqError(f"unknown algorithm(s) {', '.join(unknown)} for {N} ranks; choose from "
                                  f"{', '.join(algorithms(N))}")
-    except OptiqError as exc:
-        if rank == 0:
-            print(f"optiq: error: {exc}", file=sys.stderr)
-        return 1
-    try:
-        if args.action == "fit":
+        return sizes, models, names
+
+    sizes, models, names = together(comm, check)
+    if args.action == "fit":
+        with abort_on_failure(comm):
             samples = run_microbenchmarks(comm, sizes, repeat=args.repeat, say=say or (lambda m: None))
-            if rank == 0:
-                fit = fit_allreduce_model(samples)
-                save_params({"contention": fit.contention, "abg": fit.abg}, args.output, ranks=N,
-                            samples=[asdict(s) for s in samples],
-                            fit_error={"contention": fit.contention_error, "abg": fit.abg_error})
-                print(f"contention model: {fit.contention}\n  mean / max relative error on the micro-benchmarks "
-                      f"{fit.contention_error[0]:.1%} / {fit.contention_error[1]:.1%}")
-                print(f"alpha-beta-gamma: {fit.abg}\n  mean / max relative error {fit.abg_error[0]:.1%} / "
-                      f"{fit.abg_error[1]:.1%}\nwrote {args.output} ({len(samples)} timings, {N} ranks)")
-            return 0
-        reports = []
+        if rank == 0:
+            fit = fit_allreduce_model(samples)
+            print(f"contention model: {fit.contention}\n  mean / max relative error on the micro-benchmarks "
+                  f"{fit.contention_error[0]:.1%} / {fit.contention_error[1]:.1%}")
+            print(f"alpha-beta-gamma: {fit.abg}\n  mean / max relative error {fit.abg_error[0]:.1%} / "
+                  f"{fit.abg_error[1]:.1%}", flush=True)
+            save_params({"contention": fit.contention, "abg": fit.abg}, args.output, ranks=N,
+                        samples=[asdict(s) for s in samples],
+                        fit_error={"contention": fit.contention_error, "abg": fit.abg_error})
+            print(f"wrote {args.output} ({len(samples)} timings, {N} ranks)")
+        return 0
+    reports = []
+    with abort_on_failure(comm):
         for size in sizes:
             timings, mpi_time = bench_algorithms(comm, size, names=names, repeat=args.repeat,
                                                  say=say or (lambda m: None))
             reports.append(bench_report(timings, mpi_time, N, size, args.repeat, models))
-    except Exception as exc:  # one rank failing alone would leave the others waiting: stop them all
-        if not isinstance(exc, OptiqError):
-            traceback.print_exc()
-        print(f"optiq: error: rank {rank}: {exc}", file=sys.stderr, flush=True)
-        comm.Abort(1)
-        return 1
     if rank == 0:
         print("\n\n".join(format_bench(r) for r in reports), flush=True)
         if args.json:
-            with open(args.json, "w") as fh:
-                json.dump(reports[0] if len(reports) == 1 else reports, fh, indent=1)
+            _write_results(args.json, reports[0] if len(reports) == 1 else reports, "--json")
     wrong = [name for r in reports for name, e in r["algorithms"].items() if not e["correct"]]
     if wrong and rank == 0:
         print(f"optiq: error: differ from MPI_Allreduce: {', '.join(sorted(set(wrong)))}", file=sys.stderr)
@@ -468,48 +504,52 @@ def _collectives(args) -> int:
 
 
 def _replay(args) -> int:
-    """``optiq run``: errors found by every rank alike are printed once; a rank failing alone aborts all."""
-    try:
-        from mpi4py import MPI
-    except ImportError:
-        raise OptiqError("optiq run needs mpi4py and an MPI library: pip install 'optiq[mpi]'") from None
+    """``optiq run``: checks fail together on every rank; a rank failing during the transfer aborts all."""
+    MPI = need_mpi("optiq run")
     from .runtime import bcast_plan, check_comm, format_report, measure, predicted_time
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
-    try:
-        if args.json and rank == 0 and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-            raise OptiqError(f"cannot write --json {args.json!r}: its directory does not exist")
-        plan = bcast_plan(comm, args.plan)
-        check_comm(comm, plan)
-        if args.timeout is not None and not args.timeout > 0:
-            raise OptiqError(f"--timeout must be positive, got {args.timeout}")
-    except OptiqError as exc:
-        if rank == 0:
-            print(f"optiq: error: {exc}", file=sys.stderr)
-        return 1
-    timeout = args.timeout or 60.0 + 10 * predicted_time(plan, args.link_bw)[0]
-    try:
+    together(comm, lambda: _check_outputs(args) if rank == 0 else None)
+    plan = bcast_plan(comm, args.plan)
+    check_comm(comm, plan)
+    predicted, at = predicted_time(plan, args.link_bw)
+    timeout = args.timeout or 60.0 + 10 * predicted
+    runs = (args.warmup + args.repeat) * (2 if args.baseline != "none" else 1)
+    if rank == 0 and predicted * runs > 2.0:
+        print(f"optiq run: {runs} transfers of about {predicted:.3g} s each (predicted {at}); each gives up after "
+              f"{timeout:.0f} s", file=sys.stderr, flush=True)
+    with abort_on_failure(comm):
         report = measure(comm, plan, repeat=args.repeat, warmup=args.warmup, verify=args.verify, seed=args.seed,
                          window=args.window, link_bw=args.link_bw, chunk_size=args.chunk_size,
                          baseline=args.baseline, timeout=timeout)
-    except Exception as exc:  # the other ranks would wait for this one forever: stop them all
-        if not isinstance(exc, OptiqError):
-            traceback.print_exc()
-        message = str(exc) if str(exc).startswith(f"rank {rank}:") else f"rank {rank}: {exc}"
-        print(f"optiq: error: {message}", file=sys.stderr, flush=True)
-        if comm.Get_size() > 1:
-            comm.Abort(1)
-        return 1
     failed = [t.name for t in (report.plan, report.baseline) if t is not None and t.verified is False]
     if rank == 0:
         print(format_report(report), flush=True)
         if args.json:
-            with open(args.json, "w") as fh:
-                json.dump(report.to_dict(), fh, indent=1)
+            _write_results(args.json, report.to_dict(), "--json")
         if failed:
             print(f"optiq: error: verification failed for {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _write_results(path: str, results, option: str) -> None:
+    """Write measured results; if that fails after all, keep them on stdout and say so."""
+    try:
+        write_json(path, results, what=option)
+    except OutputError:
+        print(dumps(results), flush=True)
+        raise
+
+
+def _check_outputs(args) -> None:
+    """Every file or directory the command will write, checked before any work starts."""
+    for option in ("output", "json"):
+        value = getattr(args, option, None)
+        if isinstance(value, str):
+            check_writable(value, f"--{option}")
+    if args.command == "experiment" and args.name:
+        check_directory(args.out, "--out")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -517,8 +557,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:
+    except SystemExit as exc:  # --help, --version
         return int(exc.code or 0)
+    except UsageError as exc:
+        if world_rank() == 0:  # under mpiexec every rank parses the same line: say it once
+            print(f"optiq: error: {exc}", file=sys.stderr)
+        return 2
     try:
         return run(args)
     except OptiqError as exc:

@@ -27,3 +27,7 @@ class SolverError(OptiqError):
 
 class TransferError(OptiqError):
     """The executor could not complete a transfer: timeout, a stopped rank, or a bad buffer."""
+
+
+class OutputError(OptiqError):
+    """An output file or directory cannot be written."""

@@ -159,7 +159,7 @@ def test_fit_predict_bench_contract(tmp_path):
 @pytest.mark.parametrize("argv, fragment", [
     (["bench", "--size", "12"], "multiple of 8"),
     (["bench", "--size", "64KiB", "--algorithms", "ring,hcps:3x3"], "unknown algorithm(s) hcps:3x3"),
-    (["fit", "-o", "/nonexistent/dir/p.json"], "directory does not exist"),
+    (["fit", "-o", "/nonexistent/dir/p.json"], "does not exist"),
 ])
 def test_mpi_errors_are_reported_once(argv, fragment):
     proc, _ = launch(4, "-m", "optiq", "collectives", *argv)

@@ -165,6 +165,8 @@ def bcast_plan(comm, path: str, root: int = 0) -> Plan:
             loaded = (load_plan(path), None)
         except PlanError as exc:
             loaded = (None, str(exc))
+        except Exception as exc:  # (MemoryError, a bug): the other ranks must not wait for a plan forever
+            loaded = (None, f"cannot load plan {path!r}: {type(exc).__name__}: {exc}")
     plan, error = comm.bcast(loaded, root=root)
     if error is not None:
         raise PlanError(error)
