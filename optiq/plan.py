@@ -5,15 +5,19 @@ The file format is documented in ``docs/plan-format.md``.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .errors import OptiqError, PlanError
+from .jsonfile import write_json
 from .paths import PathSet
 from .topology import Topology, from_spec
+from .units import MAX_BYTES
 from .workloads import Demands
 
 __all__ = ["Plan", "load_plan", "PLAN_FORMAT", "PLAN_VERSION", "DEFAULT_CHUNK_SIZE"]
@@ -128,8 +132,13 @@ class Plan:
         neg = np.flatnonzero(self.path_bytes < 0)
         if neg.size:
             raise PlanError(f"path {neg[0]} of job {ps.job[neg[0]]} has negative bytes {self.path_bytes[neg[0]]}")
-        sums = np.bincount(ps.job, weights=self.path_bytes, minlength=dem.num_jobs).astype(np.int64)
-        off = np.flatnonzero(sums != dem.nbytes)
+        # exact integer sums (float64 would round 5e18-byte jobs); modulo 2^64 they are exact,
+        # and the float sums rule out a wrap-around
+        with np.errstate(over="ignore"):
+            running = np.concatenate(([0], np.cumsum(self.path_bytes)))
+            sums = running[ps.job_offsets[1:]] - running[ps.job_offsets[:-1]]
+        approx = np.bincount(ps.job, weights=self.path_bytes.astype(float), minlength=dem.num_jobs)
+        off = np.flatnonzero((sums != dem.nbytes) | (np.abs(approx - dem.nbytes) > 1e-6 * dem.nbytes))
         if off.size:
             j = off[0]
             raise PlanError(f"job {j} ({dem.src[j]} -> {dem.dst[j]}): its paths carry {sums[j]} bytes "
@@ -147,6 +156,18 @@ class Plan:
     def link_bytes(self) -> np.ndarray:
         """Bytes carried by every link."""
         return self.paths.link_loads(self.path_bytes, self.topology.num_links)
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of what the plan routes (topology, jobs, paths, bytes; not ``info``).
+
+        Run reports carry it, so a measurement can be matched to the plan it replayed.
+        """
+        h = hashlib.sha256(f"{self.topology.name}|{self.topology.num_nodes}|{self.topology.num_links}".encode())
+        for arr in (self.demands.src, self.demands.dst, self.demands.nbytes, self.paths.job, self.paths.offsets,
+                    self.paths.links, self.path_bytes, self.ranks):
+            h.update(np.ascontiguousarray(arr, dtype=np.int64).tobytes())
+        return h.hexdigest()[:16]
 
     @property
     def predicted_time_s(self) -> float:
@@ -180,8 +201,14 @@ class Plan:
                 "jobs": jobs}
 
     def save(self, path: str | Path) -> None:
-        """Write the plan as JSON (``docs/plan-format.md``)."""
-        Path(path).write_text(json.dumps(self.to_dict(), separators=(",", ":")))
+        """Write the plan as JSON (``docs/plan-format.md``).
+
+        Raises
+        ------
+        OutputError
+            If the file cannot be written (no such directory, a directory, a full disk).
+        """
+        write_json(path, self.to_dict(), what="plan file", compact=True)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Plan":
@@ -224,8 +251,8 @@ class Plan:
         if ranks is not None and (not isinstance(ranks, list) or not all(isinstance(r, int) for r in ranks)):
             raise PlanError("\"ranks\" must be a list of integers, one per endpoint")
         bound = data.get("lower_bound_time_s") or 0.0
-        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or bound < 0:
-            raise PlanError(f"\"lower_bound_time_s\" must be a non-negative number, got {bound!r}")
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0 <= bound < math.inf:
+            raise PlanError(f"\"lower_bound_time_s\" must be a finite non-negative number, got {bound!r}")
         info = data.get("info") or {}
         if not isinstance(info, dict):
             raise PlanError(f"\"info\" must be an object, got {info!r}")
@@ -245,17 +272,25 @@ def load_plan(path: str | Path) -> Plan:
     """
     path = Path(path)
     if not path.is_file():
-        raise PlanError(f"plan file {str(path)!r} does not exist")
+        raise PlanError(f"plan file {str(path)!r} " + ("is a directory" if path.is_dir() else "does not exist"))
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise PlanError(f"plan file {str(path)!r} is not valid JSON: {exc}") from None
-    return Plan.from_dict(data)
+    except OSError as exc:
+        raise PlanError(f"cannot read plan file {str(path)!r}: {exc.strerror or exc}") from None
+    try:
+        return Plan.from_dict(data)
+    except (TypeError, ValueError, OverflowError, KeyError, IndexError) as exc:  # a check this loader lacks
+        raise PlanError(f"plan file {str(path)!r} is malformed: {type(exc).__name__}: {exc}") from None
 
 
 def _int(value, where: str, *, allow_zero: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or value != int(value)):
         raise PlanError(f"{where} must be an integer, got {value!r}")
+    if value > MAX_BYTES:
+        raise PlanError(f"{where} is too large: {value!r} (at most 2^63 - 1)")
     if value < 0 or (value == 0 and not allow_zero):
         raise PlanError(f"{where} must be {'non-negative' if allow_zero else 'positive'}, got {value!r}")
     return int(value)

@@ -176,8 +176,9 @@ def test_fit_chunk_cli_round_trip_and_errors(tmp_path, capsys):
     runs = []
     for sample in _runs_from(plan, truth, [2048, 8192, 32768]):
         runs.append(tmp_path / f"run{sample.chunk_size}.json")
-        runs[-1].write_text(json.dumps({"topology": t.name, "paths": plan.paths.num_paths, "link_bw_Bps": None,
-                                        "chunk_size": sample.chunk_size, "elapsed_s": sample.elapsed_s}))
+        runs[-1].write_text(json.dumps({"topology": t.name, "plan_fingerprint": plan.fingerprint,
+                                        "link_bw_Bps": None, "chunk_size": sample.chunk_size,
+                                        "elapsed_s": sample.elapsed_s}))
     out = tmp_path / "model.json"
     assert main(["fit-chunk", str(plan_path), *map(str, runs), "-o", str(out)]) == 0
     capsys.readouterr()
@@ -187,11 +188,15 @@ def test_fit_chunk_cli_round_trip_and_errors(tmp_path, capsys):
     assert got == pytest.approx(json.loads(runs[1].read_text())["elapsed_s"], rel=1e-3)
     # a run of another plan, a file that is no run, a model file that is no model
     other = tmp_path / "other.json"
-    other.write_text(json.dumps({"topology": "mesh", "paths": 3, "link_bw_Bps": None, "chunk_size": 1,
-                                 "elapsed_s": 1.0}))
+    other.write_text(json.dumps({**json.loads(runs[1].read_text()), "plan_fingerprint": "0123456789abcdef"}))
+    unnamed = tmp_path / "unnamed.json"
+    unnamed.write_text(json.dumps({k: v for k, v in json.loads(runs[1].read_text()).items()
+                                   if k != "plan_fingerprint"}))
     bad_rate = tmp_path / "bad_rate.json"
     bad_rate.write_text(json.dumps({**json.loads(runs[0].read_text()), "link_bw_Bps": "fast"}))
-    for argv in (["fit-chunk", str(plan_path), str(runs[0]), str(other), "-o", str(out)],
+    for argv in (["fit-chunk", str(plan_path), str(runs[0]), str(runs[2]), str(other), "-o", str(out)],
+                 ["fit-chunk", str(plan_path), str(runs[0]), str(runs[2]), str(unnamed), "-o", str(out)],
+                 ["fit-chunk", str(plan_path), str(runs[0]), str(runs[0]), str(runs[0]), "-o", str(out)],
                  ["fit-chunk", str(plan_path), str(runs[0]), str(bad_rate), "-o", str(out)],
                  ["fit-chunk", str(plan_path), str(runs[0]), str(plan_path), "-o", str(out)],
                  ["simulate", str(plan_path), "--model", "chunk", "--params", str(plan_path)],

@@ -69,6 +69,7 @@ class RunReport:
 
     method: str
     topology: str
+    plan_fingerprint: str
     ranks: int
     jobs: int
     paths: int
@@ -89,7 +90,8 @@ class RunReport:
         return self.plan.median_s / self.predicted_time_s if self.predicted_time_s > 0 else float("nan")
 
     def to_dict(self) -> dict:
-        out = {"method": self.method, "topology": self.topology, "ranks": self.ranks, "jobs": self.jobs,
+        out = {"method": self.method, "topology": self.topology, "plan_fingerprint": self.plan_fingerprint,
+               "ranks": self.ranks, "jobs": self.jobs,
                "paths": self.paths, "chunk_size": self.chunk_size, "window": self.window,
                "link_bw_Bps": self.link_bw_Bps, "repeats": self.repeats, "warmup": self.warmup}
         out.update(self.plan.to_dict())
@@ -174,7 +176,8 @@ def measure(comm, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: bool 
         a2a.pack(send)
         base_timing = repeated("MPI_Alltoallv", a2a.run, a2a.unpack)
     predicted, at = predicted_time(plan, link_bw)
-    return RunReport(method=plan.method, topology=plan.topology.name, ranks=comm.Get_size(),
+    return RunReport(method=plan.method, topology=plan.topology.name, plan_fingerprint=plan.fingerprint,
+                     ranks=comm.Get_size(),
                      jobs=plan.demands.num_jobs, paths=int((plan.path_bytes > 0).sum()),
                      chunk_size=executor.chunk_size, window=window, link_bw_Bps=link_bw, predicted_time_s=predicted,
                      predicted_at=at, repeats=repeat, warmup=warmup, plan=plan_timing, baseline=base_timing,

@@ -61,9 +61,11 @@ def read_run_samples(paths, plan=None) -> list[RunSample]:
             sample = RunSample(int(data["chunk_size"]), None if rate is None else float(rate), float(data["elapsed_s"]))
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise PlanError(f"{str(path)!r} is not an optiq run report (optiq run --json): {exc!r}") from None
-        if plan is not None and (data.get("topology") != plan.topology.name or data.get("paths") != plan.paths.num_paths):
-            raise PlanError(f"{str(path)!r} measured a {data.get('paths')}-path plan on {data.get('topology')!r}, "
-                            f"not this {plan.paths.num_paths}-path plan on {plan.topology.name!r}")
+        if plan is not None and data.get("plan_fingerprint") != plan.fingerprint:
+            found = data.get("plan_fingerprint")
+            raise PlanError(f"{str(path)!r} measured " + (f"another plan (fingerprint {found}, this plan's is "
+                            f"{plan.fingerprint})" if found else "a plan it does not name (no plan_fingerprint: "
+                            "made by an older optiq run; measure again)"))
         samples.append(sample)
     return samples
 
@@ -97,7 +99,8 @@ def fit_chunk_model(plan, samples, *, header_bytes: int = 0, max_evaluations: in
     Raises
     ------
     PlanError
-        With fewer than two samples.
+        With fewer distinct runs (chunk size and link rate) than parameters to fit: two,
+        three when a run was unpaced (the link rate is fitted too).
 
     Examples
     --------
@@ -116,10 +119,13 @@ def fit_chunk_model(plan, samples, *, header_bytes: int = 0, max_evaluations: in
     from scipy.optimize import least_squares
 
     samples = tuple(samples)
-    if len(samples) < 2:
-        raise PlanError(f"fitting needs at least two runs (several chunk sizes), got {len(samples)}")
-    measured = np.array([s.elapsed_s for s in samples])
     free_rate = any(s.link_bw_Bps is None for s in samples)
+    distinct = len({(s.chunk_size, s.link_bw_Bps) for s in samples})
+    needed = 3 if free_rate else 2
+    if distinct < needed:
+        raise PlanError(f"fitting {needed} parameters needs runs at {needed} or more distinct chunk sizes (or link "
+                        f"rates), got {distinct} among {len(samples)} run(s)")
+    measured = np.array([s.elapsed_s for s in samples])
     busiest = float(plan.link_bytes.max())
 
     def model_of(x) -> ChunkModel:
