@@ -62,7 +62,7 @@ def run_one(name: str, method: str, limit: float | None, comm=None) -> dict:
             "paths": plan.paths.num_paths, "wall_s": wall, "time_s": plan.predicted_time_s,
             "bound_s": plan.lower_bound_time_s, "gap": 1 - plan.lower_bound_time_s / plan.predicted_time_s,
             "status": plan.info.get("cg_status", ""), "iterations": plan.info.get("iterations", 0),
-            "ranks": plan.info.get("ranks", 1), "peak_MiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "ranks": plan.info["timings"]["ranks"], "peak_MiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def child(name: str, method: str, limit: float | None, ranks: int = 1) -> dict:

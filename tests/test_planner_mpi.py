@@ -28,14 +28,14 @@ def test_plans_from_1_2_and_4_ranks_equal_the_serial_plan(tmp_path, method):
     t = from_spec(SPEC)
     d = random_pairing(constant_ratio(t.num_endpoints, "disjoint", nbytes=2**20), seed=1)
     serial = make_plan(t, d, method, k=4, candidate_kind="spread")
-    assert serial.info["ranks"] == 1
+    assert serial.info["timings"]["ranks"] == 1
     for ranks in (1, 2, 4):
         out = tmp_path / f"{method}{ranks}.json"
         proc, _ = launch(ranks, MPI_SCRIPTS / "plan_ranks.py", SPEC, method, out)
         assert proc.returncode == 0, proc.stderr
         plan = load_plan(out)
         _same_plan(plan, serial)
-        assert plan.info["ranks"] == (ranks if ranks > 1 else 1)
+        assert plan.info["timings"]["ranks"] == (ranks if ranks > 1 else 1)
 
 
 def _cli(*argv, ranks: int) -> subprocess.CompletedProcess:
@@ -52,7 +52,7 @@ def test_mpiexec_optiq_plan_writes_one_plan_like_the_serial_one(tmp_path, capsys
     assert proc.stdout.count("wrote") == 1  # rank 0 alone reports
     two, serial = load_plan(tmp_path / "two.json"), load_plan(tmp_path / "serial.json")
     _same_plan(two, serial)
-    assert two.info["ranks"] == 2 and serial.info["ranks"] == 1
+    assert two.info["timings"]["ranks"] == 2 and serial.info["timings"]["ranks"] == 1
 
 
 def test_mpiexec_optiq_plan_error_is_said_once_and_every_rank_fails(tmp_path):

@@ -1,0 +1,82 @@
+"""The planner's promises: bad arguments refused by name, never silently worse than the
+default routes, the hop limit's cost said, and the same inputs giving the same file."""
+
+import json
+
+import numpy as np
+import pytest
+
+from optiq import PlanError, from_spec, make_plan
+from optiq.paths import PathSet, system_routes
+from optiq.topology import torus
+from optiq.workloads import Demands, constant_ratio
+
+
+def _the_long_way_round():
+    """A ring of 8 and two jobs whose only candidates go the long way, sharing 5 links:
+    twice the time of the one-hop default routes."""
+    ring = torus((8,))
+    d = Demands([0, 2], [1, 3], [2**20, 2**20])
+    walks = [[0, 7, 6, 5, 4, 3, 2, 1], [2, 1, 0, 7, 6, 5, 4, 3]]
+    links = [[ring.links_between(u, v)[0] for u, v in zip(w, w[1:])] for w in walks]
+    return ring, d, PathSet.from_lists(links, [0, 1], 2)
+
+
+def test_lp_over_candidates_slower_than_the_default_routes_falls_back_to_them_and_says_so():
+    t, d, detours = _the_long_way_round()
+    plan = make_plan(t, d, "lp", candidates=detours)
+    default = make_plan(t, d, "default")
+    assert plan.predicted_time_s == pytest.approx(default.predicted_time_s)
+    assert np.array_equal(plan.paths.links, system_routes(t, d).links)
+    fallback = plan.info["fallback"]
+    assert fallback["method_time_s"] > fallback["default_time_s"] == pytest.approx(default.predicted_time_s)
+    assert any("slower than the default routes" in w for w in plan.info["warnings"])
+
+
+def test_a_heuristic_slower_than_the_default_routes_is_kept_with_a_warning():
+    t, d, detours = _the_long_way_round()
+    plan = make_plan(t, d, "heu2", candidates=detours)
+    assert plan.predicted_time_s > make_plan(t, d, "default").predicted_time_s
+    assert "fallback" not in plan.info and any("slower than the default" in w for w in plan.info["warnings"])
+
+
+def test_column_generation_cut_short_by_the_hop_limit_says_so():
+    ring = torus((20,))  # every pair but the antipodal ones has one shortest direction
+    d = Demands([0, 1, 2], [9, 10, 11], [2**20] * 3)
+    tight = make_plan(ring, d, "opt", hop_slack=0)
+    assert tight.info["cg_status"] == "no improving path within the hop limit"
+    assert tight.info["gap"] > 0.01 and any("--hop-slack 0" in w for w in tight.info["warnings"])
+    loose = make_plan(ring, d, "opt", hop_slack=4)
+    assert loose.info["gap"] <= 0.01 and "warnings" not in loose.info
+
+
+@pytest.mark.parametrize("change,fragment", [
+    (dict(hop_slack=-1), "hop_slack must be an integer >= 0"), (dict(k=0), "k must be"),
+    (dict(time_limit=0), "time_limit must be"), (dict(time_limit=float("nan")), "time_limit"),
+    (dict(gap=1.0), "gap must be"), (dict(seed=-1), "seed must be"), (dict(solver="simplx"), "unknown solver"),
+    (dict(candidate_kind="best"), "unknown candidate kind"), (dict(chunk_size=2.5), "chunk_size"),
+])
+def test_bad_parameters_are_refused_by_name(change, fragment):
+    t = torus((4, 4))
+    d = constant_ratio(16, "disjoint", nbytes=1024, num_sources=2, ratio=4)
+    with pytest.raises(PlanError, match=fragment):
+        make_plan(t, d, "opt", **change)
+
+
+def test_demands_of_the_wrong_type_are_refused():
+    with pytest.raises(PlanError, match="demands must be Demands"):
+        make_plan(torus((4, 4)), [(0, 1, 5)], "default")
+
+
+@pytest.mark.parametrize("method", ["opt", "lp", "heu2", "default"])
+def test_planning_twice_gives_files_that_differ_only_in_timings(tmp_path, method):
+    t = from_spec("torus:4x4x4")
+    d = constant_ratio(t.num_endpoints, "disjoint", nbytes=2**20)
+    texts = []
+    for run in range(2):
+        make_plan(t, d, method, k=4).save(tmp_path / f"{run}.json")
+        data = json.loads((tmp_path / f"{run}.json").read_text())
+        assert set(data["info"]["timings"]) >= {"ranks", "total_s"}
+        data["info"].pop("timings")
+        texts.append(json.dumps(data))
+    assert texts[0] == texts[1]
