@@ -40,13 +40,14 @@ class Ticker:
     def __init__(self, progress: Progress | None, what: str, total: int, *, every: float = 2.0) -> None:
         self.say, self.what, self.total, self.every = progress, what, total, every
         self.last = time.perf_counter()
+        self.reported = -1
 
     def __call__(self, done: int, detail: str = "") -> None:
-        if self.say is None:
+        if self.say is None or done == self.reported:
             return
         now = time.perf_counter()
         if now - self.last >= self.every or done >= self.total:
-            self.last = now
+            self.last, self.reported = now, done
             self.say(f"{self.what}: {done:,}/{self.total:,}{detail}")
 
 

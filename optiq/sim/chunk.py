@@ -30,6 +30,12 @@ import numpy as np
 from ..errors import PlanError
 from ..jsonfile import read_tagged, write_tagged
 from ..progress import Progress, Ticker
+from ..resources import check_memory
+
+#: Memory of one pending event (a tuple on the heap), bytes.
+EVENT_BYTES = 150
+#: Events simulated per second, about (for the estimate printed before a long run).
+EVENTS_PER_S = 1.5e5
 
 __all__ = ["ChunkModel", "ChunkResult", "simulate_chunks", "simulate_direct", "load_chunk_model"]
 
@@ -116,12 +122,14 @@ def simulate_chunks(plan, model: ChunkModel = ChunkModel(), chunk_size: int | No
     if chunk < 1:
         raise PlanError(f"chunk size must be positive, got {chunk}")
     ps, topo = plan.paths, plan.topology
+    nchunks = -(-plan.path_bytes // chunk)
+    check_memory(float(nchunks.sum()) * EVENT_BYTES, f"simulating {int(nchunks.sum()):,} chunks of {chunk:,} bytes",
+                 hint="simulate larger chunks")
     cap = model.capacities(topo)
     offsets = ps.offsets
     link_free = np.zeros(topo.num_links)
     node_free = np.zeros(topo.num_nodes)
     finish = np.zeros(ps.num_paths)
-    nchunks = -(-plan.path_bytes // chunk)
     # (time, order, kind, path, chunk, hop): kind 0 = ready for link ``hop``, 1 = arrived at its head
     events: list[tuple[float, int, int, int, int, int]] = []
     order = 0
@@ -132,7 +140,9 @@ def simulate_chunks(plan, model: ChunkModel = ChunkModel(), chunk_size: int | No
             order += 1
     heapq.heapify(events)
     processed = 0
-    total = int((nchunks * (2 * ps.hops - 1)).sum())
+    total = chunk_events(plan, chunk)
+    if progress is not None and total > 10 * EVENTS_PER_S:
+        progress(f"chunk simulation: {total:,} events, about {total / EVENTS_PER_S:.0f} s")
     tick = Ticker(progress, "chunk simulation: events", total)
     header, latency, forward = model.header_bytes, model.hop_latency_s, model.forward_cost_s
     while events:
@@ -184,3 +194,9 @@ def simulate_direct(plan, model: ChunkModel = ChunkModel()) -> float:
     finish, _ = flow_finish_times(plan.paths, wire_bytes, model.capacities(plan.topology))
     moving = plan.path_bytes > 0
     return float((finish + plan.paths.hops * model.hop_latency_s)[moving].max(initial=0.0))
+
+
+def chunk_events(plan, chunk_size: int) -> int:
+    """Events :func:`simulate_chunks` processes: per chunk one per link and one per copy."""
+    nchunks = -(-plan.path_bytes // int(chunk_size))
+    return int((nchunks * (2 * plan.paths.hops - 1)).sum())

@@ -80,7 +80,8 @@ class Topology:
                 raise TopologyError(f"link {bad[0]} has {what} node {arr[bad[0]]} outside 0..{n - 1}")
         bad = np.flatnonzero(~(self.capacity > 0) | ~np.isfinite(self.capacity))
         if bad.size:
-            raise TopologyError(f"link {bad[0]} has non-positive capacity {self.capacity[bad[0]]}")
+            raise TopologyError(f"link {bad[0]} has capacity {self.capacity[bad[0]]}: it must be a finite number of "
+                                f"bytes/s > 0")
         loops = np.flatnonzero(self.link_src == self.link_dst)
         if loops.size:
             raise TopologyError(f"link {loops[0]} is a self-loop at node {self.link_src[loops[0]]}")

@@ -59,8 +59,8 @@ def from_networkx(graph, *, capacity: str = "capacity", default_capacity: float 
             c = float(c)
         except (TypeError, ValueError):
             raise TopologyError(f"edge ({u!r}, {v!r}) has no usable {capacity!r} attribute: {c!r}") from None
-        if not c > 0:
-            raise TopologyError(f"edge ({u!r}, {v!r}) has non-positive capacity {c}")
+        if not 0 < c < float("inf"):
+            raise TopologyError(f"edge ({u!r}, {v!r}) has capacity {c}: it must be a finite number of bytes/s > 0")
         pairs = [(u, v)] if graph.is_directed() else [(u, v), (v, u)]
         for a, b in pairs:
             src.append(index[a])
@@ -85,7 +85,7 @@ def read_graphml(path: str | Path, **kwargs) -> Topology:
 
     path = Path(path)
     if not path.is_file():
-        raise TopologyError(f"GraphML file {str(path)!r} does not exist")
+        raise TopologyError(f"GraphML file {str(path)!r} " + ("is a directory" if path.is_dir() else "does not exist"))
     try:
         graph = nx.read_graphml(path)
     except Exception as exc:  # networkx raises several parser error types

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..errors import TopologyError
+from ..resources import TOPOLOGY_BYTES_PER_LINK, check_memory
 from .base import Topology
 
 __all__ = ["torus", "mesh", "bgq", "BGQ_SHAPES", "BGQ_LINK_BANDWIDTH"]
@@ -74,7 +76,9 @@ def torus(dims: Sequence[int], *, wrap: bool | Sequence[bool] = True,
     wrap = tuple(bool(w) for w in wrap)
     if len(wrap) != len(dims):
         raise TopologyError(f"wrap has {len(wrap)} entries for {len(dims)} dimensions")
-    n = int(np.prod(dims))
+    n = math.prod(dims)
+    links = 2 * n * sum(length > 1 for length in dims)
+    check_memory(links * TOPOLOGY_BYTES_PER_LINK, f"a {'x'.join(map(str, dims))} torus ({n:,} nodes, {links:,} links)")
     coords = np.stack(np.unravel_index(np.arange(n), dims), axis=1)
     src, dst, dim_of, sign_of = [], [], [], []
     for d, (length, w) in enumerate(zip(dims, wrap)):

@@ -81,8 +81,10 @@ def constant_ratio(num_endpoints: int, pattern: str = "disjoint", *, nbytes: int
             raise WorkloadError(f"overlap: {S} sources and {block} destinations do not fit {P} endpoints")
         src, dst = _block_pairs(np.arange(S), S // 2, ratio)
     elif pattern == "subset":
-        if block > P or ratio < 2:
-            raise WorkloadError(f"subset: needs ratio >= 2 and {block} destinations <= {P} endpoints")
+        if block > P or ratio < 2 or S < 2:
+            raise WorkloadError(f"subset: needs at least 2 sources (a lone source would send to itself), ratio >= 2 "
+                                f"and sources x ratio <= {P} endpoints; got {S} source(s) x ratio {ratio} "
+                                f"(set --sources and --ratio, or use at least 32 endpoints)")
         start = P - block
         sources = start + ratio * np.arange(S)
         src = np.repeat(sources, ratio)

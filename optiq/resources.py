@@ -1,0 +1,54 @@
+"""Memory guards: refuse a request that cannot fit before it starts, with the estimate.
+
+The estimates are per element of the structures that grow with the problem, measured on
+this code (peak resident memory over the step, divided by its element count): a torus
+topology holds about 110 bytes per link while it is built; a plan about 150 bytes per
+(path, hop) entry through planning, metrics and its JSON file (the file's Python objects
+dominate).
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import OptiqError
+
+__all__ = ["ResourceError", "available_memory", "check_memory", "TOPOLOGY_BYTES_PER_LINK", "PLAN_BYTES_PER_ENTRY"]
+
+TOPOLOGY_BYTES_PER_LINK = 110
+PLAN_BYTES_PER_ENTRY = 150
+
+
+class ResourceError(OptiqError):
+    """A request would need more memory than this machine has."""
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new allocation (``MemAvailable``; else all of it)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def check_memory(estimate: float, what: str, hint: str = "") -> None:
+    """Raise :class:`ResourceError` when ``estimate`` bytes exceed the available memory.
+
+    Examples
+    --------
+    >>> check_memory(1e3, "a small torus")
+    >>> check_memory(1e20, "a huge torus")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ResourceError: a huge torus would need about 1e+11 GB of memory ...
+    """
+    free = available_memory()
+    if estimate > free:
+        raise ResourceError(f"{what} would need about {estimate / 1e9:.3g} GB of memory, and {free / 1e9:.3g} GB "
+                            f"are available{'; ' + hint if hint else ''}")
