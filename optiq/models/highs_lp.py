@@ -11,7 +11,7 @@ from scipy.sparse import coo_matrix
 from ..errors import SolverError
 from ..progress import Progress, heartbeat
 from .scaling import lp_coefficients
-from .solution import DEFAULT_SOLVER, LPSolution, highs_options, highs_status
+from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options, highs_status
 
 __all__ = ["solve_lp"]
 
@@ -20,8 +20,10 @@ def solve_lp(topology, demands, paths, *, solver: str = DEFAULT_SOLVER,
              time_limit: float | None = None, sizes=None, progress: Progress | None = None) -> LPSolution:
     """Solve the multipath LP of :func:`optiq.models.build_pyomo_model` by direct assembly.
 
-    Columns are the path shares ``x`` then ``tau``; rows are one demand row per job then one
-    capacity row per used link, built as one sparse matrix (no per-variable Python objects).
+    Assembled in the equivalent "maximise Z" form (``y = x Z``, ``Z = 1 / tau``: job rows
+    ``sum y - Z = 0``, link rows ``sum a y <= 1``), whose ``Z`` column touches only the job
+    rows; the solution is returned in the ``x``/``tau`` terms of the Pyomo model. One row
+    per job and one per used link, built as one sparse matrix (no per-variable Python objects).
 
     Raises
     ------
@@ -43,17 +45,19 @@ def solve_lp(topology, demands, paths, *, solver: str = DEFAULT_SOLVER,
     P, J = paths.num_paths, demands.num_jobs
     link_row = np.full(topology.num_links, -1, dtype=np.int64)
     link_row[used] = J + np.arange(used.size)
-    rows = np.concatenate([paths.job, link_row[links], J + np.arange(used.size)])
-    colidx = np.concatenate([np.arange(P), cols, np.full(used.size, P)])
-    data = np.concatenate([np.ones(P), vals, -np.ones(used.size)])
+    # the Z form: y[p] = x[p] * Z, maximise Z = 1 / tau; the Z column touches the J job rows
+    # only, where tau's touched every link row (a dense column interior point pays for)
+    rows = np.concatenate([paths.job, link_row[links], np.arange(J)])
+    colidx = np.concatenate([np.arange(P), cols, np.full(J, P)])
+    data = np.concatenate([np.ones(P), vals, -np.ones(J)])
     a = coo_matrix((data, (rows, colidx)), shape=(J + used.size, P + 1)).tocsc()
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = P + 1, J + used.size
-    lp.col_cost_ = np.concatenate([np.zeros(P), [1.0]])
+    lp.col_cost_ = np.concatenate([np.zeros(P), [-1.0]])  # minimise -Z
     lp.col_lower_ = np.zeros(P + 1)
     lp.col_upper_ = np.full(P + 1, highspy.kHighsInf)
-    lp.row_lower_ = np.concatenate([np.ones(J), np.full(used.size, -highspy.kHighsInf)])
-    lp.row_upper_ = np.concatenate([np.ones(J), np.zeros(used.size)])
+    lp.row_lower_ = np.concatenate([np.zeros(J), np.full(used.size, -highspy.kHighsInf)])
+    lp.row_upper_ = np.concatenate([np.zeros(J), np.ones(used.size)])
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_ = a.indptr
     lp.a_matrix_.index_ = a.indices
@@ -73,10 +77,19 @@ def solve_lp(topology, demands, paths, *, solver: str = DEFAULT_SOLVER,
     if x.size != P + 1:
         raise SolverError(f"HiGHS ({solver}) returned no solution: {h.modelStatusToString(model_status)}")
     status = highs_status(model_status)
+    z = float(x[P])
+    if not z > 0:
+        if status != LPStatus.TIME_LIMIT:
+            raise SolverError(f"HiGHS ({solver}) returned no usable point: {h.modelStatusToString(model_status)}")
+        even = 1.0 / paths.paths_per_job[paths.job]  # stopped before any progress: split every job evenly
+        return LPSolution(share=even, time_s=float("nan"), status=status, route="highs", solver=solver,
+                          build_s=build_s, solve_s=solve_s, time_unit_s=t0)
     link_dual, job_dual = np.zeros(topology.num_links), None
-    if solution.dual_valid:
+    if solution.dual_valid:  # the Z form's duals w, s, scaled to the tau form's: u = w / sum(w), pi = s / sum(w)
         row_dual = np.asarray(solution.row_dual)
-        link_dual[used] = np.maximum(-row_dual[J:], 0.0)  # HiGHS: <= rows of a minimisation have duals <= 0
-        job_dual = row_dual[:J]
-    return LPSolution(share=x[:P], time_s=float(x[P]) * t0, status=status, route="highs", solver=solver,
+        w = np.abs(row_dual[J:])
+        if w.sum() > 0:
+            link_dual[used] = w / w.sum()
+            job_dual = np.abs(row_dual[:J]) / w.sum()
+    return LPSolution(share=x[:P] / z, time_s=t0 / z, status=status, route="highs", solver=solver,
                       build_s=build_s, solve_s=solve_s, link_dual=link_dual, job_dual=job_dual, time_unit_s=t0)
