@@ -52,7 +52,8 @@ def run_one(name: str, method: str, limit: float | None, comm=None) -> dict:
         kind = "torus" if topology.num_nodes > 16384 else "spread"
         candidates = make_candidates(topology, demands, 8, kind)
         if method == "lp":
-            plan = make_plan(topology, demands, "lp", candidates=candidates, solver="ipm-nox", time_limit=limit)
+            solver = "hipdlp" if topology.num_nodes > 16384 else "ipm-nox"  # interior point takes >10 min at 49k
+            plan = make_plan(topology, demands, "lp", candidates=candidates, solver=solver, time_limit=limit)
         else:
             plan = make_plan(topology, demands, "heu2", candidates=candidates)
     else:
