@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict, replace
 import math
-import os
 import re
 import sys
 import time

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import TransferError
-from ..waiting import idle_pause, wait_politely
+from ..waiting import idle_pause
 from .schedule import RankSchedule
 
 __all__ = ["TransferResult", "transfer"]
