@@ -86,8 +86,9 @@ def make_plan(topology, demands, method: str = "opt", *, k: int = 16, maxload: i
         Chunk size recorded in the plan for the executor.
     solver, time_limit
         HiGHS algorithm (``lp``) and time limit in seconds (``opt`` and ``lp``). ``opt``
-        always finishes its first restricted LP, so its plan is never worse than the LP over
-        its initial paths (every job's default route among them).
+        returns the best plan found, never worse than its first restricted LP (whose paths
+        include every job's default route); a time limit that ends before that LP is
+        solved gives the default routes, with a warning.
     gap : float
         ``opt``: stop when the plan is within this fraction of the best lower bound.
     hop_slack : int
@@ -257,6 +258,9 @@ def _make_plan(topology, demands, method: str, *, k: int, maxload: int, unit: in
             warnings.append(f"column generation stopped {cg.gap:.2%} from the lower bound (target {gap:.2%}): no "
                             f"path within --hop-slack {hop_slack} hops of the shortest improves the plan; the gap "
                             f"left may be the hop limit's cost, a larger --hop-slack may close it")
+        elif cg.iterations == 0:
+            warnings.append(f"the time limit ({time_limit:g} s) ended before the first LP was solved: the plan "
+                            f"is the default routes, {cg.gap:.2%} from the lower bound; allow more time")
         elif cg.gap > gap and cg.status == CGStatus.TIME_LIMIT:
             warnings.append(f"time limit reached {cg.gap:.2%} from the lower bound (target {gap:.2%})")
     else:

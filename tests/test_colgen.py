@@ -130,18 +130,29 @@ def test_bad_qos_is_a_workload_error(shares, classes, fragment):
 def test_a_time_limited_run_is_never_worse_than_its_first_restricted_lp():
     t = torus((8, 8, 8), bandwidth=1e9)
     d = constant_ratio(512, nbytes=2**20, num_sources=32)
-    cg = column_generation(t, d, time_limit=0.01, gap=0.0)   # ends right after the first LP
-    assert cg.status == CGStatus.TIME_LIMIT and cg.iterations >= 1
-    assert cg.time_s <= cg.first_time_s * (1 + 1e-12)
+    one = column_generation(t, d, max_iterations=1, gap=0.0)
+    assert one.status == CGStatus.ITERATION_LIMIT and one.time_s <= one.first_time_s * (1 + 1e-12)
     longer = column_generation(t, d, time_limit=5.0, gap=0.0)
     assert longer.time_s <= longer.first_time_s * (1 + 1e-12)
-    plan = make_plan(t, d, "opt", time_limit=0.01, gap=0.0)
-    assert plan.info["cg_status"] == "time limit"
+    plan = make_plan(t, d, "opt", time_limit=5.0)
     # the plan is the best solution's whole bytes: its busiest link matches that LP's time
     assert plan.predicted_time_s == pytest.approx(plan.info["lp_time_s"], rel=1e-4)
     assert plan.lower_bound_time_s <= plan.predicted_time_s
     # and never slower than the machine's own routes, which are among the first columns
-    assert plan.predicted_time_s <= make_plan(t, d, "default").predicted_time_s
+    default = make_plan(t, d, "default")
+    assert plan.predicted_time_s <= default.predicted_time_s
+
+
+def test_a_time_limit_before_the_first_lp_gives_the_default_routes_and_says_so():
+    t = torus((8, 8, 8), bandwidth=1e9)
+    d = constant_ratio(512, nbytes=2**20, num_sources=32)
+    cg = column_generation(t, d, time_limit=1e-3, gap=0.0)
+    assert cg.status == CGStatus.TIME_LIMIT and cg.iterations == 0
+    plan = make_plan(t, d, "opt", time_limit=1e-3)
+    default = make_plan(t, d, "default")
+    assert plan.predicted_time_s == pytest.approx(default.predicted_time_s)
+    assert plan.info["cg_status"] == "time limit" and plan.lower_bound_time_s <= plan.predicted_time_s
+    assert any("before the first LP" in w for w in plan.info["warnings"])
 
 
 def test_first_order_restricted_lps_reach_the_interior_point_optimum():

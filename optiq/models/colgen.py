@@ -40,7 +40,7 @@ from ..errors import SolverError
 from ..paths import PathSet
 from ..paths.pathset import csr_positions
 from ..paths.workers import Workers
-from ..paths import least_cost_paths, min_hops
+from ..paths import least_cost_paths, min_hops, system_routes
 from .highs_lp import solve_lp
 from .restricted import RestrictedLP
 from .solution import FIRST_ORDER, LPStatus
@@ -150,8 +150,9 @@ def column_generation(topology, demands, *, initial: PathSet | None = None, hop_
     gap : float
         Stop when ``(LP time - best bound) / LP time <= gap``.
     time_limit : float, optional
-        Seconds for the whole run after the first restricted LP has been solved; the best
-        plan found is returned with status ``TIME_LIMIT``.
+        Seconds for the whole run (the initial paths are made first, whatever the limit);
+        the best plan found is returned with status ``TIME_LIMIT``: never worse than the
+        first restricted LP, or the default routes if that LP was not solved in time.
     max_iterations : int
     known_bound_s : float
         A lower bound known beforehand (e.g. a cut bound); the best bound starts there.
@@ -233,7 +234,7 @@ def column_generation(topology, demands, *, initial: PathSet | None = None, hop_
     try:
         for it in range(1, max_iterations + 1):
             t_iter = time.perf_counter()
-            limit = None if best is None else _remaining(deadline)
+            limit = _remaining(deadline)
             smoothed = None
             if background is not None and previous is not None:
                 solving = background.submit(lp.solve, limit, progress=progress)  # HiGHS releases the GIL
@@ -289,7 +290,12 @@ def column_generation(topology, demands, *, initial: PathSet | None = None, hop_
     finally:
         if background is not None:
             background.shutdown(wait=True)
-    assert best is not None
+    if best is None:  # the time limit ended before the first LP: the default routes are the plan
+        say("time limit reached before the first restricted LP was solved: keeping the default routes")
+        paths = system_routes(topology, demands)
+        share = np.ones(paths.num_paths)
+        best = (_busiest(topology, paths, size, share), paths, share)
+        vertex = False
     best_time, paths, share = best
     if vertex and (deadline == float("inf") or deadline - time.perf_counter() > 2 * (lp_s / max(len(history), 1))):
         # a vertex of the LP over the paths that carry data: as fast, far fewer paths (fewer chunk copies)

@@ -45,6 +45,8 @@ def initial_columns(topology, demands, *, k: int = INITIAL_PATHS, hop_slack: int
     else:
         spread = spread_paths(topology, demands, k, hop_slack=hop_slack, seed=seed, progress=progress,
                               workers=workers)
+    if progress:
+        progress(f"initial columns: merging {default.num_paths + spread.num_paths:,} paths, dropping repeats")
     links = np.concatenate([default.links, spread.links])
     offsets = np.concatenate([default.offsets, default.offsets[-1] + spread.offsets[1:]])
     jobs = np.concatenate([default.job, spread.job])

@@ -207,7 +207,8 @@ class RecipePool:
     [2.0]
     """
 
-    def __init__(self, topology, demands, *, hop_slack: int = 2, vias: int = 20, seed: int = 0) -> None:
+    def __init__(self, topology, demands, *, hop_slack: int = 2, vias: int = 20, seed: int = 0,
+                 progress: Progress | None = None) -> None:
         if not topology.is_torus:
             raise PathError(f"coordinate-built paths need a torus or mesh, not {topology.name!r}")
         demands.check_against(topology)
@@ -217,7 +218,11 @@ class RecipePool:
         self.shortest = topology.pair_hops(demands.src, demands.dst)
         self.recipes = _recipes(self.order, hop_slack, vias)
         self.seed = seed
-        built = [self._build(r) for r in self.recipes]
+        tick = Ticker(progress, "torus candidates: routes built", len(self.recipes))
+        built = []
+        for i, recipe in enumerate(self.recipes):
+            built.append(self._build(recipe))
+            tick(i + 1)
         width = max(rows.shape[1] for rows, _ in built)
         L = topology.num_links
         self.links = np.full((demands.num_jobs, len(built), width), L, dtype=np.int32)  # L pads: costs nothing
@@ -379,7 +384,8 @@ def torus_paths(topology, demands, k: int = 8, *, hop_slack: int = 2, spread: bo
         raise PathError(f"k (paths per job) must be at least 1, got {k}")
     if progress:
         progress(f"torus candidates: building the coordinate routes of {demands.num_jobs:,} jobs")
-    pool = RecipePool(topology, demands, hop_slack=hop_slack, vias=vias if spread else 0, seed=seed)
+    pool = RecipePool(topology, demands, hop_slack=hop_slack, vias=vias if spread else 0, seed=seed,
+                      progress=progress)
     return pool.spread(k, seed=seed, progress=progress) if spread else pool.first(k)
 
 
