@@ -31,6 +31,10 @@ def check_comm(comm, plan: Plan) -> None:
 class Executor:
     """A plan compiled for this rank of ``comm``, ready to run many times.
 
+    The executor works on a duplicate of ``comm`` (made here, collectively; released by
+    :meth:`close` or at the end of a ``with`` block), so its messages can never match the
+    application's, whatever tags those use.
+
     Parameters
     ----------
     comm : mpi4py.MPI.Comm
@@ -46,7 +50,8 @@ class Executor:
     Raises
     ------
     PlanError
-        If the communicator is too small for the plan, or an argument is out of range.
+        If the communicator is too small for the plan, an argument is out of range, or the
+        plan has more paths than the MPI library has tags (``MPI.TAG_UB``).
     """
 
     def __init__(self, comm, plan: Plan, *, window: int = 4, link_bw: float | None = None,
@@ -59,8 +64,27 @@ class Executor:
         chunk = plan.chunk_size if chunk_size is None else int(chunk_size)
         if chunk < 1:
             raise PlanError(f"chunk size must be a positive number of bytes, got {chunk}")
-        self.comm, self.plan, self.window, self.link_bw, self.chunk_size = comm, plan, window, link_bw, chunk
+        from mpi4py import MPI
+
+        tag_ub = comm.Get_attr(MPI.TAG_UB)
+        if tag_ub is not None and plan.paths.num_paths - 1 > tag_ub:
+            raise PlanError(f"the plan has {plan.paths.num_paths:,} paths, one MPI tag each, but this MPI library's "
+                            f"largest tag is {tag_ub:,}")
+        self.plan, self.window, self.link_bw, self.chunk_size = plan, window, link_bw, chunk
         self.schedule: RankSchedule = compile_schedule(plan, comm.Get_rank())
+        self.comm = comm.Dup()
+
+    def close(self) -> None:
+        """Release the duplicated communicator (collective); the executor cannot run after."""
+        if self.comm is not None:
+            self.comm.Free()
+            self.comm = None
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return (f"Executor(rank={self.schedule.rank}, method={self.plan.method!r}, chunk_size={self.chunk_size}, "
@@ -77,8 +101,8 @@ class Executor:
         Parameters
         ----------
         send : mapping
-            Job id -> send buffer (any contiguous numpy array of exactly the job's bytes)
-            for every job whose source is this rank.
+            Job id -> send buffer (a contiguous numpy array of any dtype, viewed as bytes,
+            holding exactly the job's bytes) for every job whose source is this rank.
         recv : mapping, optional
             Job id -> receive buffer likewise; allocated when not given.
         timeout : float
@@ -94,6 +118,8 @@ class Executor:
         TransferError
             If a buffer is missing or has the wrong size, or on timeout.
         """
+        if self.comm is None:
+            raise TransferError("this executor is closed")
         sched = self.schedule
         send_views = _byte_views(send, sched.send_jobs, "send", sched.rank)
         recv_views = _byte_views(self.empty_recv_buffers() if recv is None else recv, sched.recv_jobs, "receive",
@@ -128,7 +154,8 @@ def run_plan(comm, plan: Plan, send: Mapping[int, np.ndarray], recv: Mapping[int
     TransferError
         If a buffer is wrong or the transfer times out.
     """
-    return Executor(comm, plan, window=window, link_bw=link_bw).run(send, recv, timeout=timeout)
+    with Executor(comm, plan, window=window, link_bw=link_bw) as executor:
+        return executor.run(send, recv, timeout=timeout)
 
 
 def _byte_views(buffers: Mapping[int, np.ndarray], sizes: dict[int, int], what: str, rank: int) -> dict:

@@ -137,7 +137,14 @@ def measure(comm, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: bool 
         raise ValueError(f"need repeat >= 1 and warmup >= 0, got repeat={repeat}, warmup={warmup}")
     if baseline not in BASELINES:
         raise ValueError(f"unknown baseline {baseline!r}; choose from {', '.join(BASELINES)}")
-    executor = Executor(comm, plan, window=window, link_bw=link_bw, chunk_size=chunk_size)
+    with Executor(comm, plan, window=window, link_bw=link_bw, chunk_size=chunk_size) as executor:
+        return _measure(comm, plan, executor, repeat=repeat, warmup=warmup, verify=verify, seed=seed,
+                        window=window, link_bw=link_bw, baseline=baseline, timeout=timeout)
+
+
+def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, window, link_bw, baseline, timeout) -> RunReport:
+    from mpi4py import MPI
+
     sched = executor.schedule
     send = fill_send_buffers(sched.send_jobs, seed) if verify else \
         {j: np.zeros(n, dtype=np.uint8) for j, n in sched.send_jobs.items()}
