@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .paths import forwarding_ranks
+
 __all__ = ["Metrics", "plan_metrics"]
 
 
@@ -13,8 +15,8 @@ __all__ = ["Metrics", "plan_metrics"]
 class Metrics:
     """Per-plan metrics; bytes in bytes, times in seconds, rates in bytes/s.
 
-    ``copies`` of a path are its chunks times its intermediate nodes (each forwards every
-    chunk once). Per-link averages are over the links that carry something. Only paths
+    ``copies`` of a path are its chunks times its intermediate ranks (each copies every
+    chunk once; switches forward in hardware, :mod:`optiq.paths.ranks`). Per-link averages are over the links that carry something. Only paths
     that carry bytes count. ``gap`` is ``1 - lower_bound_time_s / predicted_time_s``: how far
     the plan can be from the best possible, at most.
 
@@ -68,7 +70,7 @@ def plan_metrics(plan) -> Metrics:
     hops = ps.hops
     per_job = ps.paths_per_job
     hopbytes = nbytes * hops
-    copies = -(-p.path_bytes // p.chunk_size) * (hops - 1)
+    copies = -(-p.path_bytes // p.chunk_size) * forwarding_ranks(ps, p.topology)
     link_paths = np.bincount(ps.links, minlength=p.topology.num_links)
     link_bytes = p.link_bytes
     used = link_paths > 0

@@ -5,10 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from optiq import Demands, from_spec, make_plan
+from optiq import Demands, from_spec, make_plan, plan_metrics
 from optiq.cli import main
 from optiq.runtime import compile_schedule, find_mismatches, job_pattern, predicted_time
 from optiq.runtime.schedule import rank_hops
+from optiq.sim import simulate_chunks
 
 from conftest import MPI_SCRIPTS, launch
 
@@ -87,6 +88,26 @@ def test_random_plans_arrive_byte_exact(ranks):
     proc, _ = launch(ranks, MPI_SCRIPTS / "random_plans.py", "--plans-per-topology", 3)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 failure(s)" in proc.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [4, 8])
+def test_application_messages_with_the_executors_tags_are_not_disturbed_and_any_dtype_travels(ranks):
+    proc, _ = launch(ranks, MPI_SCRIPTS / "app_tags.py")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("spec", ["fattree:k=2,n=2", "torus:2x2", "cluster:hosts=4,edges=2,cores=1"])
+def test_simulated_and_counted_copies_equal_the_executors_forwarded_chunks(tmp_path, spec):
+    plan, path = small_plan(tmp_path, spec, "heu2", chunk_size=4096)
+    out = tmp_path / "out.json"
+    proc, _ = launch(plan.topology.num_endpoints, "-m", "optiq.runtime", path, "--json", out, "--repeat", 1,
+                     "--warmup", 0)
+    assert proc.returncode == 0, proc.stderr
+    forwarded = json.loads(out.read_text())["chunks_forwarded"]
+    assert simulate_chunks(plan).copies == forwarded
+    assert plan_metrics(plan).copies_per_path_avg * plan.used().paths.num_paths == pytest.approx(forwarded)
 
 
 def test_run_contract_json(tmp_path):

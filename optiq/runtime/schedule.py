@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import PlanError
+from ..paths import rank_stops
 from ..plan import Plan
 
 __all__ = ["Stream", "RankSchedule", "compile_schedule", "rank_hops"]
@@ -100,12 +101,12 @@ def rank_hops(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
     links = ps.links[keep]
     entry_path = entry_path[keep]
     tails, heads = topo.link_src[links], topo.link_dst[links]
-    endpoints = topo.num_endpoints
-    # the next entry (at or after this one) whose head is an endpoint ends the hop
+    stops = rank_stops(ps, topo)[keep]
+    # the next entry (at or after this one) whose head is a rank ends the hop
     position = np.arange(links.size)
-    ends = np.where(heads < endpoints, position, links.size)
+    ends = np.where(stops, position, links.size)
     ends = np.minimum.accumulate(ends[::-1])[::-1]
-    starts = np.flatnonzero(tails < endpoints)
+    starts = np.flatnonzero(tails < topo.num_endpoints)  # a hop starts where the previous one ended
     ranks = plan.ranks
     return (entry_path[starts], ranks[tails[starts]], ranks[heads[ends[starts]]], links[starts])
 

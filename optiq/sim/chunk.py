@@ -2,9 +2,11 @@
 
 Every path's bytes are cut into chunks of the plan's chunk size. A chunk crosses a link
 in ``(bytes + header) / capacity`` seconds plus ``hop_latency``; each link serves the
-chunks that reach it first come, first served. At an intermediate node a chunk waits for
-the node to copy it (``forward_cost`` per chunk, one chunk at a time per node) before it
-queues for the next link. For one path of ``h`` hops and ``n`` equal chunks this gives
+chunks that reach it first come, first served. At an intermediate rank (an endpoint) a
+chunk waits for the rank to copy it (``forward_cost`` per chunk, one chunk at a time per
+rank) before it queues for the next link; a switch passes it on with no copy, as the
+executor does (:mod:`optiq.paths.ranks`). For one path of ``h`` hops through ranks and
+``n`` equal chunks this gives
 the pipelined store-and-forward time
 ``h * (s + H) / c + h * L + (h - 1) * F + (n - 1) * max((s + H) / c, F)``.
 
@@ -93,6 +95,7 @@ class ChunkResult:
     path_finish_s: np.ndarray = field(repr=False)
     chunks: int
     events: int
+    copies: int = 0  #: chunk copies at intermediate ranks (the executor's forwarded chunks)
 
 
 def simulate_chunks(plan, model: ChunkModel = ChunkModel(), chunk_size: int | None = None, *,
@@ -145,6 +148,7 @@ def simulate_chunks(plan, model: ChunkModel = ChunkModel(), chunk_size: int | No
         progress(f"chunk simulation: {total:,} events, about {total / EVENTS_PER_S:.0f} s")
     tick = Ticker(progress, "chunk simulation: events", total)
     header, latency, forward = model.header_bytes, model.hop_latency_s, model.forward_cost_s
+    endpoints, copies = topo.num_endpoints, 0
     while events:
         now, _, kind, p, i, hop = heapq.heappop(events)
         processed += 1
@@ -160,13 +164,16 @@ def simulate_chunks(plan, model: ChunkModel = ChunkModel(), chunk_size: int | No
             else:
                 heapq.heappush(events, (arrive, order, 1, p, i, hop))
                 order += 1
-        else:  # an intermediate node copies one chunk at a time, in arrival order
+        else:  # an intermediate rank copies one chunk at a time, in arrival order; a switch passes it on
             v = int(topo.link_dst[e])
-            node_free[v] = max(now, node_free[v]) + forward
-            heapq.heappush(events, (node_free[v], order, 0, p, i, hop + 1))
+            if v < endpoints:
+                node_free[v] = max(now, node_free[v]) + forward
+                copies += 1
+                now = node_free[v]
+            heapq.heappush(events, (now, order, 0, p, i, hop + 1))
             order += 1
     tick(processed)
-    return ChunkResult(float(finish.max(initial=0.0)), finish, int(nchunks.sum()), processed)
+    return ChunkResult(float(finish.max(initial=0.0)), finish, int(nchunks.sum()), processed, copies)
 
 
 def simulate_direct(plan, model: ChunkModel = ChunkModel()) -> float:
