@@ -33,6 +33,8 @@ from .workloads import (PATTERNS, constant_ratio, destination_sweep, distance_sw
                         random_sizes, read_demands)
 
 PATTERN_CHOICES = PATTERNS + ("distance", "destsize")
+#: Chunk hops per transfer beyond which ``optiq run`` warns (the executor's per-chunk work is Python).
+MANY_CHUNKS = 1_000_000
 
 
 class UsageError(Exception):
@@ -515,6 +517,12 @@ def _replay(args) -> int:
     predicted, at = predicted_time(plan, args.link_bw)
     timeout = args.timeout or 60.0 + 10 * predicted
     runs = (args.warmup + args.repeat) * (2 if args.baseline != "none" else 1)
+    chunk = args.chunk_size or plan.chunk_size
+    chunks = int((-(-plan.path_bytes // chunk) * plan.paths.hops).sum())
+    if rank == 0 and chunks > MANY_CHUNKS:
+        print(f"optiq: warning: {chunks:,} chunk hops per transfer at --chunk-size {chunk:,} B; each costs the "
+              f"executor a few microseconds of Python, so expect at least {chunks * 5e-6:.0f} s per transfer",
+              file=sys.stderr, flush=True)
     if rank == 0 and predicted * runs > 2.0:
         print(f"optiq run: {runs} transfers of about {predicted:.3g} s each (predicted {at}); each gives up after "
               f"{timeout:.0f} s", file=sys.stderr, flush=True)
