@@ -120,11 +120,22 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
     sent = [0] * n        # chunks handed to a link
     posted = [0] * n      # receives posted
     queued = [False] * n
+    # a slot per request in flight, reused once it completes (Testsome sets it to
+    # REQUEST_NULL in place), so nothing is rebuilt per completion
     reqs: list = []
-    meta: list[tuple[int, int, int]] = []
+    meta: list[tuple[int, int, int] | None] = []
+    free: list[int] = []
     remaining = sum(c for s, c in zip(streams, nchunks) if s.next >= 0) + \
         sum(c for s, c in zip(streams, nchunks) if s.prev >= 0)
     counts = [0, 0]
+
+    def add(request, what: tuple[int, int, int]) -> None:
+        if free:
+            j = free.pop()
+            reqs[j], meta[j] = request, what
+        else:
+            reqs.append(request)
+            meta.append(what)
 
     def chunk_bytes(k: int, i: int) -> int:
         return min(chunk_size, streams[k].nbytes - i * chunk_size)
@@ -137,8 +148,7 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
         else:
             start = s.offset + i * chunk_size
             buf, kind = recv[s.job][start:start + size], _FINAL_RECV
-        reqs.append(comm.Irecv([buf, MPI.BYTE], source=s.prev, tag=s.path))
-        meta.append((kind, k, i))
+        add(comm.Irecv([buf, MPI.BYTE], source=s.prev, tag=s.path), (kind, k, i))
         posted[k] += 1
 
     def enqueue(k: int) -> None:
@@ -158,8 +168,7 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
         else:
             buf = slots[k][i % len(slots[k])][:size]
             counts[1] += 1
-        reqs.append(comm.Isend([buf, MPI.BYTE], dest=s.next, tag=s.path))
-        meta.append((_SEND, k, i))
+        add(comm.Isend([buf, MPI.BYTE], dest=s.next, tag=s.path), (_SEND, k, i))
 
     def pump(now: float) -> tuple[bool, float]:
         """Start what the links allow; return whether anything started and the next pacing deadline."""
@@ -206,7 +215,9 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
         done = MPI.Request.Testsome(reqs) if reqs else None
         if done:
             for d in done:
-                kind, k, i = meta[d]
+                kind, k, i = meta[d]  # type: ignore[misc]
+                meta[d] = None
+                free.append(d)
                 remaining -= 1
                 s = streams[k]
                 if kind == _SEND:
@@ -220,16 +231,12 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
                     enqueue(k)
                 elif posted[k] < nchunks[k]:
                     post_recv(k)
-            finished = set(done)
-            keep = [j for j in range(len(reqs)) if j not in finished]
-            reqs = [reqs[j] for j in keep]
-            meta = [meta[j] for j in keep]
         moved, deadline = pump(now)
         if done or moved:
             idle = 0
             continue
         if now - start > timeout:
-            raise TransferError(_timeout_message(comm.Get_rank(), timeout, streams, meta))
+            raise TransferError(_timeout_message(comm.Get_rank(), timeout, streams, [m for m in meta if m]))
         idle += 1
         pause = min(idle_pause(idle), max(0.0, deadline - now))
         time.sleep(pause)
