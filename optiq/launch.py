@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +27,9 @@ from .errors import OptiqError
 __all__ = ["world", "world_rank", "together", "abort_on_failure", "need_mpi"]
 
 T = TypeVar("T")
+
+#: Seconds between printing a rank's error and aborting every rank.
+ABORT_GRACE_S = 0.5
 
 _LAUNCHER_VARIABLES = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
@@ -98,5 +102,6 @@ def abort_on_failure(comm) -> Iterator[None]:
         rank = comm.Get_rank()
         message = str(exc) if str(exc).startswith(f"rank {rank}:") else f"rank {rank}: {exc}"
         print(f"optiq: error: {message}", file=sys.stderr, flush=True)
+        time.sleep(ABORT_GRACE_S)  # let the launcher forward the line before the abort kills its pipes
         comm.Abort(1)
         raise  # not reached
