@@ -7,6 +7,8 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import pytest
+from scipy.optimize import linprog
+from scipy.sparse import lil_matrix
 
 from optiq.paths import PathSet
 from optiq.topology import cluster, from_networkx, mesh, torus
@@ -52,6 +54,35 @@ def random_demands(topology, jobs: int, seed: int) -> Demands:
             pairs.add((int(s), int(d)))
     src, dst = zip(*sorted(pairs))
     return Demands(src, dst, rng.integers(1, 100, len(src)) * 10**6)
+
+
+def arc_flow_optimum(topology, demands) -> float:
+    """Independent formulation: multicommodity flow on links, minimise the completion time.
+
+    Bytes and capacities are scaled to O(1) first: raw 1e9 coefficients defeat LP tolerances.
+    """
+    J, L, N = demands.num_jobs, topology.num_links, topology.num_nodes
+    byte_unit, cap_unit = float(demands.nbytes.max()), float(topology.capacity.max())
+    size, cap = demands.nbytes / byte_unit, topology.capacity / cap_unit
+    nvar = J * L + 1
+    eq = lil_matrix((J * N, nvar))
+    b_eq = np.zeros(J * N)
+    for j in range(J):
+        for e in range(L):
+            eq[j * N + topology.link_src[e], j * L + e] += 1
+            eq[j * N + topology.link_dst[e], j * L + e] -= 1
+        b_eq[j * N + demands.src[j]] = size[j]
+        b_eq[j * N + demands.dst[j]] = -size[j]
+    ub = lil_matrix((L, nvar))
+    for e in range(L):
+        for j in range(J):
+            ub[e, j * L + e] = 1
+        ub[e, J * L] = -cap[e]
+    cost = np.zeros(nvar)
+    cost[-1] = 1
+    res = linprog(cost, A_ub=ub.tocsr(), b_ub=np.zeros(L), A_eq=eq.tocsr(), b_eq=b_eq, method="highs")
+    assert res.status == 0
+    return res.fun * byte_unit / cap_unit
 
 
 @pytest.fixture(params=sorted(SMALL_TOPOLOGIES))

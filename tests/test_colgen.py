@@ -13,8 +13,7 @@ from optiq.planner import make_plan
 from optiq.topology import torus
 from optiq.workloads import constant_ratio
 
-from conftest import SMALL_TOPOLOGIES, all_simple_paths, random_demands
-from test_models import arc_flow_optimum
+from conftest import SMALL_TOPOLOGIES, all_simple_paths, arc_flow_optimum, random_demands
 
 
 @pytest.mark.parametrize("name", sorted(SMALL_TOPOLOGIES))
