@@ -39,6 +39,9 @@ class Stream:
         Rank this rank sends them to (``-1`` at the destination).
     link : int
         Topology link that leaves this rank on the path (``-1`` at the destination).
+    direct : bool
+        The path has one rank-level hop: its source sends straight to its destination, and
+        no rank stores its chunks on the way.
     """
 
     path: int
@@ -48,6 +51,7 @@ class Stream:
     prev: int
     next: int
     link: int
+    direct: bool = False
 
     def num_chunks(self, chunk_size: int) -> int:
         return -(-self.nbytes // chunk_size)
@@ -126,7 +130,7 @@ def compile_schedule(plan: Plan, rank: int) -> RankSchedule:
     >>> from optiq import from_spec, Demands, make_plan
     >>> plan = make_plan(from_spec("mesh:3"), Demands([0], [2], [100]), "default")
     >>> compile_schedule(plan, 1).streams
-    (Stream(path=0, job=0, offset=0, nbytes=100, prev=0, next=2, link=1),)
+    (Stream(path=0, job=0, offset=0, nbytes=100, prev=0, next=2, link=1, direct=False),)
     """
     if rank < 0:
         raise PlanError(f"rank must be non-negative, got {rank}")
@@ -134,6 +138,7 @@ def compile_schedule(plan: Plan, rank: int) -> RankSchedule:
     csum = np.cumsum(plan.path_bytes) - plan.path_bytes
     offset = csum - csum[ps.job_offsets[ps.job]]
     path, src, dst, link = rank_hops(plan)
+    direct = np.bincount(path, minlength=ps.num_paths) == 1
     out, into = src == rank, dst == rank  # only this rank's hops reach Python
     sends = {p: (d, e) for p, d, e in zip(path[out].tolist(), dst[out].tolist(), link[out].tolist())}
     recvs = dict(zip(path[into].tolist(), src[into].tolist()))
@@ -141,7 +146,7 @@ def compile_schedule(plan: Plan, rank: int) -> RankSchedule:
     for p in sorted(sends.keys() | recvs.keys()):
         nxt, out_link = sends.get(p, (-1, -1))
         streams.append(Stream(path=p, job=int(ps.job[p]), offset=int(offset[p]), nbytes=int(plan.path_bytes[p]),
-                              prev=recvs.get(p, -1), next=nxt, link=out_link))
+                              prev=recvs.get(p, -1), next=nxt, link=out_link, direct=bool(direct[p])))
     src_rank, dst_rank = plan.ranks[dem.src], plan.ranks[dem.dst]
     return RankSchedule(rank=rank, streams=tuple(streams),
                         send_jobs={int(j): int(dem.nbytes[j]) for j in np.flatnonzero(src_rank == rank)},

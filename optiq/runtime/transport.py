@@ -6,7 +6,9 @@ slot of its own and sends it on as soon as it has it; the destination receives s
 into the job's receive buffer at the chunk's offset. All calls are non-blocking
 ``Isend``/``Irecv`` on numpy memory, matched by ``(source, tag=path id)``: MPI delivers
 messages with the same source and tag in order, so chunk ``i`` of a path lands in the
-``i``-th receive posted for it.
+``i``-th receive posted for it. A path with one rank-level hop is stored nowhere on the
+way, so when links are not paced it moves in messages of at least :data:`DIRECT_CHUNK`
+bytes (fewer messages, less Python per byte; both ends agree from the schedule).
 
 Why it cannot deadlock: every forwarder owns ``window`` slots *per path* and posts a
 receive for a path's next chunk only into a free slot of that path. A slot is freed when
@@ -15,9 +17,10 @@ These waits follow the path forward and end at the destination, which always has
 so there is no cycle, whatever the cycles between ranks. The same ``window`` bounds the
 chunks in flight on every outgoing link.
 
-The progress loop tests its requests with ``Testsome`` and sleeps (with a growing back-off
-up to half a millisecond) when nothing moved, so oversubscribed ranks leave the cores to
-the ranks that have work.
+The progress loop keeps one slot per request in flight and reuses it once ``Testsome``
+has completed it (nothing is rebuilt per completion); it sleeps (with a growing back-off,
+:mod:`optiq.waiting`) when nothing moved, so oversubscribed ranks leave the cores to the
+ranks that have work.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from .schedule import RankSchedule
 __all__ = ["TransferResult", "transfer"]
 
 _SEND, _FORWARD_RECV, _FINAL_RECV = 0, 1, 2
+#: Message size of unpaced direct paths (one rank hop), when larger than the chunk size.
+DIRECT_CHUNK = 2**20
 
 
 @dataclass
@@ -111,7 +116,10 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
 
     streams = schedule.streams
     n = len(streams)
-    nchunks = [s.num_chunks(chunk_size) for s in streams]
+    # a direct path is stored nowhere on the way, so unpaced it needs no pipelining: larger
+    # messages, fewer of them, less Python per byte
+    unit = [max(chunk_size, DIRECT_CHUNK) if s.direct and link_bw is None else chunk_size for s in streams]
+    nchunks = [s.num_chunks(u) for s, u in zip(streams, unit)]
     links: dict[int, _Link] = {s.link: _Link() for s in streams if s.next >= 0}
     slots = [np.empty((min(window, c), chunk_size), dtype=np.uint8) if s.prev >= 0 and s.next >= 0 else None
              for s, c in zip(streams, nchunks)]
@@ -138,7 +146,7 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
             meta.append(what)
 
     def chunk_bytes(k: int, i: int) -> int:
-        return min(chunk_size, streams[k].nbytes - i * chunk_size)
+        return min(unit[k], streams[k].nbytes - i * unit[k])
 
     def post_recv(k: int) -> None:
         s, i = streams[k], posted[k]
@@ -146,7 +154,7 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
         if s.next >= 0:
             buf, kind = slots[k][i % len(slots[k])][:size], _FORWARD_RECV
         else:
-            start = s.offset + i * chunk_size
+            start = s.offset + i * unit[k]
             buf, kind = recv[s.job][start:start + size], _FINAL_RECV
         add(comm.Irecv([buf, MPI.BYTE], source=s.prev, tag=s.path), (kind, k, i))
         posted[k] += 1
@@ -162,7 +170,7 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
     def start_send(k: int, i: int, size: int) -> None:
         s = streams[k]
         if s.prev < 0:
-            start = s.offset + i * chunk_size
+            start = s.offset + i * unit[k]
             buf = send[s.job][start:start + size]
             counts[0] += 1
         else:
