@@ -1,7 +1,8 @@
 """The executor measured on this machine, side by side in one run.
 
 (a) Unpaced: the executor replaying the default-routing plan vs MPI_Alltoallv on the
-    same jobs (all-to-all, 8 MiB per pair by default), throughput ratio.
+    same jobs (all-to-all, 8 MiB per pair by default), throughput ratio; then the same for
+    a neighbour exchange (each rank to each torus neighbour: every path one hop).
 (b) Paced (--link-bw): on a 16-rank 4x4 torus with a pattern where multipath helps
     (2 sources x 4 destinations each, disjoint blocks), the default-routing plan, heu2
     and opt, each measured against its flow-level predicted time, and the measured
@@ -61,6 +62,22 @@ def run(args, size: int, bw: float, work: Path) -> None:
     print(f"(a) {spec}, all-to-all, {n} ranks, {len(src)} pairs x {args.size} = "
           f"{plan.demands.nbytes.sum() / 2**20:.0f} MiB, {args.repeat} repeats, no pacing")
     print(f"    {'':34} {'median s':>9} {'GB/s':>7} verified")
+    for chunk in args.chunk_sizes.split(","):
+        r = replay(plan, n, work, "--baseline", "alltoallv", "--verify", "--repeat", args.repeat,
+                   "--chunk-size", chunk)
+        base = r["baseline"]
+        print(f"    {'executor, default plan, chunk ' + chunk:34} {r['elapsed_s']:9.4f} "
+              f"{r['throughput_Bps'] / 1e9:7.3f} {r['verified']}")
+        print(f"    {'MPI_Alltoallv (same run)':34} {base['elapsed_s']:9.4f} {base['throughput_Bps'] / 1e9:7.3f} "
+              f"{base['verified']}")
+        print(f"    executor / Alltoallv throughput = {r['throughput_Bps'] / base['throughput_Bps']:.3f}")
+
+    # every rank sends to each torus neighbour: every path one hop, so the copy ceiling is 1
+    pairs = sorted({(int(u), int(v)) for u, v in zip(topo.link_src, topo.link_dst)
+                    if u < n and v < n and u != v})
+    src, dst = (np.array(x) for x in zip(*pairs))
+    plan = make_plan(topo, Demands(src, dst, np.full(src.size, size)), "default")
+    print(f"    neighbour exchange: {len(pairs)} pairs x {args.size}, every path one hop")
     for chunk in args.chunk_sizes.split(","):
         r = replay(plan, n, work, "--baseline", "alltoallv", "--verify", "--repeat", args.repeat,
                    "--chunk-size", chunk)
