@@ -52,6 +52,19 @@ def main() -> None:
         run(args, size, bw, Path(tmp))
 
 
+def against_alltoallv(plan, ranks: int, work: Path, args) -> None:
+    """The unpaced executor at every chunk size against MPI_Alltoallv on the same jobs, same run."""
+    for chunk in args.chunk_sizes.split(","):
+        r = replay(plan, ranks, work, "--baseline", "alltoallv", "--verify", "--repeat", args.repeat,
+                   "--chunk-size", chunk)
+        base = r["baseline"]
+        print(f"    {'executor, default plan, chunk ' + chunk:34} {r['elapsed_s']:9.4f} "
+              f"{r['throughput_Bps'] / 1e9:7.3f} {r['verified']}")
+        print(f"    {'MPI_Alltoallv (same run)':34} {base['elapsed_s']:9.4f} {base['throughput_Bps'] / 1e9:7.3f} "
+              f"{base['verified']}")
+        print(f"    executor / Alltoallv throughput = {r['throughput_Bps'] / base['throughput_Bps']:.3f}")
+
+
 def run(args, size: int, bw: float, work: Path) -> None:
 
     spec = {4: "torus:2x2", 8: "torus:2x2x2", 16: "torus:4x4"}[args.ranks_a]
@@ -62,15 +75,7 @@ def run(args, size: int, bw: float, work: Path) -> None:
     print(f"(a) {spec}, all-to-all, {n} ranks, {len(src)} pairs x {args.size} = "
           f"{plan.demands.nbytes.sum() / 2**20:.0f} MiB, {args.repeat} repeats, no pacing")
     print(f"    {'':34} {'median s':>9} {'GB/s':>7} verified")
-    for chunk in args.chunk_sizes.split(","):
-        r = replay(plan, n, work, "--baseline", "alltoallv", "--verify", "--repeat", args.repeat,
-                   "--chunk-size", chunk)
-        base = r["baseline"]
-        print(f"    {'executor, default plan, chunk ' + chunk:34} {r['elapsed_s']:9.4f} "
-              f"{r['throughput_Bps'] / 1e9:7.3f} {r['verified']}")
-        print(f"    {'MPI_Alltoallv (same run)':34} {base['elapsed_s']:9.4f} {base['throughput_Bps'] / 1e9:7.3f} "
-              f"{base['verified']}")
-        print(f"    executor / Alltoallv throughput = {r['throughput_Bps'] / base['throughput_Bps']:.3f}")
+    against_alltoallv(plan, n, work, args)
 
     # every rank sends to each torus neighbour: every path one hop, so the copy ceiling is 1
     pairs = sorted({(int(u), int(v)) for u, v in zip(topo.link_src, topo.link_dst)
@@ -78,15 +83,7 @@ def run(args, size: int, bw: float, work: Path) -> None:
     src, dst = (np.array(x) for x in zip(*pairs))
     plan = make_plan(topo, Demands(src, dst, np.full(src.size, size)), "default")
     print(f"    neighbour exchange: {len(pairs)} pairs x {args.size}, every path one hop")
-    for chunk in args.chunk_sizes.split(","):
-        r = replay(plan, n, work, "--baseline", "alltoallv", "--verify", "--repeat", args.repeat,
-                   "--chunk-size", chunk)
-        base = r["baseline"]
-        print(f"    {'executor, default plan, chunk ' + chunk:34} {r['elapsed_s']:9.4f} "
-              f"{r['throughput_Bps'] / 1e9:7.3f} {r['verified']}")
-        print(f"    {'MPI_Alltoallv (same run)':34} {base['elapsed_s']:9.4f} {base['throughput_Bps'] / 1e9:7.3f} "
-              f"{base['verified']}")
-        print(f"    executor / Alltoallv throughput = {r['throughput_Bps'] / base['throughput_Bps']:.3f}")
+    against_alltoallv(plan, n, work, args)
 
     topo = from_spec("torus:4x4")
     demands = constant_ratio(16, "disjoint", nbytes=size, num_sources=2, ratio=4)
