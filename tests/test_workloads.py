@@ -158,3 +158,9 @@ def test_bad_demand_csv_names_the_file_and_line(tmp_path, body, fragment):
     with pytest.raises(WorkloadError, match=fragment) as info:
         read_demands(path)
     assert "d.csv" in str(info.value)
+
+
+def test_sizes_are_checked_exactly_up_to_2_63_minus_1():
+    assert Demands([0], [1], ["9223372036854775807"]).nbytes.tolist() == [2**63 - 1]  # a float would round it up
+    with pytest.raises(WorkloadError, match="job 1 has size '9223372036854775808'"):
+        Demands([0, 1], [1, 2], ["5", "9223372036854775808"])

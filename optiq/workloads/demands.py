@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
@@ -104,40 +105,33 @@ class Demands:
         return list(zip(self.src.tolist(), self.dst.tolist(), self.nbytes.tolist()))
 
 
-
-
 def _integers(values, what: str) -> np.ndarray:
-    """``values`` as a flat int64 array, refusing anything that is not exactly an integer."""
+    """``values`` as a flat int64 array, refusing anything that is not exactly an integer below 2^63."""
     raw = np.asarray(values).ravel()
-    if raw.dtype.kind in "iu":
+    if raw.dtype.kind in "biu":
         if raw.dtype.kind == "u" and raw.size and raw.max() > MAX_BYTES:
             raise WorkloadError(f"{what} {raw.max()} is too large (at most 2^63 - 1)")
         return raw.astype(np.int64)
-    if raw.dtype.kind == "b" or raw.size == 0:
+    if raw.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(raw) | (raw != np.round(raw)) | (np.abs(raw) >= 2.0**63))
+        if bad.size:
+            raise WorkloadError(f"job {bad[0]} has {what} {_plain(raw[bad[0]])!r}: it must be an integer below 2^63")
         return raw.astype(np.int64)
-    try:
-        as_float = raw.astype(float)
-    except (TypeError, ValueError):
-        bad = next(i for i, v in enumerate(raw.tolist()) if not _is_number(v))
-        raise WorkloadError(f"job {bad} has {what} {_plain(raw[bad])!r}, not an integer") from None
-    bad = np.flatnonzero(~np.isfinite(as_float) | (as_float != np.round(as_float)) | (np.abs(as_float) >= 2.0**63))
-    if bad.size:
-        j = int(bad[0])
-        raise WorkloadError(f"job {j} has {what} {_plain(raw[j])!r}: it must be an integer below 2^63")
-    if raw.dtype.kind == "O":  # Python ints are exact: check them as such
-        big = [i for i, v in enumerate(raw.tolist()) if isinstance(v, int) and not -MAX_BYTES <= v <= MAX_BYTES]
-        if big:
-            raise WorkloadError(f"job {big[0]} has {what} {raw[big[0]]!r}: it must be an integer below 2^63")
-        return np.array([int(v) for v in raw.tolist()], dtype=np.int64)
-    return as_float.astype(np.int64)
+    out = np.empty(raw.size, dtype=np.int64)  # Python ints beyond int64, strings: each exactly
+    for j, value in enumerate(raw.tolist()):
+        exact = _exact_integer(value)
+        if exact is None or not -MAX_BYTES <= exact <= MAX_BYTES:
+            raise WorkloadError(f"job {j} has {what} {value!r}: it must be an integer below 2^63")
+        out[j] = exact
+    return out
 
 
-def _is_number(value) -> bool:
+def _exact_integer(value) -> int | None:
     try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return True
+        exact = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError):
+        return None
+    return int(exact) if exact.is_finite() and exact == exact.to_integral_value() else None
 
 
 def _plain(value):
