@@ -186,9 +186,10 @@ def plan_memory_estimate(topology, demands, method: str, k: int = 16) -> float:
     >>> plan_memory_estimate(t, d, "lp", k=4) > plan_memory_estimate(t, d, "default") > 0
     True
     """
-    sample = np.linspace(0, demands.num_jobs - 1, min(demands.num_jobs, 4096)).astype(np.int64)
-    if topology.dims is not None:
+    if topology.dims is not None:  # closed-form distances: every job
         sample = np.arange(demands.num_jobs)
+    else:  # a breadth-first search per source: a spread of 4,096 jobs
+        sample = np.linspace(0, demands.num_jobs - 1, min(demands.num_jobs, 4096)).astype(np.int64)
     hops = max(1.0, float(topology.pair_hops(demands.src[sample], demands.dst[sample]).mean()))
     per_job = _PATHS_PER_JOB.get(method, k)
     stretch = 1.0 if method == "default" else 1.3  # other paths than the shortest are longer
