@@ -131,7 +131,6 @@ def measure(comm, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: bool 
     TransferError
         If a transfer times out or a buffer is wrong.
     """
-    from mpi4py import MPI
 
     if repeat < 1 or warmup < 0:
         raise ValueError(f"need repeat >= 1 and warmup >= 0, got repeat={repeat}, warmup={warmup}")
