@@ -3,12 +3,18 @@
 (a) Unpaced: the executor replaying the default-routing plan vs MPI_Alltoallv on the
     same jobs (all-to-all, 8 MiB per pair by default), throughput ratio; then the same for
     a neighbour exchange (each rank to each torus neighbour: every path one hop).
-(b) Paced (--link-bw): on a 16-rank 4x4 torus with a pattern where multipath helps
-    (2 sources x 4 destinations each, disjoint blocks), the default-routing plan, heu2
-    and opt, each measured against its flow-level predicted time, and the measured
-    speedup of opt over default routing against the predicted one.
+(b) Paced (--link-bw, one or more rates): on a 16-rank 4x4 torus with a pattern where
+    multipath helps (2 sources x 4 destinations each, disjoint blocks), the default-routing
+    plan, heu2 and opt, each measured against its flow-level predicted time, and the
+    measured speedup of opt over default routing against the predicted one.
 
-    python benchmarks/executor.py [--size 8MiB] [--chunk-sizes 64KiB,1MiB] [--link-bw 25MB/s] [--repeat 3]
+Beside each replay, the *chunk-message floor* (``chunk_floor.py``): the same chunk messages
+posted all at once, unpaced, with no forwarding order and no Python between them. No
+executor sending one MPI message per chunk beats it, so it shows what this machine's MPI
+allows: in (a) the best ratio to Alltoallv, in (b) the fastest a plan can be replayed.
+
+    python benchmarks/executor.py [--size 8MiB] [--chunk-sizes 64KiB,1MiB]
+        [--link-bw 25MB/s,50MB/s,100MB/s,200MB/s] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -27,6 +33,21 @@ from optiq.units import parse_rate, parse_size
 from optiq.workloads import constant_ratio
 
 
+def floor(plan, ranks: int, workdir: Path, repeat: int, chunk: str | None = None) -> float:
+    """Median seconds of the chunk-message floor of ``plan`` (see the module docstring)."""
+    path, out = workdir / "plan.json", workdir / "floor.json"
+    plan.save(path)
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    cmd = [str(mpiexec), "-n", str(ranks), sys.executable, str(Path(__file__).with_name("chunk_floor.py")),
+           str(path), str(out), "--repeat", str(repeat)]
+    if chunk is not None:
+        cmd += ["--chunk-size", str(parse_size(chunk))]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"floor failed ({' '.join(cmd)}):\n{proc.stdout}{proc.stderr}")
+    return json.loads(out.read_text())["elapsed_s"]
+
+
 def replay(plan, ranks: int, workdir: Path, *options) -> dict:
     path, out = workdir / "plan.json", workdir / "out.json"
     plan.save(path)
@@ -43,13 +64,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="8MiB", help="bytes per pair (default 8MiB)")
     ap.add_argument("--ranks-a", type=int, default=8, help="(a): ranks of the 2x2x2 or 2x..x torus (default 8)")
-    ap.add_argument("--link-bw", default="25MB/s", help="(b): emulated link bandwidth (default 25MB/s)")
+    ap.add_argument("--link-bw", default="25MB/s,50MB/s,100MB/s,200MB/s",
+                    help="(b): emulated link bandwidths, comma-separated (default 25, 50, 100 and 200 MB/s)")
     ap.add_argument("--chunk-sizes", default="64KiB,1MiB", help="(a): executor chunk sizes (default 64KiB,1MiB)")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    size, bw = parse_size(args.size), parse_rate(args.link_bw)
+    size = parse_size(args.size)
     with tempfile.TemporaryDirectory(prefix="optiq-bench-") as tmp:
-        run(args, size, bw, Path(tmp))
+        run(args, size, Path(tmp))
 
 
 def against_alltoallv(plan, ranks: int, work: Path, args) -> None:
@@ -63,10 +85,12 @@ def against_alltoallv(plan, ranks: int, work: Path, args) -> None:
         print(f"    {'MPI_Alltoallv (same run)':34} {base['elapsed_s']:9.4f} {base['throughput_Bps'] / 1e9:7.3f} "
               f"{base['verified']}")
         print(f"    executor / Alltoallv throughput = {r['throughput_Bps'] / base['throughput_Bps']:.3f}")
+        lower = floor(plan, ranks, work, args.repeat, chunk)
+        print(f"    {'chunk-message floor':34} {lower:9.4f} {r['bytes_total'] / lower / 1e9:7.3f}  "
+              f"(best possible ratio {base['elapsed_s'] / lower:.3f})")
 
 
-def run(args, size: int, bw: float, work: Path) -> None:
-
+def run(args, size: int, work: Path) -> None:
     spec = {4: "torus:2x2", 8: "torus:2x2x2", 16: "torus:4x4"}[args.ranks_a]
     topo = from_spec(spec)
     n = topo.num_endpoints
@@ -87,20 +111,24 @@ def run(args, size: int, bw: float, work: Path) -> None:
 
     topo = from_spec("torus:4x4")
     demands = constant_ratio(16, "disjoint", nbytes=size, num_sources=2, ratio=4)
-    print(f"\n(b) torus 4x4, 16 ranks, disjoint 2 sources x 4 destinations x {args.size}, links paced at "
-          f"{args.link_bw}, {args.repeat} repeats")
-    print(f"    {'method':8} {'paths':>5} {'predicted s':>11} {'measured s':>10} {'meas/pred':>9} verified")
-    measured, predicted = {}, {}
-    for method in ("default", "heu2", "opt"):
-        plan = make_plan(topo, demands, method, k=8)
-        r = replay(plan, 16, work, "--link-bw", args.link_bw, "--verify", "--repeat", args.repeat)
-        measured[method], predicted[method] = r["elapsed_s"], r["predicted_time_s"]
-        print(f"    {method:8} {r['paths']:5d} {r['predicted_time_s']:11.4f} {r['elapsed_s']:10.4f} "
-              f"{r['measured_over_predicted']:9.3f} {r['verified']}")
-    assert abs(predicted["default"] - make_plan(topo, demands, "default").link_bytes.max() / bw) < 1e-9
-    for method in ("heu2", "opt"):
-        print(f"    {method} over default: measured speedup {measured['default'] / measured[method]:.2f}x, "
-              f"predicted {predicted['default'] / predicted[method]:.2f}x")
+    plans = {method: make_plan(topo, demands, method, k=8) for method in ("default", "heu2", "opt")}
+    floors = {method: floor(plan, 16, work, args.repeat) for method, plan in plans.items()}
+    print(f"\n(b) torus 4x4, 16 ranks, disjoint 2 sources x 4 destinations x {args.size}, chunk "
+          f"{plans['opt'].chunk_size // 1024} KiB, {args.repeat} repeats; floor = the plan's chunk messages, unpaced")
+    print(f"    {'rate':>9} {'method':8} {'paths':>5} {'floor s':>8} {'predicted s':>11} {'measured s':>10} "
+          f"{'meas/pred':>9} verified")
+    for rate in args.link_bw.split(","):
+        bw = parse_rate(rate)
+        measured, predicted = {}, {}
+        for method, plan in plans.items():
+            r = replay(plan, 16, work, "--link-bw", rate, "--verify", "--repeat", args.repeat)
+            measured[method], predicted[method] = r["elapsed_s"], r["predicted_time_s"]
+            print(f"    {rate:>9} {method:8} {r['paths']:5d} {floors[method]:8.4f} {r['predicted_time_s']:11.4f} "
+                  f"{r['elapsed_s']:10.4f} {r['measured_over_predicted']:9.3f} {r['verified']}")
+        assert abs(predicted["default"] - plans["default"].link_bytes.max() / bw) < 1e-9
+        for method in ("heu2", "opt"):
+            print(f"    {rate:>9} {method} over default: measured speedup {measured['default'] / measured[method]:.2f}x, "
+                  f"predicted {predicted['default'] / predicted[method]:.2f}x")
 
 
 if __name__ == "__main__":

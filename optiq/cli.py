@@ -225,8 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=_positive_int, default=3, help="measured repeats (default 3)")
     p.add_argument("--warmup", type=_non_negative_int, default=1, help="unmeasured runs first (default 1)")
     p.add_argument("--link-bw", type=_rate, help="emulate links of this bandwidth, e.g. 200MB/s")
-    p.add_argument("--window", type=_positive_int, default=4,
-                   help="chunks in flight per link and slots per forwarded path (default 4)")
+    p.add_argument("--window", type=_positive_int,
+                   help="chunks in flight per link and slots per forwarded path (default 4; with --link-bw, "
+                        "20 ms of a link's traffic, 4 to 64 chunks)")
     p.add_argument("--chunk-size", type=_size, help="override the plan's chunk size")
     p.add_argument("--timeout", type=_positive_float,
                    help="seconds per transfer before every rank gives up (default 60 + 10x the predicted time)")

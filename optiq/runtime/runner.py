@@ -117,7 +117,7 @@ def predicted_time(plan: Plan, link_bw: float | None) -> tuple[float, str]:
 
 
 def measure(comm, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: bool = False, seed: int = 0,
-            window: int = 4, link_bw: float | None = None, chunk_size: int | None = None,
+            window: int | None = None, link_bw: float | None = None, chunk_size: int | None = None,
             baseline: str = "none", timeout: float = 60.0) -> RunReport:
     """Run the plan ``warmup + repeat`` times (and the baseline likewise); all ranks call it.
 
@@ -138,7 +138,7 @@ def measure(comm, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: bool 
         raise ValueError(f"unknown baseline {baseline!r}; choose from {', '.join(BASELINES)}")
     with Executor(comm, plan, window=window, link_bw=link_bw, chunk_size=chunk_size) as executor:
         return _measure(comm, plan, executor, repeat=repeat, warmup=warmup, verify=verify, seed=seed,
-                        window=window, link_bw=link_bw, baseline=baseline, timeout=timeout)
+                        window=executor.window, link_bw=link_bw, baseline=baseline, timeout=timeout)
 
 
 def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, window, link_bw, baseline, timeout) -> RunReport:

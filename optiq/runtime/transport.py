@@ -19,8 +19,19 @@ chunks in flight on every outgoing link.
 
 The progress loop keeps one slot per request in flight and reuses it once ``Testsome``
 has completed it (nothing is rebuilt per completion); it sleeps (with a growing back-off,
-:mod:`optiq.waiting`) when nothing moved, so oversubscribed ranks leave the cores to the
-ranks that have work.
+:mod:`optiq.waiting`) as soon as nothing moved, so oversubscribed ranks leave the cores to
+the ranks that have work.
+
+Why one message per chunk, measured (2x2x2 all-to-all, 8 ranks on 2 cores, 8 MiB per
+pair, MPICH 5): the same chunk messages posted all at once with no Python between them
+(``benchmarks/chunk_floor.py``) take 0.17-0.21 s at 64 KiB, against 0.37 s for this loop
+and 0.046 s for ``MPI_Alltoallv``; MPI's cost per message sets most of the time. The
+alternatives were slower: one message per neighbour and round described by an
+``hindexed`` datatype (no packing) took 9.8 s, because MPICH moves non-contiguous data
+through a pipeline that needs both ranks scheduled at every step; the same rounds sent as
+one contiguous message per chunk took 0.6-0.9 s, because a round waits for its slowest
+chunk and the ranks fall into lockstep; spinning before sleeping (0.1-1 ms) took
+0.41-0.87 s; posting every message of the one-hop paths at once took 0.47 s.
 """
 
 from __future__ import annotations
