@@ -14,7 +14,7 @@ import argparse
 import time
 
 from optiq import from_spec, plan_metrics
-from optiq.models import build_pyomo_model, cut_lower_bound, solve_lp, solve_pyomo_model
+from optiq.lp import build_pyomo_model, cut_lower_bound, solve_lp, solve_pyomo_model
 from optiq.paths import diverse_paths, yen_paths
 from optiq.planner import make_plan
 from optiq.workloads import constant_ratio

@@ -15,9 +15,9 @@ from .heuristics import DEFAULT_UNIT
 from .jsonfile import check_directory, check_writable, dumps, write_json
 from .launch import abort_on_failure, need_mpi, together, world, world_rank
 from .metrics import plan_metrics
-from .models import DEFAULT_SOLVER, LP_SOLVERS
-from .models.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK
-from .models.qos import read_qos
+from .lp import DEFAULT_SOLVER, LP_SOLVERS
+from .lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK
+from .workloads.qos import read_qos
 from .plan import DEFAULT_CHUNK_SIZE, load_plan
 from .progress import heartbeat
 from .planner import CANDIDATE_KINDS, METHODS, make_candidates, make_plan
@@ -440,7 +440,7 @@ def _simulate(args) -> None:
 def _collectives(args) -> int:
     """``optiq collectives``: predict is local; fit and bench run on every rank of mpiexec."""
     from .collectives.report import bench_report, format_bench, format_prediction, prediction_report
-    from .models.allreduce import load_params
+    from .collectives.cost import load_params
 
     if args.action == "predict":
         report = prediction_report(load_params(args.params), args.ranks, args.size)
@@ -448,8 +448,8 @@ def _collectives(args) -> int:
         return 0
     MPI = need_mpi("optiq collectives fit/bench")
     from .collectives.bench import bench_algorithms, run_microbenchmarks
-    from .models.allreduce import algorithms, save_params
-    from .models.allreduce_fit import fit_allreduce_model
+    from .collectives.cost import algorithms, save_params
+    from .collectives.fit import fit_allreduce_model
 
     comm = MPI.COMM_WORLD
     rank, N = comm.Get_rank(), comm.Get_size()

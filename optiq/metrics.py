@@ -95,7 +95,7 @@ def plan_metrics(plan, *, check_bound: bool = True) -> Metrics:
 
 def _checked_bound(plan, predicted_s: float) -> tuple[float, str]:
     """The larger of the recomputed cut bound and the plan's stored bound, if that one holds."""
-    from .models.bounds import cut_lower_bound
+    from .lp.bounds import cut_lower_bound
 
     cut = cut_lower_bound(plan.topology, plan.demands).time_s
     stored = float(plan.lower_bound_time_s)

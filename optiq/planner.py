@@ -10,9 +10,9 @@ import numpy as np
 
 from .errors import PlanError, SolverError
 from .heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
-from .models import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, cut_lower_bound, round_to_bytes, solve_lp
-from .models.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGStatus, column_generation
-from .models.qos import QoSClasses
+from .lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, cut_lower_bound, round_to_bytes, solve_lp
+from .lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGStatus, column_generation
+from .workloads.qos import QoSClasses
 from .paths import PathSet, diverse_paths, system_routes
 from .paths import spread_paths, torus_paths
 from .paths.workers import Workers

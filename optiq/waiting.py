@@ -2,18 +2,24 @@
 
 MPI's blocking calls poll without pause. With more ranks than cores (or a solver thread
 beside a waiting rank), a rank that only waits would take the CPU from the ones that
-compute, so every wait here tests a non-blocking request and sleeps between tests, with
-a back-off growing from 10 µs to :data:`MAX_IDLE_SLEEP_S`.
+compute, so every wait here tests non-blocking requests and gives the CPU away between
+tests: first by yielding (a short wait, such as a small collective, ends at once when the
+peer runs), then, after :data:`YIELDS` fruitless tests, by sleeping with a back-off
+growing from 20 µs to :data:`MAX_IDLE_SLEEP_S`. The executor's progress loop uses the same
+back-off (:func:`idle_pause`).
 """
 
 from __future__ import annotations
 
+import os
 import time
 
-__all__ = ["MAX_IDLE_SLEEP_S", "idle_pause", "wait_politely"]
+__all__ = ["MAX_IDLE_SLEEP_S", "YIELDS", "idle_pause", "wait_politely", "wait_all"]
 
 #: The longest pause between two tests of a request (seconds).
 MAX_IDLE_SLEEP_S = 2e-3
+#: Fruitless tests answered by yielding the CPU before a wait starts sleeping.
+YIELDS = 1000
 
 
 def idle_pause(idle: int) -> float:
@@ -27,9 +33,19 @@ def idle_pause(idle: int) -> float:
     return min(MAX_IDLE_SLEEP_S, 1e-5 * 2 ** min(idle, 10))
 
 
+def wait_all(requests) -> None:
+    """Complete non-blocking MPI ``requests``, giving the CPU away between tests."""
+    from mpi4py import MPI
+
+    tests = 0
+    while not MPI.Request.Testall(requests):
+        tests += 1
+        if tests <= YIELDS:
+            os.sched_yield()
+        else:
+            time.sleep(idle_pause(tests - YIELDS))
+
+
 def wait_politely(request) -> None:
-    """Wait for a non-blocking MPI request, sleeping between tests."""
-    idle = 0
-    while not request.Test():
-        idle += 1
-        time.sleep(idle_pause(idle))
+    """Wait for one non-blocking MPI request (:func:`wait_all`)."""
+    wait_all([request])

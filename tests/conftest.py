@@ -100,7 +100,8 @@ def mpiexec() -> str:
     if found.exists():
         return str(found)
     found = shutil.which("mpiexec")
-    assert found, "mpiexec not found: install the MPI extra, pip install -e '.[mpi,test]'"
+    if not found:
+        pytest.skip("mpiexec not found: install the MPI extra, pip install -e '.[mpi,test]'")
     return found
 
 

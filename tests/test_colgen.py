@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 from optiq.errors import WorkloadError
-from optiq.models import build_pyomo_model, solve_lp, solve_pyomo_model
-from optiq.models.qos import QoSClasses
-from optiq.models.colgen import CGStatus, column_generation
-from optiq.models.restricted import RestrictedLP
+from optiq.lp import build_pyomo_model, solve_lp, solve_pyomo_model
+from optiq.workloads.qos import QoSClasses
+from optiq.lp.colgen import CGStatus, column_generation
+from optiq.lp.restricted import RestrictedLP
 from optiq.paths import diverse_paths
 from optiq.paths.pricing import least_cost_paths, min_hops
 from optiq.planner import make_plan

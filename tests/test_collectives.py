@@ -7,9 +7,9 @@ import pytest
 
 from optiq.cli import main
 from optiq.errors import OptiqError
-from optiq.models.allreduce import (AllreduceParams, algorithm_steps, algorithms, feature_row, incast_volume,
+from optiq.collectives.cost import (AllreduceParams, algorithm_steps, algorithms, feature_row, incast_volume,
                                     load_params, predict, save_params, step_terms)
-from optiq.models.allreduce_fit import Sample, fit_allreduce_model
+from optiq.collectives.fit import Sample, fit_allreduce_model
 
 from conftest import MPI_SCRIPTS, launch
 
@@ -131,6 +131,7 @@ def test_predict_errors(tmp_path, capsys, argv, fragment):
 # -- under mpiexec ------------------------------------------------------------------------
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("n", [3, 4, 6, 8])
 def test_algorithms_equal_mpi_allreduce(n):
     proc, _ = launch(n, MPI_SCRIPTS / "allreduce_check.py")
@@ -139,6 +140,7 @@ def test_algorithms_equal_mpi_allreduce(n):
     assert len(lines) == 7 * len(algorithms(n)) and all(line.endswith(": ok") for line in lines)
 
 
+@pytest.mark.mpi
 def test_fit_predict_bench_contract(tmp_path):
     params, bench = tmp_path / "params.json", tmp_path / "bench.json"
     cli = ["-m", "optiq"]
@@ -156,6 +158,7 @@ def test_fit_predict_bench_contract(tmp_path):
         assert entry["correct"] is True and entry["time_s"] > 0 and set(entry["predicted_s"]) == {"contention", "abg"}
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("argv, fragment", [
     (["bench", "--size", "12"], "multiple of 8"),
     (["bench", "--size", "64KiB", "--algorithms", "ring,hcps:3x3"], "unknown algorithm(s) hcps:3x3"),

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from optiq.heuristics import demand_aware_heuristic, dynamic_routing, maxload_heuristic
-from optiq.models import build_pyomo_model, cut_lower_bound, round_to_bytes, solve_lp, solve_pyomo_model
+from optiq.lp import build_pyomo_model, cut_lower_bound, round_to_bytes, solve_lp, solve_pyomo_model
 from optiq.paths import diverse_paths
 from optiq.planner import make_plan
 from optiq.topology import bgq, torus
@@ -138,3 +138,15 @@ def test_heuristic1_respects_maxload():
     assert per_link.max() <= 3
     per_job = np.bincount(cand.job, weights=nbytes > 0, minlength=d.num_jobs)
     assert per_job.min() >= 1 and per_job.max() > 1
+
+
+def test_the_old_models_package_still_imports_with_a_deprecation_warning():
+    import subprocess
+    import sys
+
+    code = "from optiq.models.colgen import column_generation; from optiq.models.allreduce import algorithms"
+    ok = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", "-c", code], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    strict = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", code], capture_output=True,
+                            text=True)
+    assert strict.returncode != 0 and "optiq.models is deprecated: use optiq.lp" in strict.stderr

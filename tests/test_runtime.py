@@ -83,6 +83,7 @@ def test_run_without_enough_ranks_is_a_clear_error(tmp_path, capsys):
 
 # -- under mpiexec ------------------------------------------------------------------------
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("ranks", [4, 8])
 def test_random_plans_arrive_byte_exact(ranks):
     proc, _ = launch(ranks, MPI_SCRIPTS / "random_plans.py", "--plans-per-topology", 3)
@@ -110,6 +111,7 @@ def test_simulated_and_counted_copies_equal_the_executors_forwarded_chunks(tmp_p
     assert plan_metrics(plan).copies_per_path_avg * plan.used().paths.num_paths == pytest.approx(forwarded)
 
 
+@pytest.mark.mpi
 def test_run_contract_json(tmp_path):
     plan, path = small_plan(tmp_path, "torus:2x4", "opt")
     out = tmp_path / "out.json"
@@ -125,6 +127,7 @@ def test_run_contract_json(tmp_path):
     assert proc.stdout.count("verified") == 1  # only rank 0 prints
 
 
+@pytest.mark.mpi
 def test_paced_run_is_never_faster_than_its_links(tmp_path):
     plan, path = small_plan(tmp_path, "torus:2x2", "default")
     out = tmp_path / "out.json"
@@ -160,12 +163,13 @@ def test_bad_plans_fail_on_every_rank(tmp_path, case, fragment):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("mode", ["raise", "vanish", "exit"])
 def test_a_failing_rank_stops_every_rank(tmp_path, mode):
     _, path = small_plan(tmp_path)
-    proc, seconds = launch(4, MPI_SCRIPTS / "failing_rank.py", mode, path, "--verify", "--timeout", 3, timeout=60)
+    # a hang raises subprocess.TimeoutExpired after 60 s (the transfers give up after 3)
+    proc, _ = launch(4, MPI_SCRIPTS / "failing_rank.py", mode, path, "--verify", "--timeout", 3, timeout=60)
     assert proc.returncode != 0
-    assert seconds < 45
     if mode == "raise":
         assert "rank 1: the send buffer of job 1" in proc.stderr
     if mode == "vanish":

@@ -1,4 +1,5 @@
-"""Allreduce algorithms run for real (mpi4py on numpy buffers) and their micro-benchmarks."""
+"""Allreduce: the algorithms run for real (mpi4py on numpy buffers), their cost model
+(:mod:`.cost`), its fit (:mod:`.fit`) and the micro-benchmarks that feed it."""
 
 from .algorithms import (allreduce, block_bounds, cps_allreduce, hierarchical_cps_allreduce, rhd_allreduce,
                          ring_allreduce)

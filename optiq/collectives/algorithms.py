@@ -10,19 +10,18 @@ Scratch space is kept between calls (:func:`_scratch`): allocating and freeing m
 buffers on every call maps and unmaps memory, which slowed the shared-memory transfers of
 MPICH (single-copy, through the other process's pages) by up to 2x here.
 
-Waiting is polite: requests are tested with ``os.sched_yield`` between tests, because
-MPI's blocking waits spin and, with more ranks than cores, would take the CPU from the
-ranks that still have work (see :mod:`optiq.models.allreduce` for the cost of each).
+Waiting is polite (:func:`optiq.waiting.wait_all`): MPI's blocking waits spin and, with
+more ranks than cores, would take the CPU from the ranks that still have work. The cost of
+each algorithm is modelled in :mod:`optiq.collectives.cost`.
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..errors import OptiqError
-from ..models.allreduce import algorithms, parse_hierarchy
+from ..waiting import wait_all
+from .cost import algorithms, parse_hierarchy
 
 __all__ = ["allreduce", "ring_allreduce", "rhd_allreduce", "cps_allreduce", "hierarchical_cps_allreduce",
            "block_bounds"]
@@ -64,15 +63,7 @@ def block_bounds(n: int, parts: int) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(sizes)))
 
 
-def wait_all(requests) -> None:
-    """Complete ``requests``, yielding the CPU between tests."""
-    from mpi4py import MPI
-
-    while not MPI.Request.Testall(requests):
-        os.sched_yield()
-
-
-def _exchange(comm, sends, recvs, tag: int) -> None:
+def exchange(comm, sends, recvs, tag: int) -> None:
     """Post every receive ``(buffer, source)`` and send ``(buffer, dest)``, then wait for all."""
     from mpi4py import MPI
 
@@ -92,11 +83,11 @@ def ring_allreduce(comm, send: np.ndarray, out: np.ndarray | None = None) -> np.
     for k in range(N - 1):
         s, t = (r - k) % N, (r - k - 1) % N
         incoming = tmp[: b[t + 1] - b[t]]
-        _exchange(comm, [(buf[b[s]:b[s + 1]], right)], [(incoming, left)], _TAG)
+        exchange(comm, [(buf[b[s]:b[s + 1]], right)], [(incoming, left)], _TAG)
         buf[b[t]:b[t + 1]] += incoming
     for k in range(N - 1):
         s, t = (r + 1 - k) % N, (r - k) % N
-        _exchange(comm, [(buf[b[s]:b[s + 1]], right)], [(buf[b[t]:b[t + 1]], left)], _TAG + 1)
+        exchange(comm, [(buf[b[s]:b[s + 1]], right)], [(buf[b[t]:b[t + 1]], left)], _TAG + 1)
     return buf
 
 
@@ -109,11 +100,11 @@ def rhd_allreduce(comm, send: np.ndarray, out: np.ndarray | None = None) -> np.n
     extra = N - p2
     if r < 2 * extra:  # pairs (even, odd): the even rank hands its vector over and waits
         if r % 2 == 0:
-            _exchange(comm, [(buf, r + 1)], [], _TAG + 2)
-            _exchange(comm, [], [(buf, r + 1)], _TAG + 5)
+            exchange(comm, [(buf, r + 1)], [], _TAG + 2)
+            exchange(comm, [], [(buf, r + 1)], _TAG + 5)
             return buf
         incoming = _scratch("rhd", buf.size)
-        _exchange(comm, [], [(incoming, r - 1)], _TAG + 2)
+        exchange(comm, [], [(incoming, r - 1)], _TAG + 2)
         buf += incoming
         me = r // 2
     else:
@@ -129,7 +120,7 @@ def rhd_allreduce(comm, send: np.ndarray, out: np.ndarray | None = None) -> np.n
         mid = (lo + hi) // 2
         keep, give = ((lo, mid), (mid, hi)) if me & dist == 0 else ((mid, hi), (lo, mid))
         incoming = _scratch("rhd", b[keep[1]] - b[keep[0]])
-        _exchange(comm, [(buf[b[give[0]]:b[give[1]]], real(me ^ dist))], [(incoming, real(me ^ dist))], _TAG + 3)
+        exchange(comm, [(buf[b[give[0]]:b[give[1]]], real(me ^ dist))], [(incoming, real(me ^ dist))], _TAG + 3)
         buf[b[keep[0]]:b[keep[1]]] += incoming
         lo, hi = keep
         dist //= 2
@@ -137,12 +128,12 @@ def rhd_allreduce(comm, send: np.ndarray, out: np.ndarray | None = None) -> np.n
     while dist < p2:
         width = hi - lo
         other = (hi, hi + width) if me & dist == 0 else (lo - width, lo)
-        _exchange(comm, [(buf[b[lo]:b[hi]], real(me ^ dist))], [(buf[b[other[0]]:b[other[1]]], real(me ^ dist))],
+        exchange(comm, [(buf[b[lo]:b[hi]], real(me ^ dist))], [(buf[b[other[0]]:b[other[1]]], real(me ^ dist))],
                   _TAG + 4)
         lo, hi = min(lo, other[0]), max(hi, other[1])
         dist *= 2
     if r < 2 * extra:
-        _exchange(comm, [(buf, r - 1)], [], _TAG + 5)
+        exchange(comm, [(buf, r - 1)], [], _TAG + 5)
     return buf
 
 
@@ -153,7 +144,7 @@ def _mesh_reduce_scatter(comm, peers, me: int, data: np.ndarray, tag: int, resul
     rows = _scratch(f"rows{tag}", len(peers), b[me + 1] - b[me])
     rows[me] = data[b[me]:b[me + 1]]
     others = [i for i in range(len(peers)) if i != me]
-    _exchange(comm, [(data[b[i]:b[i + 1]], peers[i]) for i in others], [(rows[i], peers[i]) for i in others], tag)
+    exchange(comm, [(data[b[i]:b[i + 1]], peers[i]) for i in others], [(rows[i], peers[i]) for i in others], tag)
     np.sum(rows, axis=0, out=result)
 
 
@@ -162,7 +153,7 @@ def _mesh_allgather(comm, peers, me: int, part: np.ndarray, out: np.ndarray, tag
     b = block_bounds(out.size, len(peers))
     out[b[me]:b[me + 1]] = part
     others = [i for i in range(len(peers)) if i != me]
-    _exchange(comm, [(part, peers[i]) for i in others], [(out[b[i]:b[i + 1]], peers[i]) for i in others], tag)
+    exchange(comm, [(part, peers[i]) for i in others], [(out[b[i]:b[i + 1]], peers[i]) for i in others], tag)
 
 
 def hierarchical_cps_allreduce(comm, send: np.ndarray, a: int, b: int, out: np.ndarray | None = None) -> np.ndarray:
@@ -197,7 +188,7 @@ def cps_allreduce(comm, send: np.ndarray, out: np.ndarray | None = None) -> np.n
 
 
 def allreduce(comm, send: np.ndarray, algorithm: str, out: np.ndarray | None = None) -> np.ndarray:
-    """Run ``algorithm`` (a name of :func:`optiq.models.allreduce.algorithms`).
+    """Run ``algorithm`` (a name of :func:`optiq.collectives.cost.algorithms`).
 
     Raises
     ------

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import OptiqError
-from ..models.allreduce import algorithms
-from ..models.allreduce_fit import Sample
-from .algorithms import _exchange, allreduce, wait_all
+from .cost import algorithms
+from .fit import Sample
+from ..waiting import wait_all
+from .algorithms import allreduce, exchange
 
 __all__ = ["run_microbenchmarks", "bench_algorithms", "AlgorithmTiming"]
 
@@ -41,7 +42,7 @@ def _timed(comm, run: Callable[[], None], repeat: int, warmup: int) -> tuple[flo
 
 def run_microbenchmarks(comm, sizes=(16384, 131072, 1048576), *, repeat: int = 5, warmup: int = 1,
                         say: Callable[[str], None] = lambda msg: None) -> list[Sample]:
-    """Time the four micro-benchmarks of :mod:`optiq.models.allreduce_fit` at every size.
+    """Time the four micro-benchmarks of :mod:`optiq.collectives.fit` at every size.
 
     Every rank works at once, as inside the algorithms (on a machine with fewer cores than
     ranks this matters most): ``p2p`` exchanges ``m`` bytes both ways between ranks
@@ -71,7 +72,7 @@ def run_microbenchmarks(comm, sizes=(16384, 131072, 1048576), *, repeat: int = 5
         def p2p():  # every rank at once, in pairs (r, r xor 1), both ways: one step of a ring
             partner = rank ^ 1
             if partner < N:
-                _exchange(comm, [(out, partner)], [(inbox[0], partner)], 1)
+                exchange(comm, [(out, partner)], [(inbox[0], partner)], 1)
 
         say(f"p2p {nbytes} B")
         samples.append(Sample("p2p", 1, nbytes, _timed(comm, p2p, repeat, warmup)[0]))
@@ -83,7 +84,7 @@ def run_microbenchmarks(comm, sizes=(16384, 131072, 1048576), *, repeat: int = 5
                 if (group + 1) * size <= N:
                     others = [group * size + j for j in range(size) if group * size + j != rank]
                     inbox[rank % size] = out
-                    _exchange(comm, [(out, g) for g in others], [(inbox[g % size], g) for g in others], 3)
+                    exchange(comm, [(out, g) for g in others], [(inbox[g % size], g) for g in others], 3)
                     np.sum(inbox[:size], axis=0, out=target)
 
             say(f"full mesh fan-in {fan_in}, {nbytes} B")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ..models.allreduce import MODELS, AllreduceParams, predict, rank_algorithms
+from .cost import MODELS, AllreduceParams, predict, rank_algorithms
 
 __all__ = ["prediction_report", "format_prediction", "bench_report", "format_bench"]
 

@@ -8,17 +8,17 @@ from ..topology import from_spec
 from ..workloads import cesm_coupling, hacc_aggregation
 from ..workloads.applications import CESM_MODELS
 from .registry import register
-from .studies import PAPER_METHODS, _compare_methods, _methods_plot
+from .studies import PAPER_METHODS, compare_methods, methods_plot
 
 
 @register("hacc", "HACC-like aggregation, 6 MB per node to 1 bridge node per 64: throughput by nodes",
-          _methods_plot("nodes", "throughput_GBps", log=True))
+          methods_plot("nodes", "throughput_GBps", log=True))
 def hacc_study(quick: bool, say) -> list[dict]:
     rows = []
     for nodes in ([128] if quick else [512, 1024, 2048]):
         say(f"{nodes} nodes")
         demands = hacc_aggregation(nodes, nbytes=6 * 10**6 if not quick else 10**6)
-        rows += _compare_methods(from_spec(f"bgq:{nodes}"), demands, "nodes", nodes, k=8 if quick else 16)
+        rows += compare_methods(from_spec(f"bgq:{nodes}"), demands, "nodes", nodes, k=8 if quick else 16)
     return rows
 
 
@@ -44,6 +44,6 @@ def cesm_study(quick: bool, say) -> list[dict]:
     for model in CESM_MODELS:
         say(f"CPL-{model}")
         demands = cesm_coupling(nodes, model, nbytes=2**18 if quick else 2 * 2**20)
-        for row in _compare_methods(topo, demands, "coupling", f"CPL-{model}", k=8 if quick else 16):
+        for row in compare_methods(topo, demands, "coupling", f"CPL-{model}", k=8 if quick else 16):
             rows.append({**row, "jobs": demands.num_jobs})
     return rows

@@ -21,7 +21,7 @@ PAPER_METHODS = ("default", "heu1", "heu2", "opt")
 METHODS = PAPER_METHODS + ("lp",)  # curves a figure may draw
 
 
-def _methods_plot(x: str, y: str, log: bool = False):
+def methods_plot(x: str, y: str, log: bool = False):
     def plot(rows, ax):
         for m in METHODS:
             pts = [(r[x], r[y]) for r in rows if r["method"] == m]
@@ -36,7 +36,7 @@ def _methods_plot(x: str, y: str, log: bool = False):
 
 
 @register("constant-ratio", "Disjoint 1:8, 8 MiB per pair: throughput by machine size and method",
-          _methods_plot("nodes", "throughput_GBps", log=True))
+          methods_plot("nodes", "throughput_GBps", log=True))
 def constant_ratio_study(quick: bool, say) -> list[dict]:
     sizes = [512] if quick else [512, 1024, 2048, 4096, 8192]
     rows = []
@@ -60,7 +60,7 @@ def _times(plan) -> dict:
 
 
 @register("maxload", "Heuristic 1: completion time over the lower bound as maxload grows",
-          _methods_plot("maxload", "time_over_bound", log=True))
+          methods_plot("maxload", "time_over_bound", log=True))
 def maxload_study(quick: bool, say) -> list[dict]:
     topo = from_spec("torus:4x4x4x2" if quick else "bgq:1024")
     demands = constant_ratio(topo.num_endpoints, "disjoint")
@@ -101,7 +101,7 @@ def chunk_size_study(quick: bool, say) -> list[dict]:
 
 
 @register("crossover", "Disjoint 1:8 by message size: optimised multipath (chunk model) vs default routing",
-          _methods_plot("message_bytes", "throughput_GBps", log=True))
+          methods_plot("message_bytes", "throughput_GBps", log=True))
 def crossover_study(quick: bool, say) -> list[dict]:
     topo = from_spec("torus:4x4x4x2" if quick else "bgq:512")
     rows = []
@@ -121,7 +121,7 @@ def crossover_study(quick: bool, say) -> list[dict]:
 
 
 
-def _compare_methods(topo, demands, x_name: str, x, *, k: int = 16, methods=PAPER_METHODS) -> list[dict]:
+def compare_methods(topo, demands, x_name: str, x, *, k: int = 16, methods=PAPER_METHODS) -> list[dict]:
     cands = make_candidates(topo, demands, k)
     rows = []
     for method in methods:
@@ -135,46 +135,46 @@ def _small_or_bgq(quick: bool):
 
 
 @register("distance", "Sources fixed, destination block moved away: throughput by position",
-          _methods_plot("position", "throughput_GBps"))
+          methods_plot("position", "throughput_GBps"))
 def distance_study(quick: bool, say) -> list[dict]:
     topo = from_spec("torus:4x4x4x2" if quick else "bgq:2048")  # the paper: 2,048 nodes, positions 1-4
     P = topo.num_endpoints
     rows = []
     for position in range(1, 4 if quick else 5):
         say(f"position {position}")
-        rows += _compare_methods(topo, distance_sweep(P, position, nbytes=2**20 if quick else 8 * 2**20),
+        rows += compare_methods(topo, distance_sweep(P, position, nbytes=2**20 if quick else 8 * 2**20),
                                  "position", position, k=8 if quick else 16)
     return rows
 
 
 @register("destination-size", "64 sources, more destinations per source: throughput by destinations",
-          _methods_plot("per_source", "throughput_GBps", log=True))
+          methods_plot("per_source", "throughput_GBps", log=True))
 def destination_size_study(quick: bool, say) -> list[dict]:
     topo = _small_or_bgq(quick)
     sources = 8 if quick else 64
     rows = []
     for per_source in ([1, 2, 4] if quick else [1, 2, 4, 8]):
         say(f"{per_source} destinations per source")
-        rows += _compare_methods(topo, destination_sweep(topo.num_endpoints, per_source, num_sources=sources,
+        rows += compare_methods(topo, destination_sweep(topo.num_endpoints, per_source, num_sources=sources,
                                                          nbytes=2**20 if quick else 8 * 2**20),
                                  "per_source", per_source, k=8 if quick else 16)
     return rows
 
 
 @register("random-pairing", "Disjoint 1:8 with random pairings (5 seeds): throughput by seed",
-          _methods_plot("seed", "throughput_GBps"))
+          methods_plot("seed", "throughput_GBps"))
 def random_pairing_study(quick: bool, say) -> list[dict]:
     topo = from_spec("torus:4x4x4x2" if quick else "bgq:512")  # the paper: 512 nodes, 32 sources to 256
     base = constant_ratio(topo.num_endpoints, "disjoint", nbytes=2**20 if quick else 8 * 2**20)
     rows = []
     for seed in range(2 if quick else 5):
         say(f"pairing seed {seed}")
-        rows += _compare_methods(topo, random_pairing(base, seed=seed), "seed", seed, k=8 if quick else 16)
+        rows += compare_methods(topo, random_pairing(base, seed=seed), "seed", seed, k=8 if quick else 16)
     return rows
 
 
 @register("num-paths", "Fixed candidate paths per pair: LP and Heuristic 2 over the lower bound",
-          _methods_plot("k", "time_over_bound", log=True))
+          methods_plot("k", "time_over_bound", log=True))
 def num_paths_study(quick: bool, say) -> list[dict]:
     topo = _small_or_bgq(quick)
     demands = constant_ratio(topo.num_endpoints, "disjoint")
@@ -190,13 +190,13 @@ def num_paths_study(quick: bool, say) -> list[dict]:
 
 
 @register("random-sizes", "Disjoint 1:8 with sizes drawn from 64 KB to 8 MB (seed 002): throughput by seed",
-          _methods_plot("seed", "throughput_GBps"))
+          methods_plot("seed", "throughput_GBps"))
 def random_sizes_study(quick: bool, say) -> list[dict]:
     topo = _small_or_bgq(quick)
     base = constant_ratio(topo.num_endpoints, "disjoint")
     rows = []
     for seed in range(1 if quick else 3):
         say(f"sizes seed {seed}")
-        rows += _compare_methods(topo, random_sizes(base, 64 * 1024, 8 * 2**20, seed=seed), "seed", seed,
+        rows += compare_methods(topo, random_sizes(base, 64 * 1024, 8 * 2**20, seed=seed), "seed", seed,
                                  k=8 if quick else 16)
     return rows

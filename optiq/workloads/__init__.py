@@ -1,11 +1,12 @@
-"""Demand sets: the OPTIQ patterns, sizes, and demand files."""
+"""What moves: demand sets (the OPTIQ patterns, sizes, demand files) and job QoS classes."""
 
 from .applications import cesm_coupling, hacc_aggregation, mxn_redistribution
 from .demands import Demands
 from .files import read_demands, write_demands
 from .patterns import PATTERNS, constant_ratio, destination_sweep, distance_sweep, random_pairing
+from .qos import QoSClasses, read_qos
 from .sizes import random_sizes
 
 __all__ = ["Demands", "constant_ratio", "distance_sweep", "destination_sweep", "random_pairing",
            "random_sizes", "read_demands", "write_demands", "PATTERNS", "hacc_aggregation", "cesm_coupling",
-           "mxn_redistribution"]
+           "mxn_redistribution", "QoSClasses", "read_qos"]

@@ -10,7 +10,7 @@ import numpy as np
 from mpi4py import MPI
 
 from optiq.collectives import allreduce
-from optiq.models.allreduce import algorithms
+from optiq.collectives.cost import algorithms
 
 comm = MPI.COMM_WORLD
 N, rank = comm.Get_size(), comm.Get_rank()

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import OptiqError
-from .allreduce import AllreduceParams, Step, feature_row, incast_volume
+from .cost import AllreduceParams, Step, feature_row, incast_volume
 
 __all__ = ["Sample", "FitResult", "fit_allreduce_model", "SAMPLE_KINDS"]
 
@@ -95,7 +95,7 @@ def fit_allreduce_model(samples) -> FitResult:
     Timings made from known parameters are fitted back to them.
 
     >>> true = AllreduceParams(2e-6, 1e-9, 3e-10, 2e-10, 5e-10, threshold=2)
-    >>> from optiq.models.allreduce import step_terms
+    >>> from optiq.collectives.cost import step_terms
     >>> def time(kind, count, m):
     ...     return sum(step_terms(s, true).total for s in Sample(kind, count, m, 1.0).steps())
     >>> samples = [Sample(k, c, m, time(k, c, m)) for k, cs in
