@@ -9,6 +9,8 @@ import re
 import sys
 import time
 
+import numpy as np
+
 from . import __version__
 from .errors import OptiqError, OutputError
 from .heuristics import DEFAULT_UNIT
@@ -29,8 +31,9 @@ from .sim import (SHARING, ChunkModel, fit_chunk_model, load_chunk_model, read_r
 from .topology import from_spec
 from .topology.spec import SPEC_HELP
 from .units import parse_rate, parse_size
-from .workloads import (PATTERNS, constant_ratio, destination_sweep, distance_sweep, random_pairing,
-                        random_sizes, read_demands)
+from .experiments.fattree_study import DEFAULT_TOPOLOGY as FATTREE_TOPOLOGY
+from .workloads import (PATTERNS, SELECTIONS, constant_ratio, destination_sweep, distance_sweep, host_demands,
+                        random_pairing, random_sizes, read_demands, read_traffic)
 
 PATTERN_CHOICES = PATTERNS + ("distance", "destsize")
 #: Chunk hops per transfer beyond which ``optiq run`` warns (the executor's per-chunk work is Python).
@@ -126,6 +129,9 @@ def _add_workload(p: argparse.ArgumentParser) -> None:
                      help="disjoint/overlap/subset: first P/16 endpoints each to RATIO others (docs in "
                           "optiq.workloads.patterns); distance: needs --position; destsize: needs --per-source")
     src.add_argument("--demands", metavar="FILE", help="CSV (src,dst,bytes) or JSON demand file")
+    src.add_argument("--traffic", metavar="PATH",
+                     help="rank-level traffic: a PFProf directory or .tar.gz, a src_rank,dst_rank,bytes CSV or an "
+                          "N x N matrix; mapped to hosts by --ranks-per-node, --selection and --placement")
     p.add_argument("--size", type=_size, default=8 * 2**20, help="bytes per pair, e.g. 8MiB (default)")
     p.add_argument("--random-sizes", metavar="LOW:HIGH", help="draw each pair's size in [LOW, HIGH], e.g. 64KiB:8MiB")
     p.add_argument("--ratio", type=_positive_int, help="destinations per source (default 8; 2 for distance)")
@@ -135,6 +141,18 @@ def _add_workload(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pairing", choices=("aligned", "random"), default="aligned",
                    help="random: shuffle which destination each source sends to (uses --seed)")
     p.add_argument("--seed", type=_non_negative_int, default=0, help="seed of every random choice (default 0)")
+    _add_placement(p)
+
+
+def _add_placement(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ranks-per-node", type=_positive_int, default=None,
+                   help="--traffic: ranks sharing a host (default 1; 8 in the fat-tree study)")
+    p.add_argument("--selection", choices=SELECTIONS, default="linear",
+                   help="--traffic: which hosts run the ranks (default linear; random uses --seed)")
+    p.add_argument("--placement", default="block",
+                   help="--traffic: block, cyclic, or a file of 'rank host' lines (default block)")
+    p.add_argument("--traffic-unit", type=_size, default=1,
+                   help="--traffic: bytes per matrix or CSV entry, e.g. 1MiB (default 1 B; PFProf is in bytes)")
 
 
 def _add_planning(p: argparse.ArgumentParser) -> None:
@@ -211,8 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="name the studies")
     p.add_argument("--quick", action="store_true", help="small sizes that run in seconds")
     p.add_argument("--out", default="out", help="output directory (default out/)")
-    p.add_argument("--traffic", metavar="FILE",
-                   help="fattree: a rank-to-rank traffic matrix (N lines of N numbers) instead of CG and MILC")
+    p.add_argument("--traffic", metavar="PATH",
+                   help="fattree: a PFProf directory or .tar.gz, a src_rank,dst_rank,bytes CSV or an N x N matrix "
+                        "instead of the CG and MILC models")
+    p.add_argument("--topology", "-t", help=f"fattree: a fattree: or cluster: spec (default {FATTREE_TOPOLOGY})")
+    p.add_argument("--seed", type=_non_negative_int, default=0, help="fattree: seed of the random selection")
+    _add_placement(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     _add_collectives(sub)
     p = sub.add_parser("run", help="replay a plan under mpiexec (same as python -m optiq.runtime)",
@@ -280,6 +302,20 @@ def _workload(args, say):
         if say:
             say(f"reading {args.demands}")
         demands = read_demands(args.demands)
+    elif args.traffic:
+        if say:
+            say(f"reading {args.traffic}")
+        traffic = read_traffic(args.traffic, unit=args.traffic_unit)
+        try:
+            hosts = host_demands(traffic, P, ranks_per_node=args.ranks_per_node or 1, selection=args.selection,
+                                 placement=args.placement, seed=args.seed)
+        except OptiqError as exc:
+            raise type(exc)(f"--traffic {args.traffic} on {topology.name}: {exc}") from None
+        demands = hosts.demands
+        if say:
+            say(f"{traffic.shape[0]} ranks on {np.unique(hosts.host_of).size} hosts: {demands.num_jobs:,} host pairs, "
+                f"{int(demands.nbytes.sum()):,} bytes over the network, {hosts.intra_host_bytes:,.0f} bytes within "
+                f"hosts (not routed)")
     elif args.pattern in PATTERNS:
         demands = constant_ratio(P, args.pattern, nbytes=args.size, num_sources=args.sources, ratio=args.ratio or 8)
     elif args.pattern == "distance":
@@ -401,7 +437,13 @@ def run(args) -> int:
             print("\n".join(f"{s.name:16} {s.description}" for s in STUDIES.values()))
         else:
             _check_outputs(args)
-            options = {} if args.traffic is None else {"traffic": args.traffic}
+            options = {key: value for key, value in (
+                ("traffic", args.traffic), ("topology", args.topology), ("ranks_per_node", args.ranks_per_node),
+                ("traffic_unit", args.traffic_unit if args.traffic_unit != 1 else None),
+                ("seed", args.seed or None)) if value is not None}
+            if args.selection != "linear" or args.placement != "block":
+                raise OptiqError("the fat-tree study runs every selection and placement; drop --selection and "
+                                 "--placement")
             csv_path, png_path = run_study(args.name, args.out, quick=args.quick, say=_progress(args), **options)
             print(f"wrote {csv_path} and {png_path}")
     elif args.command == "run":

@@ -36,13 +36,14 @@ def test_unknown_study_is_an_error(tmp_path, capsys):
 
 
 def test_fattree_study_traffic_and_routing(tmp_path):
-    from optiq.experiments.fattree_study import host_demands, milc_traffic, nas_cg_traffic
+    from optiq.workloads import host_demands, milc_traffic, nas_cg_traffic
 
     for traffic in (nas_cg_traffic(), milc_traffic()):
         assert traffic.shape == (128, 128) and np.all(np.diag(traffic) == 0)
-        d = host_demands(traffic, "linear", "block")
-        off_host = traffic.sum() - sum(traffic[i * 8:(i + 1) * 8, i * 8:(i + 1) * 8].sum() for i in range(16))
-        assert d.total_bytes == round(off_host * 2**20)  # every byte between hosts, none within
+        h = host_demands(traffic, 20, ranks_per_node=8)
+        within = sum(traffic[i * 8:(i + 1) * 8, i * 8:(i + 1) * 8].sum() for i in range(16))
+        assert h.demands.total_bytes == traffic.sum() - within  # every byte between hosts, none within
+        assert h.intra_host_bytes == within
     main(["experiment", "fattree", "--quick", "--out", str(tmp_path), "-q"])
     rows = list(csv.DictReader(open(tmp_path / "fattree.csv")))
     by = {(r["app"], r["selection"], r["placement"], r["routing"]): float(r["max_link_bytes"]) for r in rows}
@@ -52,11 +53,12 @@ def test_fattree_study_traffic_and_routing(tmp_path):
 
 
 def test_fattree_study_reads_a_traffic_matrix_file(tmp_path, capsys):
-    from optiq.experiments.fattree_study import milc_traffic
+    from optiq.workloads import milc_traffic
 
     path = tmp_path / "milc.txt"
-    np.savetxt(path, milc_traffic(), fmt="%g", delimiter=",", header="MILC-like halo exchange")
-    assert main(["experiment", "fattree", "--traffic", str(path), "--out", str(tmp_path / "file"), "-q"]) == 0
+    np.savetxt(path, milc_traffic() / 2**20, fmt="%g", delimiter=",", header="MILC-like halo exchange, MiB")
+    assert main(["experiment", "fattree", "--traffic", str(path), "--traffic-unit", "1MiB", "--out",
+                 str(tmp_path / "file"), "-q"]) == 0
     assert main(["experiment", "fattree", "--out", str(tmp_path / "builtin"), "-q"]) == 0
     from_file = list(csv.DictReader(open(tmp_path / "file" / "fattree.csv")))
     builtin = [r for r in csv.DictReader(open(tmp_path / "builtin" / "fattree.csv")) if r["app"] == "MILC"]
@@ -66,8 +68,9 @@ def test_fattree_study_reads_a_traffic_matrix_file(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("text, fragment", [
-    ("1 2\n3\n", "2 lines of 1/2 numbers"), ("0 1\n-1 0\n", "entry [1, 0] = -1.0"), ("0 0\n0 5\n", "no traffic"),
-    ("0 x\n1 0\n", "cannot read"), ("\n".join(" ".join(["1"] * 130) for _ in range(130)), "130 ranks")])
+    ("1 2\n3\n", "2 lines of 1/2 numbers"), ("0 1\n-1 0\n", "rank 1 to rank 0 is -1.0"),
+    ("0 0\n0 5\n", "no traffic"), ("0 x\n1 0\n", "line 1: '0 x' is not a row of numbers"),
+    ("\n".join(" ".join(["1"] * 200) for _ in range(200)), "the ranks need 25 hosts, but the topology has 20")])
 def test_bad_traffic_matrix_files_name_the_fault(tmp_path, capsys, text, fragment):
     path = tmp_path / "t.txt"
     path.write_text(text)
