@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import SolverError
 from ..paths import PathSet
-from ..paths.pathset import csr_positions
+from ..paths.pathset import csr_positions, path_key
 from ..paths.workers import Workers
 from ..paths import least_cost_paths, min_hops, system_routes
 from .highs_lp import solve_lp
@@ -388,7 +388,7 @@ class _Columns:
     def add_lists(self, paths: list[np.ndarray], jobs) -> int:
         keep, keys = [], []
         for i, (p, j) in enumerate(zip(paths, np.asarray(jobs).tolist())):
-            key = (j, p.tobytes())
+            key = path_key(j, p)
             state = self.state.get(key)
             if p.size and state != "in" and state != "kept":
                 self.state[key] = "in" if state is None else "kept"

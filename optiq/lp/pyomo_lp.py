@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import SolverError
 from .scaling import lp_coefficients
-from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options
+from .solution import DEFAULT_SOLVER, LPSolution, highs_options, pyomo_status
 
 if TYPE_CHECKING:  # pyomo takes ~1.5 s to import; only the model functions need it
     import pyomo.environ as pyo
@@ -92,7 +92,6 @@ def solve_pyomo_model(model: pyo.ConcreteModel, *, solver: str = DEFAULT_SOLVER,
     """
     import pyomo.environ as pyo
     from pyomo.contrib.solver.common.factory import SolverFactory
-    from pyomo.contrib.solver.common.results import TerminationCondition
 
     options = highs_options(solver, time_limit)
     start = time.perf_counter()
@@ -103,13 +102,7 @@ def solve_pyomo_model(model: pyo.ConcreteModel, *, solver: str = DEFAULT_SOLVER,
     except Exception as exc:  # pyomo raises RuntimeError / NoSolutionError variants
         raise SolverError(f"HiGHS ({solver}) via Pyomo returned no solution: {exc}") from None
     solve_s = time.perf_counter() - start
-    cond = res.termination_condition
-    if cond == TerminationCondition.convergenceCriteriaSatisfied:
-        status = LPStatus.OPTIMAL
-    elif cond in (TerminationCondition.maxTimeLimit, TerminationCondition.iterationLimit):
-        status = LPStatus.TIME_LIMIT
-    else:
-        status = LPStatus.FAILED
+    status = pyomo_status(res.termination_condition)
     share = np.array([model.x[p].value or 0.0 for p in model.P], dtype=float)
     return LPSolution(share=share, time_s=float(pyo.value(model.tau)) * model.time_unit_s, status=status,
                       route="pyomo", solver=solver, build_s=build_s, solve_s=solve_s)

@@ -48,13 +48,25 @@ class LPStatus(enum.Enum):
 
 
 def highs_status(model_status) -> LPStatus:
-    """The :class:`LPStatus` of a HiGHS model status (the one place that maps them)."""
+    """The :class:`LPStatus` of a HiGHS model status (with :func:`pyomo_status`, the one place
+    that maps a solver's status codes)."""
     import highspy
 
     if model_status == highspy.HighsModelStatus.kOptimal:
         return LPStatus.OPTIMAL
     if model_status in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kIterationLimit,
                         highspy.HighsModelStatus.kInterrupt):
+        return LPStatus.TIME_LIMIT
+    return LPStatus.FAILED
+
+
+def pyomo_status(termination_condition) -> LPStatus:
+    """The :class:`LPStatus` of a Pyomo solver interface's termination condition."""
+    from pyomo.contrib.solver.common.results import TerminationCondition
+
+    if termination_condition == TerminationCondition.convergenceCriteriaSatisfied:
+        return LPStatus.OPTIMAL
+    if termination_condition in (TerminationCondition.maxTimeLimit, TerminationCondition.iterationLimit):
         return LPStatus.TIME_LIMIT
     return LPStatus.FAILED
 

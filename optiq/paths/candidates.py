@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import PathError
-from .pathset import PathSet
+from .pathset import PathSet, path_key
 from .pricing import least_cost_paths, min_hops
 from .shortest import hop_limited_shortest_paths
 from .workers import Workers
@@ -93,7 +93,7 @@ def diverse_paths(topology, demands, k: int = 16, *, hop_limit: int | None = Non
                     j = jobs[row]
                     raise PathError(f"job {j} ({demands.src[j]} -> {demands.dst[j]}) has no path of at most "
                                     f"{limit} hops")
-                key = path.tobytes()
+                key = path_key(jobs[row], path)
                 if key in seen[row]:
                     continue
                 seen[row].add(key)
@@ -178,7 +178,7 @@ def spread_paths(topology, demands, k: int = 4, *, hop_slack: int = 2, penalty: 
         found, _, _ = least_cost_paths(topology, demands.src, demands.dst, weight, hop_limit,
                                        too_long="drop" if lists else "exact", workers=workers)  # later: skip
         for j, p in enumerate(found):
-            key = (j, p.tobytes())
+            key = path_key(j, p)
             if p.size and key not in seen:
                 seen.add(key)
                 lists.append(p)

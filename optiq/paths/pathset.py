@@ -119,7 +119,7 @@ class PathSet:
         seen: set[tuple[int, bytes]] = set()
         keep = np.zeros(self.num_paths, bool)
         for p, j in enumerate(self.job.tolist()):
-            key = (j, self.path(p).tobytes())
+            key = path_key(j, self.path(p))
             if key not in seen:
                 seen.add(key)
                 keep[p] = True
@@ -129,6 +129,18 @@ class PathSet:
         """Node sequence of path ``p`` (source first)."""
         ls = self.path(p)
         return [int(topology.link_src[ls[0]])] + topology.link_dst[ls].tolist()
+
+
+def path_key(job: int, links: np.ndarray) -> tuple[int, bytes]:
+    """A hashable identity of a path within its job: equal keys, the same path (the one
+    dedup key of every candidate generator and of column generation).
+
+    Examples
+    --------
+    >>> path_key(3, np.array([1, 2])) == path_key(3, np.array([1, 2], dtype=np.int64))
+    True
+    """
+    return int(job), np.asarray(links, dtype=np.int64).tobytes()
 
 
 def csr_positions(starts: np.ndarray, hops: np.ndarray) -> np.ndarray:
