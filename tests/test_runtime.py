@@ -7,6 +7,7 @@ import pytest
 
 from optiq import Demands, from_spec, make_plan, plan_metrics
 from optiq.cli import main
+from optiq.errors import PlanError
 from optiq.runtime import compile_schedule, find_mismatches, job_pattern, predicted_time
 from optiq.runtime.schedule import rank_hops
 from optiq.sim import simulate_chunks
@@ -174,3 +175,25 @@ def test_a_failing_rank_stops_every_rank(tmp_path, mode):
         assert "rank 1: the send buffer of job 1" in proc.stderr
     if mode == "vanish":
         assert "timed out after 3 s" in proc.stderr and "from rank 1" in proc.stderr
+
+
+def test_the_run_report_follows_the_shared_schema(tmp_path):
+    from optiq.runs import REPORT_KEYS, TIMING_KEYS, read_run_record
+    from optiq.runtime import RunReport, Timing
+
+    timing = Timing("optiq opt", [0.5, 0.25, 0.75], 1000, True)
+    report = RunReport(method="opt", topology="torus 2x2", plan_fingerprint="f" * 16, ranks=4, jobs=2, paths=3,
+                       chunk_size=4096, window=4, link_bw_Bps=None, predicted_time_s=0.1, predicted_at="x",
+                       repeats=3, warmup=1, plan=timing, baseline=Timing("MPI_Alltoallv", [0.1], 1000, None),
+                       chunks_forwarded=0, buffer_bytes_max=0)
+    data = report.to_dict()
+    assert tuple(data) == REPORT_KEYS and tuple(data["baseline"])[1:] == TIMING_KEYS
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data))
+    record = read_run_record(path)
+    assert (record.plan_fingerprint, record.chunk_size, record.link_bw_Bps, record.elapsed_s) == \
+        ("f" * 16, 4096, None, 0.5)
+    data["elapsed_s"] = "fast"
+    path.write_text(json.dumps(data))
+    with pytest.raises(PlanError, match="'elapsed_s' is 'fast', not a positive number"):
+        read_run_record(path)

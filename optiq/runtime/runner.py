@@ -90,6 +90,7 @@ class RunReport:
         return self.plan.median_s / self.predicted_time_s if self.predicted_time_s > 0 else float("nan")
 
     def to_dict(self) -> dict:
+        """The report as :data:`optiq.runs.REPORT_KEYS` say."""
         out = {"method": self.method, "topology": self.topology, "plan_fingerprint": self.plan_fingerprint,
                "ranks": self.ranks, "jobs": self.jobs,
                "paths": self.paths, "chunk_size": self.chunk_size, "window": self.window,

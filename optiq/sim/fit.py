@@ -9,13 +9,12 @@ median times, over log-scaled parameters (scipy's bounded least squares).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import PlanError
+from ..runs import read_run_record
 from .chunk import ChunkModel, simulate_chunks
 
 __all__ = ["RunSample", "ChunkFit", "fit_chunk_model", "read_run_samples"]
@@ -55,14 +54,10 @@ def read_run_samples(paths, plan=None) -> list[RunSample]:
     """
     samples = []
     for path in paths:
-        try:
-            data = json.loads(Path(path).read_text())
-            rate = data["link_bw_Bps"]
-            sample = RunSample(int(data["chunk_size"]), None if rate is None else float(rate), float(data["elapsed_s"]))
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            raise PlanError(f"{str(path)!r} is not an optiq run report (optiq run --json): {exc!r}") from None
-        if plan is not None and data.get("plan_fingerprint") != plan.fingerprint:
-            found = data.get("plan_fingerprint")
+        record = read_run_record(path)
+        sample = RunSample(record.chunk_size, record.link_bw_Bps, record.elapsed_s)
+        if plan is not None and record.plan_fingerprint != plan.fingerprint:
+            found = record.plan_fingerprint
             raise PlanError(f"{str(path)!r} measured " + (f"another plan (fingerprint {found}, this plan's is "
                             f"{plan.fingerprint})" if found else "a plan it does not name (no plan_fingerprint: "
                             "made by an older optiq run; measure again)"))

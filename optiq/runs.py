@@ -1,0 +1,77 @@
+"""The run report: what ``optiq run --json`` writes (the runtime) and ``fit-chunk`` reads (the simulator).
+
+One schema for both sides: :data:`REPORT_KEYS` are the top-level keys of every report, and
+:func:`read_run_record` reads the part a fit needs, checking types, from a report file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import PlanError
+
+__all__ = ["REPORT_KEYS", "TIMING_KEYS", "RunRecord", "read_run_record"]
+
+#: Keys of one timing (the plan's at the top level, the baseline's under ``baseline``).
+TIMING_KEYS = ("bytes_total", "elapsed_s", "elapsed_min_s", "elapsed_median_s", "throughput_Bps", "times_s",
+               "verified", "mismatches")
+#: Top-level keys of a run report, in the order they are written.
+REPORT_KEYS = ("method", "topology", "plan_fingerprint", "ranks", "jobs", "paths", "chunk_size", "window",
+               "link_bw_Bps", "repeats", "warmup", *TIMING_KEYS, "predicted_time_s", "predicted_at",
+               "measured_over_predicted", "chunks_forwarded", "buffer_bytes_max", "baseline")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What a chunk-model fit needs of one run: which plan, chunk size, link rate, median time."""
+
+    plan_fingerprint: str | None
+    chunk_size: int
+    link_bw_Bps: float | None
+    elapsed_s: float
+
+
+def read_run_record(path: str | Path) -> RunRecord:
+    """Read a run report written by ``optiq run --json``.
+
+    Raises
+    ------
+    PlanError
+        If the file cannot be read, is not JSON, or lacks a key of the schema or has one of
+        the wrong type, naming the file and the key.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "r.json"
+    >>> _ = f.write_text('{"plan_fingerprint": "ab", "chunk_size": 4096, "link_bw_Bps": null, "elapsed_s": 0.5}')
+    >>> read_run_record(f)
+    RunRecord(plan_fingerprint='ab', chunk_size=4096, link_bw_Bps=None, elapsed_s=0.5)
+    """
+    name = str(path)
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise PlanError(f"{name!r} is not an optiq run report (optiq run --json): {exc}") from None
+    if not isinstance(data, dict):
+        raise PlanError(f"{name!r} is not an optiq run report (optiq run --json): not a JSON object")
+
+    def number(key: str, *, optional: bool = False) -> float | None:
+        if key not in data:
+            raise PlanError(f"{name!r} is not an optiq run report (optiq run --json): no {key!r}")
+        value = data[key]
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise PlanError(f"run report {name!r}: {key!r} is {value!r}, not a positive number")
+        return float(value)
+
+    chunk = number("chunk_size")
+    if chunk is None or chunk != int(chunk):
+        raise PlanError(f"run report {name!r}: 'chunk_size' is {data['chunk_size']!r}, not a whole number of bytes")
+    fingerprint = data.get("plan_fingerprint")
+    return RunRecord(plan_fingerprint=fingerprint if isinstance(fingerprint, str) else None, chunk_size=int(chunk),
+                     link_bw_Bps=number("link_bw_Bps", optional=True), elapsed_s=number("elapsed_s") or 0.0)
