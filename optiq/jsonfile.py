@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import OptiqError, OutputError
 
-__all__ = ["dumps", "write_json", "check_writable", "check_directory", "write_tagged", "read_tagged"]
+__all__ = ["dumps", "write_json", "write_results", "check_writable", "check_directory", "write_tagged", "read_tagged"]
 
 
 def standard(obj: Any) -> Any:
@@ -93,6 +93,21 @@ def write_json(path: str | Path, obj: Any, *, what: str = "file", compact: bool 
         Path(path).write_text(dumps(obj, compact=compact, indent=None if compact else 1) + "\n")
     except OSError as exc:
         raise OutputError(f"cannot write {what} {str(path)!r}: {exc.strerror or exc}") from None
+
+
+def write_results(path: str | Path, results: Any, what: str) -> None:
+    """Write measured results as JSON; if that fails after all, print them on stdout and raise.
+
+    Raises
+    ------
+    OutputError
+        If the file cannot be written (the results were printed first).
+    """
+    try:
+        write_json(path, results, what=what)
+    except OutputError:
+        print(dumps(results), flush=True)
+        raise
 
 
 def write_tagged(path: str | Path, fmt: str, data: dict) -> None:

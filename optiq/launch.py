@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from .errors import OptiqError
 
-__all__ = ["world", "world_rank", "together", "abort_on_failure", "need_mpi"]
+__all__ = ["world", "world_rank", "together", "abort_on_failure", "need_mpi", "command_main"]
 
 T = TypeVar("T")
 
@@ -105,3 +105,29 @@ def abort_on_failure(comm) -> Iterator[None]:
         time.sleep(ABORT_GRACE_S)  # let the launcher forward the line before the abort kills its pipes
         comm.Abort(1)
         raise  # not reached
+
+
+def command_main(parse: Callable[[], object], run: Callable[[object], int], usage_error: type[Exception]) -> int:
+    """Parse, run, and map what goes wrong to an exit code, said once under ``mpiexec``.
+
+    0: done; 1: bad input or a failure (:class:`~optiq.errors.OptiqError`, one
+    ``optiq: error:`` line); 2: a usage mistake (``usage_error``); 130: interrupted.
+    ``--help`` and ``--version`` return argparse's code.
+    """
+    try:
+        args = parse()
+    except SystemExit as exc:  # --help, --version
+        return int(exc.code or 0)
+    except usage_error as exc:
+        if world_rank() == 0:  # under mpiexec every rank parses the same line: say it once
+            print(f"optiq: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return run(args)
+    except OptiqError as exc:
+        if world_rank() == 0:  # under mpiexec every rank fails alike: say it once
+            print(f"optiq: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("optiq: interrupted", file=sys.stderr)
+        return 130

@@ -2,7 +2,7 @@
 
 import sys
 
-from ..cli import main
+from .launcher import main
 
 if __name__ == "__main__":
-    sys.exit(main(["run", *sys.argv[1:]]))
+    sys.exit(main())

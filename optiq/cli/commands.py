@@ -1,0 +1,322 @@
+"""One function per ``optiq`` subcommand: read the parsed arguments, call the library, print.
+
+``optiq run`` is :func:`optiq.runtime.launcher.replay`. The work itself is in the library;
+what is here is turning options into calls and results into lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, replace
+
+import numpy as np
+
+from ..errors import OptiqError
+from ..jsonfile import check_directory, check_writable, dumps, write_results
+from ..launch import abort_on_failure, need_mpi, together, world
+from ..metrics import plan_metrics
+from ..plan import load_plan
+from ..planner import METHODS, make_candidates, make_plan
+from ..progress import heartbeat
+from ..report import metrics_table
+from ..runtime import launcher
+from ..sim import (ChunkModel, fit_chunk_model, load_chunk_model, read_run_samples, simulate_chunks,
+                   simulate_direct, simulate_flows)
+from ..topology import from_spec
+from ..units import parse_size
+from ..workloads import (PATTERNS, constant_ratio, destination_sweep, distance_sweep, host_demands, random_pairing,
+                         random_sizes, read_demands, read_qos, read_traffic)
+
+__all__ = ["COMMANDS"]
+
+
+def plan(args: argparse.Namespace) -> int:
+    """``optiq plan``: plan one workload with one method and write the plan file."""
+    comm = world()
+    leader = comm is None or comm.Get_rank() == 0
+    _check_outputs(args)
+    say = _progress(args) if leader else None
+    topology, demands = _workload(args, say)
+    qos = read_qos(args.qos, demands.num_jobs) if args.qos else None
+    plan = make_plan(topology, demands, args.method, progress=say, qos=qos, comm=comm, **_plan_kwargs(args))
+    if not leader:
+        return 0
+    _warn(plan)
+    plan.save(args.output)
+    if "qos_throughput_Bps" in plan.info:
+        rates = plan.info["qos_throughput_Bps"]
+        print("QoS throughput: " + ", ".join(f"{name} {rate / 1e9:.3f} GB/s (share {qos.shares[name]:g})"
+                                             for name, rate in rates.items()))
+    m = plan_metrics(plan, check_bound=False)
+    print(f"wrote {args.output}: {args.method}, {m.jobs} jobs, {m.total_paths} paths, predicted "
+          f"{m.predicted_time_s * 1e3:.3f} ms (lower bound {m.lower_bound_time_s * 1e3:.3f} ms)")
+    return 0
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """``optiq eval``: the metrics of a plan file."""
+    m = plan_metrics(load_plan(args.plan))
+    print(dumps(m.to_dict()) if args.json else metrics_table([m]))
+    if m.bound_note:
+        print(f"optiq: warning: {m.bound_note}", file=sys.stderr)
+    return 0
+
+
+def compare(args: argparse.Namespace) -> int:
+    """``optiq compare``: plan one workload with several methods, side by side."""
+    say = _progress(args)
+    topology, demands = _workload(args, say)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise OptiqError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}")
+    rows, times = compare_methods(topology, demands, methods, _plan_kwargs(args), say)
+    if args.json:
+        print(dumps([dict(r.to_dict(), plan_s=float(t)) for r, t in zip(rows, times)]))
+    else:
+        print(f"{topology.name}, {demands.name}, {demands.total_bytes / 2**20:.0f} MiB in all")
+        print(metrics_table(rows, {"plan s": times}))
+    return 0
+
+
+def demo(args: argparse.Namespace) -> int:
+    """``optiq demo``: the main job, methods compared on Blue Gene/Q 1024."""
+    topology = from_spec(args.topology)
+    demands = constant_ratio(topology.num_endpoints, "disjoint")
+    print(f"{topology.name}: disjoint 1:8 pattern, {demands.num_jobs} pairs x 8 MiB")
+    rows, times = compare_methods(topology, demands, ["default", "heu1", "heu2", "opt"],
+                           dict(k=16), _progress(args))
+    print(metrics_table(rows, {"plan s": times}))
+    print(f"optimised plan vs default routing: {rows[0].predicted_time_s / rows[-1].predicted_time_s:.2f}x "
+          "faster (predicted, flow level)")
+    return 0
+
+
+def simulate(args: argparse.Namespace) -> int:
+    """``optiq simulate``: a plan file at flow or chunk level."""
+    plan = load_plan(args.plan)
+    if args.model == "flow":
+        result = simulate_flows(plan, args.sharing, batch=args.batch, progress=_progress(args))
+        out = {"model": "flow", "sharing": result.sharing, "batch": args.batch, "phases": result.phases}
+        completion = result.completion_time_s
+    else:
+        model = load_chunk_model(args.params) if args.params else ChunkModel()
+        given = {"hop_latency_s": args.hop_latency, "header_bytes": args.header,
+                 "forward_cost_s": args.forward_cost, "link_rate_Bps": args.link_rate}
+        model = replace(model, **{k: v for k, v in given.items() if v is not None})
+        out = {"model": args.model, **asdict(model)}
+        if args.model == "chunk":
+            result = simulate_chunks(plan, model, args.chunk_size, progress=_progress(args))
+            out.update(chunks=result.chunks, events=result.events)
+            completion = result.completion_time_s
+        else:
+            completion = simulate_direct(plan, model)
+    out.update(completion_time_s=completion, predicted_time_s=plan.predicted_time_s)
+    if args.json:
+        print(dumps(out))
+    else:
+        print(f"{plan.method} plan, {plan.demands.num_jobs} jobs: completes at {completion * 1e3:.4f} ms "
+              f"({args.model} model; busiest-link prediction {plan.predicted_time_s * 1e3:.4f} ms)")
+    return 0
+
+
+def fit_chunk(args: argparse.Namespace) -> int:
+    """``optiq fit-chunk``: fit the chunk model to runs of one plan."""
+    _check_outputs(args)
+    plan = load_plan(args.plan)
+    fit = fit_chunk_model(plan, read_run_samples(args.runs, plan))
+    fit.model.save(args.output)
+    for sample, sim in zip(fit.samples, fit.simulated_s):
+        print(f"chunk {sample.chunk_size:>8} B  measured {sample.elapsed_s:.4f} s  model {sim:.4f} s")
+    print(f"{fit.model}\nmean relative error {fit.mean_rel_error:.1%}, max {fit.max_rel_error:.1%}; "
+          f"wrote {args.output}")
+    return 0
+
+
+def experiment(args: argparse.Namespace) -> int:
+    """``optiq experiment``: one of the papers' studies, a CSV table and a PNG figure."""
+    from ..experiments import STUDIES, run_study
+
+    if args.list or not args.name:
+        print("\n".join(f"{s.name:16} {s.description}" for s in STUDIES.values()))
+    else:
+        _check_outputs(args)
+        options = {key: value for key, value in (
+            ("traffic", args.traffic), ("topology", args.topology), ("ranks_per_node", args.ranks_per_node),
+            ("traffic_unit", args.traffic_unit if args.traffic_unit != 1 else None),
+            ("seed", args.seed or None)) if value is not None}
+        if args.selection != "linear" or args.placement != "block":
+            raise OptiqError("the fat-tree study runs every selection and placement; drop --selection and "
+                             "--placement")
+        csv_path, png_path = run_study(args.name, args.out, quick=args.quick, say=_progress(args), **options)
+        print(f"wrote {csv_path} and {png_path}")
+    return 0
+
+
+def collectives(args: argparse.Namespace) -> int:
+    """``optiq collectives``: predict is local; fit and bench run on every rank of mpiexec."""
+    from ..collectives.report import bench_report, format_bench, format_prediction, prediction_report
+    from ..collectives.cost import load_params
+
+    if args.action == "predict":
+        report = prediction_report(load_params(args.params), args.ranks, args.size)
+        print(dumps(report) if args.json else format_prediction(report))
+        return 0
+    MPI = need_mpi("optiq collectives fit/bench")
+    from ..collectives.bench import bench_algorithms, run_microbenchmarks
+    from ..collectives.cost import algorithms, save_params
+    from ..collectives.fit import fit_allreduce_model
+
+    comm = MPI.COMM_WORLD
+    rank, N = comm.Get_rank(), comm.Get_size()
+    say = _progress(args) if rank == 0 else None
+
+    def check() -> tuple[list[int], dict | None, list[str] | None]:
+        if N < 2:
+            raise OptiqError(f"optiq collectives {args.action} runs under mpiexec -n N with N >= 2 (got {N} rank)")
+        if rank == 0:
+            _check_outputs(args)
+        sizes = args.sizes if args.action == "fit" else args.size
+        bad = [s for s in sizes if s < 8 or s % 8]
+        if bad:
+            raise OptiqError(f"size {bad[0]} B must be a positive multiple of 8 bytes (float64 elements)")
+        models = load_params(args.params) if args.action == "bench" and args.params else None
+        names = None
+        if args.action == "bench" and args.algorithms:
+            names = [n.strip() for n in args.algorithms.split(",") if n.strip()]
+            unknown = [n for n in names if n not in algorithms(N)]
+            if unknown:
+                raise OptiqError(f"unknown algorithm(s) {', '.join(unknown)} for {N} ranks; choose from "
+                                 f"{', '.join(algorithms(N))}")
+        return sizes, models, names
+
+    sizes, models, names = together(comm, check)
+    if args.action == "fit":
+        with abort_on_failure(comm):
+            samples = run_microbenchmarks(comm, sizes, repeat=args.repeat, say=say or (lambda m: None))
+        if rank == 0:
+            fit = fit_allreduce_model(samples)
+            print(f"contention model: {fit.contention}\n  mean / max relative error on the micro-benchmarks "
+                  f"{fit.contention_error[0]:.1%} / {fit.contention_error[1]:.1%}")
+            print(f"alpha-beta-gamma: {fit.abg}\n  mean / max relative error {fit.abg_error[0]:.1%} / "
+                  f"{fit.abg_error[1]:.1%}", flush=True)
+            save_params({"contention": fit.contention, "abg": fit.abg}, args.output, ranks=N,
+                        samples=[asdict(s) for s in samples],
+                        fit_error={"contention": fit.contention_error, "abg": fit.abg_error})
+            print(f"wrote {args.output} ({len(samples)} timings, {N} ranks)")
+        return 0
+    reports = []
+    with abort_on_failure(comm):
+        for size in sizes:
+            timings, mpi_time = bench_algorithms(comm, size, names=names, repeat=args.repeat,
+                                                 say=say or (lambda m: None))
+            reports.append(bench_report(timings, mpi_time, N, size, args.repeat, models))
+    if rank == 0:
+        print("\n\n".join(format_bench(r) for r in reports), flush=True)
+        if args.json:
+            write_results(args.json, reports[0] if len(reports) == 1 else reports, "--json")
+    wrong = [name for r in reports for name, e in r["algorithms"].items() if not e["correct"]]
+    if wrong and rank == 0:
+        print(f"optiq: error: differ from MPI_Allreduce: {', '.join(sorted(set(wrong)))}", file=sys.stderr)
+    return 1 if wrong else 0
+
+
+def _workload(args, say):
+    start = time.perf_counter()
+    with heartbeat(say, f"building topology {args.topology}", every=5.0):
+        topology = from_spec(args.topology)
+    P = topology.num_endpoints
+    if say and time.perf_counter() - start > 1:
+        say(f"topology {topology.name}: {topology.num_nodes:,} nodes, {topology.num_links:,} links "
+            f"({time.perf_counter() - start:.1f} s)")
+    if args.demands:
+        if say:
+            say(f"reading {args.demands}")
+        demands = read_demands(args.demands)
+    elif args.traffic:
+        if say:
+            say(f"reading {args.traffic}")
+        traffic = read_traffic(args.traffic, unit=args.traffic_unit)
+        try:
+            hosts = host_demands(traffic, P, ranks_per_node=args.ranks_per_node or 1, selection=args.selection,
+                                 placement=args.placement, seed=args.seed)
+        except OptiqError as exc:
+            raise type(exc)(f"--traffic {args.traffic} on {topology.name}: {exc}") from None
+        demands = hosts.demands
+        if say:
+            say(f"{traffic.shape[0]} ranks on {np.unique(hosts.host_of).size} hosts: {demands.num_jobs:,} host pairs, "
+                f"{int(demands.nbytes.sum()):,} bytes over the network, {hosts.intra_host_bytes:,.0f} bytes within "
+                f"hosts (not routed)")
+    elif args.pattern in PATTERNS:
+        demands = constant_ratio(P, args.pattern, nbytes=args.size, num_sources=args.sources, ratio=args.ratio or 8)
+    elif args.pattern == "distance":
+        if args.position is None:
+            raise OptiqError("--pattern distance needs --position")
+        demands = distance_sweep(P, args.position, nbytes=args.size, num_sources=args.sources,
+                                 ratio=args.ratio or 2)
+    else:
+        if args.per_source is None:
+            raise OptiqError("--pattern destsize needs --per-source")
+        demands = destination_sweep(P, args.per_source, nbytes=args.size, num_sources=args.sources or 64)
+    if args.pairing == "random":
+        demands = random_pairing(demands, seed=args.seed)
+    if args.random_sizes:
+        low, sep, high = args.random_sizes.partition(":")
+        if not sep:
+            raise OptiqError(f"--random-sizes {args.random_sizes!r} must be LOW:HIGH, e.g. 64KiB:8MiB")
+        demands = random_sizes(demands, parse_size(low), parse_size(high), seed=args.seed)
+    demands.check_against(topology)
+    return topology, demands
+
+
+def _progress(args):
+    if getattr(args, "quiet", False):
+        return None
+    start = time.perf_counter()
+    return lambda msg: print(f"[{time.perf_counter() - start:7.2f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def _plan_kwargs(args) -> dict:
+    return dict(k=args.k, maxload=args.maxload, unit=args.unit, hop_limit=args.hop_limit,
+                chunk_size=args.chunk_size, solver=args.solver, time_limit=args.time_limit, seed=args.seed,
+                gap=args.gap, hop_slack=args.hop_slack, candidate_kind=args.candidates)
+
+
+def compare_methods(topology, demands, methods, kwargs, say) -> tuple[list, list[str]]:
+    rows, times, candidates = [], [], None
+    if any(m not in ("default", "opt") for m in methods):
+        candidates = make_candidates(topology, demands, kwargs.get("k", 16), kwargs.get("candidate_kind", "auto"),
+                                     hop_limit=kwargs.get("hop_limit"), seed=kwargs.get("seed", 0), progress=say)
+    for method in methods:
+        if say:
+            say(f"planning with {method}")
+        start = time.perf_counter()
+        plan = make_plan(topology, demands, method, progress=say, candidates=candidates, **kwargs)
+        times.append(f"{time.perf_counter() - start:.2f}")  # without the shared candidate search
+        rows.append(plan_metrics(plan, check_bound=False))
+        _warn(plan)
+    return rows, times
+
+
+def _warn(plan) -> None:
+    for line in plan.info.get("warnings", []):
+        print(f"optiq: warning: {plan.method}: {line}", file=sys.stderr, flush=True)
+
+
+def _check_outputs(args) -> None:
+    """Every file or directory the command will write, checked before any work starts."""
+    for option in ("output", "json"):
+        value = getattr(args, option, None)
+        if isinstance(value, str):
+            check_writable(value, f"--{option}")
+    if args.command == "experiment" and args.name:
+        check_directory(args.out, "--out")
+
+
+#: Subcommand name -> the function that runs it.
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "plan": plan, "eval": evaluate, "compare": compare, "demo": demo, "simulate": simulate, "fit-chunk": fit_chunk,
+    "experiment": experiment, "run": launcher.replay, "collectives": collectives}

@@ -1,0 +1,22 @@
+"""``optiq``: parse, dispatch to the subcommand, map errors to exit codes (0, 1, 2, 130)."""
+
+from __future__ import annotations
+
+import sys
+
+from ..launch import command_main
+from .commands import COMMANDS
+from .parser import build_parser
+from .types import UsageError
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 ok, 1 bad input or failure, 2 usage)."""
+    parser = build_parser()
+    return command_main(lambda: parser.parse_args(argv), lambda args: COMMANDS[args.command](args), UsageError)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

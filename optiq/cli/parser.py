@@ -1,0 +1,171 @@
+"""The ``optiq`` argument parser: every subcommand and its options (types in :mod:`.types`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import __version__
+from ..experiments.fattree_study import DEFAULT_TOPOLOGY as FATTREE_TOPOLOGY
+from ..heuristics import DEFAULT_UNIT
+from ..lp import DEFAULT_SOLVER, LP_SOLVERS
+from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK
+from ..plan import DEFAULT_CHUNK_SIZE
+from ..planner import CANDIDATE_KINDS, METHODS
+from ..runtime import launcher
+from ..sim import SHARING, ChunkModel
+from ..sim.flow import DEFAULT_BATCH
+from ..topology.spec import SPEC_HELP
+from ..workloads import PATTERNS, SELECTIONS
+from . import types
+
+__all__ = ["build_parser", "PATTERN_CHOICES"]
+
+PATTERN_CHOICES = PATTERNS + ("distance", "destsize")
+
+
+
+def add_workload(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--topology", "-t", required=True, help=SPEC_HELP)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--pattern", choices=PATTERN_CHOICES,
+                     help="disjoint/overlap/subset: first P/16 endpoints each to RATIO others (docs in "
+                          "optiq.workloads.patterns); distance: needs --position; destsize: needs --per-source")
+    src.add_argument("--demands", metavar="FILE", help="CSV (src,dst,bytes) or JSON demand file")
+    src.add_argument("--traffic", metavar="PATH",
+                     help="rank-level traffic: a PFProf directory or .tar.gz, a src_rank,dst_rank,bytes CSV or an "
+                          "N x N matrix; mapped to hosts by --ranks-per-node, --selection and --placement")
+    p.add_argument("--size", type=types.size, default=8 * 2**20, help="bytes per pair, e.g. 8MiB (default)")
+    p.add_argument("--random-sizes", metavar="LOW:HIGH", help="draw each pair's size in [LOW, HIGH], e.g. 64KiB:8MiB")
+    p.add_argument("--ratio", type=types.positive_int, help="destinations per source (default 8; 2 for distance)")
+    p.add_argument("--sources", type=types.positive_int, help="number of sources (default P/16; P/8 for distance)")
+    p.add_argument("--position", type=types.positive_int, help="distance pattern: destination block at POSITION*sources")
+    p.add_argument("--per-source", type=types.positive_int, help="destsize pattern: destinations per source")
+    p.add_argument("--pairing", choices=("aligned", "random"), default="aligned",
+                   help="random: shuffle which destination each source sends to (uses --seed)")
+    p.add_argument("--seed", type=types.non_negative_int, default=0, help="seed of every random choice (default 0)")
+    add_placement(p)
+
+
+def add_placement(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ranks-per-node", type=types.positive_int, default=None,
+                   help="--traffic: ranks sharing a host (default 1; 8 in the fat-tree study)")
+    p.add_argument("--selection", choices=SELECTIONS, default="linear",
+                   help="--traffic: which hosts run the ranks (default linear; random uses --seed)")
+    p.add_argument("--placement", default="block",
+                   help="--traffic: block, cyclic, or a file of 'rank host' lines (default block)")
+    p.add_argument("--traffic-unit", type=types.size, default=1,
+                   help="--traffic: bytes per matrix or CSV entry, e.g. 1MiB (default 1 B; PFProf is in bytes)")
+
+
+def add_planning(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--k", type=types.positive_int, default=16, help="lp and heuristics: candidate paths per job (default 16)")
+    p.add_argument("--candidates", choices=CANDIDATE_KINDS, default="auto",
+                   help="lp/heuristics: how candidates are made (auto: diverse up to 2,048 nodes, spread beyond)")
+    p.add_argument("--maxload", type=types.positive_int, default=16, help="heu1: paths allowed per link (default 16)")
+    p.add_argument("--unit", type=types.size, default=DEFAULT_UNIT, help="heu2: bytes placed per step (default 1MiB)")
+    p.add_argument("--hop-limit", type=types.positive_int, help="longest candidate path (default: network diameter)")
+    p.add_argument("--chunk-size", type=types.size, default=DEFAULT_CHUNK_SIZE, help="executor chunk (default 64KiB)")
+    p.add_argument("--solver", choices=LP_SOLVERS, default=DEFAULT_SOLVER, help="HiGHS LP algorithm")
+    p.add_argument("--time-limit", type=types.positive_float, help="opt/lp: time limit in seconds (best plan so far)")
+    p.add_argument("--gap", type=types.gap, default=DEFAULT_GAP,
+                   help=f"opt: stop within this fraction of the proven lower bound (default {DEFAULT_GAP})")
+    p.add_argument("--hop-slack", type=types.non_negative_int, default=DEFAULT_HOP_SLACK,
+                   help=f"opt: paths at most this many hops over the shortest (default {DEFAULT_HOP_SLACK})")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = types.Parser(prog="optiq", description="Plan multipath data movement on torus and "
+                                     "fat-tree interconnects.")
+    parser.add_argument("--version", action="version", version=f"optiq {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plan", help="plan one workload with one method and write the plan file")
+    add_workload(p)
+    add_planning(p)
+    p.add_argument("--method", "-m", choices=METHODS, default="opt")
+    p.add_argument("--qos", metavar="FILE", help='opt/lp: QoS classes, JSON {"shares": {"gold": 0.7, "bronze": 0.3}, '
+                                                 '"classes": ["gold", ...]} with one class per job')
+    p.add_argument("--output", "-o", required=True, help="plan file to write (JSON)")
+    p = sub.add_parser("eval", help="print the metrics of a plan file")
+    p.add_argument("plan")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    p = sub.add_parser("compare", help="plan one workload with several methods, side by side")
+    add_workload(p)
+    add_planning(p)
+    p.add_argument("--methods", default="default,heu1,heu2,opt",
+                   help=f"comma-separated, from {','.join(METHODS)} (default default,heu1,heu2,opt)")
+    p.add_argument("--json", action="store_true", help="a JSON list instead of a table")
+    p = sub.add_parser("demo", help="the main job: compare methods on Blue Gene/Q 1024, disjoint, 8 MiB")
+    p.add_argument("--topology", "-t", default="bgq:1024", help="default bgq:1024")
+    p = sub.add_parser("simulate", help="simulate a plan file at flow or chunk level")
+    p.add_argument("plan")
+    p.add_argument("--model", choices=("flow", "chunk", "direct"), default="flow",
+                   help="flow: max-min fair link sharing over time; chunk: store-and-forward of every chunk; "
+                        "direct: the paths' messages cut through the hardware with no copies (what MPI does)")
+    p.add_argument("--params", metavar="FILE",
+                   help="chunk/direct: model parameters from optiq fit-chunk (the options below override)")
+    p.add_argument("--link-rate", type=types.rate, help="chunk/direct: every link's rate instead of the topology's")
+    p.add_argument("--sharing", choices=SHARING, default="equal",
+                   help="flow: equal (max-min fair per path) or proportional (weighted by remaining bytes)")
+    p.add_argument("--batch", type=types.fraction, default=DEFAULT_BATCH,
+                   help=f"flow: fraction of the moving flows that may end before rates are recomputed (default "
+                        f"{DEFAULT_BATCH}; 0 = exact)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument("--hop-latency", type=types.non_negative_float,
+                   help=f"chunk/direct: seconds per hop (default {ChunkModel.hop_latency_s})")
+    p.add_argument("--header", type=types.non_negative_int,
+                   help=f"chunk/direct: header bytes per chunk or packet (default {ChunkModel.header_bytes})")
+    p.add_argument("--forward-cost", type=types.non_negative_float,
+                   help=f"chunk: seconds to forward one chunk at an intermediate node (default "
+                        f"{ChunkModel.forward_cost_s})")
+    p.add_argument("--chunk-size", type=types.size, help="chunk: override the plan's chunk size")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    p = sub.add_parser("fit-chunk", help="fit the chunk model to optiq run --json reports of one plan",
+                       description="Fit forwarding cost, hop latency and (for unpaced runs) the link rate "
+                                   "of the chunk-level model to measured runs of PLAN at several chunk sizes.")
+    p.add_argument("plan", help="the plan the runs replayed")
+    p.add_argument("runs", nargs="+", help="JSON reports from optiq run PLAN --json FILE --chunk-size ...")
+    p.add_argument("--output", "-o", required=True, help="where to write the fitted parameters (JSON)")
+    p = sub.add_parser("experiment", help="run one of the papers' studies: a CSV table and a PNG figure")
+    p.add_argument("name", nargs="?", help="study name (see --list)")
+    p.add_argument("--list", action="store_true", help="name the studies")
+    p.add_argument("--quick", action="store_true", help="small sizes that run in seconds")
+    p.add_argument("--out", default="out", help="output directory (default out/)")
+    p.add_argument("--traffic", metavar="PATH",
+                   help="fattree: a PFProf directory or .tar.gz, a src_rank,dst_rank,bytes CSV or an N x N matrix "
+                        "instead of the CG and MILC models")
+    p.add_argument("--topology", "-t", help=f"fattree: a fattree: or cluster: spec (default {FATTREE_TOPOLOGY})")
+    p.add_argument("--seed", type=types.non_negative_int, default=0, help="fattree: seed of the random selection")
+    add_placement(p)
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    add_collectives(sub)
+    p = sub.add_parser("run", help="replay a plan under mpiexec (same as python -m optiq.runtime)",
+                       description="Replay a plan with chunked store-and-forward. Run it under "
+                                   "mpiexec -n N with one rank per endpoint of the plan.")
+    launcher.add_arguments(p)
+    return parser
+
+
+def add_collectives(sub) -> None:
+    p = sub.add_parser("collectives", help="allreduce cost model with contention and memory terms: fit, predict, bench",
+                       description="Fit the allreduce cost model on this machine (under mpiexec), rank Ring, RHD, "
+                                   "CPS and hierarchical CPS by predicted time, or measure them.")
+    actions = p.add_subparsers(dest="action", required=True, metavar="{fit,predict,bench}")
+    a = actions.add_parser("fit", help="run micro-benchmarks under mpiexec -n N and fit both models")
+    a.add_argument("--output", "-o", required=True, help="parameter file to write (JSON)")
+    a.add_argument("--sizes", type=types.size_list, default=[16384, 131072, 1048576],
+                   help="message sizes of the micro-benchmarks (default 16KiB,128KiB,1MiB)")
+    a.add_argument("--repeat", type=types.positive_int, default=5, help="timed runs per measurement (default 5)")
+    a.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    a = actions.add_parser("predict", help="rank the algorithms by predicted time under both models")
+    a.add_argument("--params", required=True, help="file from optiq collectives fit")
+    a.add_argument("--ranks", type=types.int_at_least(2), required=True, help="number of ranks N")
+    a.add_argument("--size", type=types.size, required=True, help="bytes per rank, e.g. 1MiB")
+    a.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    a = actions.add_parser("bench", help="measure every algorithm under mpiexec -n N and check it against Allreduce")
+    a.add_argument("--size", type=types.size_list, required=True, help="bytes per rank (a comma list measures each)")
+    a.add_argument("--json", metavar="FILE", help="write the measurements as JSON")
+    a.add_argument("--params", help="also show the predictions of this fitted parameter file")
+    a.add_argument("--algorithms", help="comma list (default: all for this rank count)")
+    a.add_argument("--repeat", type=types.positive_int, default=5, help="timed runs per algorithm (default 5)")
+    a.add_argument("--quiet", "-q", action="store_true", help="no progress output")

@@ -1,0 +1,52 @@
+"""The house's one-way imports: each package imports only packages below it."""
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent / "optiq"
+
+#: Lower number = lower in the house; a package may import only packages of a lower rank
+#: (and the foundation modules of rank 0).
+RANK = {
+    "errors": 0, "units": 0, "progress": 0, "resources": 0, "jsonfile": 0, "waiting": 0, "launch": 0, "argtypes": 0,
+    "runs": 0,
+    "topology": 1, "workloads": 2, "paths": 3, "lp": 4, "heuristics": 4, "collectives": 4, "plan": 5, "planner": 6,
+    "metrics": 6, "report": 7, "sim": 7, "runtime": 7, "experiments": 8, "cli": 9, "models": 9, "__main__": 10,
+}
+
+
+def package_imports() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for f in ROOT.rglob("*.py"):
+        rel = f.relative_to(ROOT.parent).with_suffix("").parts
+        if rel[-1] == "__init__":
+            rel = rel[:-1]
+        if len(rel) < 2:
+            continue  # optiq/__init__.py: the public API gathers from everywhere
+        unit, pkg = rel[1], list(rel if f.name == "__init__.py" else rel[:-1])
+        for node in ast.walk(ast.parse(f.read_text())):
+            targets = []
+            if isinstance(node, ast.ImportFrom):
+                base = pkg[:len(pkg) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                targets = [module] if node.module else [f"{module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for t in targets:
+                parts = t.split(".")
+                if parts[0] == "optiq" and len(parts) > 1 and parts[1] != unit and parts[1] != "__version__":
+                    edges[unit].add(parts[1])
+    return edges
+
+
+def test_every_package_has_a_place_in_the_house():
+    units = {p.stem if p.is_file() else p.name for p in ROOT.iterdir()
+             if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())}
+    assert units <= set(RANK), f"place {sorted(units - set(RANK))} in RANK"
+
+
+def test_no_import_runs_back_up_the_house():
+    upward = sorted(f"{a} -> {b}" for a, targets in package_imports().items() for b in targets
+                    if RANK[b] >= RANK[a] and not (RANK[a] == RANK[b] == 0))
+    assert not upward, upward
