@@ -33,7 +33,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-\.?\d")
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
     def _print_message(self, message: str, file: Any = None) -> None:

@@ -27,6 +27,7 @@ from .errors import OptiqError
 __all__ = ["world", "world_rank", "together", "abort_on_failure", "need_mpi", "command_main"]
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 #: Seconds between printing a rank's error and aborting every rank.
 ABORT_GRACE_S = 0.5
@@ -107,7 +108,7 @@ def abort_on_failure(comm) -> Iterator[None]:
         raise  # not reached
 
 
-def command_main(parse: Callable[[], object], run: Callable[[object], int], usage_error: type[Exception]) -> int:
+def command_main(parse: Callable[[], A], run: Callable[[A], int], usage_error: type[Exception]) -> int:
     """Parse, run, and map what goes wrong to an exit code, said once under ``mpiexec``.
 
     0: done; 1: bad input or a failure (:class:`~optiq.errors.OptiqError`, one

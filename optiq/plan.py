@@ -5,6 +5,8 @@ The file format is documented in ``docs/plan-format.md``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import hashlib
 import json
 import math
@@ -67,7 +69,7 @@ class Plan:
     method: str = "custom"
     lower_bound_time_s: float = 0.0
     lower_bound_cut: str = ""
-    ranks: np.ndarray | None = None
+    ranks: np.ndarray = None  # type: ignore[assignment]  # None: endpoint i is rank i (set in __post_init__)
     info: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -183,6 +185,7 @@ class Plan:
     # -- files ------------------------------------------------------------------------
     def to_dict(self) -> dict:
         topo, dem, ps = self.topology, self.demands, self.paths
+        topo_json: dict[str, Any]
         if topo.spec is not None:
             topo_json = {"spec": topo.spec}
         else:
@@ -227,14 +230,21 @@ class Plan:
         jobs = data.get("jobs")
         if not isinstance(jobs, list) or not jobs:
             raise PlanError("the plan has no \"jobs\" list")
-        src, dst, size, paths, path_jobs, path_bytes = [], [], [], [], [], []
+        src: list[int] = []
+        dst: list[int] = []
+        size: list[int] = []
+        paths: list[list[int]] = []
+        path_jobs: list[int] = []
+        path_bytes: list[int] = []
         for j, job in enumerate(jobs):
             where = f"job {j}"
             if not isinstance(job, dict):
                 raise PlanError(f"{where} is not an object")
             s, d = (_int(job.get(k), f"{where} {k!r}", allow_zero=True) for k in ("src", "dst"))
             b = _int(job.get("bytes"), f"{where} 'bytes'")
-            src.append(s), dst.append(d), size.append(b)
+            src.append(s)
+            dst.append(d)
+            size.append(b)
             jp = job.get("paths")
             if not isinstance(jp, list) or not jp:
                 raise PlanError(f"{where} ({s} -> {d}) has no paths")
@@ -243,7 +253,7 @@ class Plan:
                 path_jobs.append(j)
                 path_bytes.append(_int(path.get("bytes"), f"{where} path {i} 'bytes'", allow_zero=True))
         try:
-            demands = Demands(src, dst, size, name="plan")
+            demands = Demands(np.asarray(src), np.asarray(dst), np.asarray(size), name="plan")
         except OptiqError as exc:
             raise PlanError(str(exc)) from None
         ps = PathSet.from_lists(paths, path_jobs, len(jobs))
@@ -259,7 +269,8 @@ class Plan:
         return cls(topology, demands, ps, np.asarray(path_bytes, dtype=np.int64),
                    chunk_size=_int(data.get("chunk_size", DEFAULT_CHUNK_SIZE), "chunk_size"),
                    method=str(data.get("method", "custom")), lower_bound_time_s=float(bound),
-                   lower_bound_cut=str(data.get("lower_bound_cut", "")), ranks=ranks, info=dict(info))
+                   lower_bound_cut=str(data.get("lower_bound_cut", "")),
+                   ranks=None if ranks is None else np.asarray(ranks), info=dict(info))  # type: ignore[arg-type]
 
 
 def load_plan(path: str | Path) -> Plan:
@@ -304,7 +315,7 @@ def _topology_from_json(obj) -> Topology:
             links = np.asarray(obj["links"], dtype=float).reshape(-1, 3)
             return Topology(name=str(obj.get("name", "graph")), num_nodes=int(obj["nodes"]),
                             link_src=links[:, 0].astype(np.int64), link_dst=links[:, 1].astype(np.int64),
-                            capacity=links[:, 2], num_endpoints=int(obj.get("endpoints", obj["nodes"])))
+                            capacity=links[:, 2], num_endpoints=int(obj["endpoints"] if "endpoints" in obj else obj["nodes"]))
     except OptiqError as exc:
         raise PlanError(f"plan topology: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:

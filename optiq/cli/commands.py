@@ -46,7 +46,7 @@ def plan(args: argparse.Namespace) -> int:
         return 0
     _warn(plan)
     plan.save(args.output)
-    if "qos_throughput_Bps" in plan.info:
+    if qos is not None and "qos_throughput_Bps" in plan.info:
         rates = plan.info["qos_throughput_Bps"]
         print("QoS throughput: " + ", ".join(f"{name} {rate / 1e9:.3f} GB/s (share {qos.shares[name]:g})"
                                              for name, rate in rates.items()))
@@ -109,9 +109,9 @@ def simulate(args: argparse.Namespace) -> int:
         model = replace(model, **{k: v for k, v in given.items() if v is not None})
         out = {"model": args.model, **asdict(model)}
         if args.model == "chunk":
-            result = simulate_chunks(plan, model, args.chunk_size, progress=_progress(args))
-            out.update(chunks=result.chunks, events=result.events)
-            completion = result.completion_time_s
+            chunked = simulate_chunks(plan, model, args.chunk_size, progress=_progress(args))
+            out.update(chunks=chunked.chunks, events=chunked.events)
+            completion = chunked.completion_time_s
         else:
             completion = simulate_direct(plan, model)
     out.update(completion_time_s=completion, predicted_time_s=plan.predicted_time_s)

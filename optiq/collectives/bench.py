@@ -25,7 +25,7 @@ def _barrier(comm) -> None:
     wait_all([comm.Ibarrier()])
 
 
-def _timed(comm, run: Callable[[], None], repeat: int, warmup: int) -> tuple[float, list[float]]:
+def _timed(comm, run: Callable[[], object], repeat: int, warmup: int) -> tuple[float, list[float]]:
     """Median (and all) of the slowest rank's time of ``run``."""
     from mpi4py import MPI
 

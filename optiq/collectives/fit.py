@@ -113,16 +113,17 @@ def fit_allreduce_model(samples) -> FitResult:
     steps = [s.steps() for s in samples]
     base = np.array([feature_row(st) for st in steps])
     t = np.array([s.time_s for s in samples])
-    best = None
+    best: tuple[float, int, np.ndarray, np.ndarray] | None = None
     for w in range(0, max(s.fan_in for st in steps for s in st) + 1):
         X = np.column_stack([base, [incast_volume(st, w) for st in steps]])
         coef, err = _nnls_relative(X, t)
         if best is None or float(err @ err) < best[0] - 1e-15:
             best = (float(err @ err), w, coef, err)
+    assert best is not None
     _, w, coef, err = best
-    contention = AllreduceParams(*map(float, coef), threshold=w)
+    contention = AllreduceParams(*map(float, coef), threshold=w)  # type: ignore[arg-type, misc]
     explained = base[:, :3].any(axis=1)  # the copy timings have no alpha-beta-gamma term
     coef3, err3 = _nnls_relative(base[explained, :3], t[explained])
-    abg = AllreduceParams(*map(float, coef3))
+    abg = AllreduceParams(*map(float, coef3))  # type: ignore[arg-type]
     return FitResult(contention, abg, (float(err.mean()), float(err.max())), (float(err3.mean()), float(err3.max())),
                      len(samples))

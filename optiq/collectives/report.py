@@ -23,11 +23,13 @@ def prediction_report(models: dict[str, AllreduceParams], ranks: int, nbytes: in
     >>> r["best"]
     {'contention': 'rhd', 'abg': 'cps'}
     """
-    out = {"ranks": ranks, "size_bytes": nbytes, "best": {}, "models": {}}
+    best: dict[str, str] = {}
+    listed: dict[str, list[dict]] = {}
+    out = {"ranks": ranks, "size_bytes": nbytes, "best": best, "models": listed}
     for model in MODELS:
         ranked = rank_algorithms(ranks, nbytes, models[model])
-        out["best"][model] = ranked[0][0]
-        out["models"][model] = [{"algorithm": name, "time_s": terms.total,
+        best[model] = ranked[0][0]
+        listed[model] = [{"algorithm": name, "time_s": terms.total,
                                  **{f"{k}_s": v for k, v in asdict(terms).items()}} for name, terms in ranked]
     return out
 

@@ -10,6 +10,8 @@ the plan's prediction (``sharing="proportional"``).
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..planner import make_candidates, make_plan
 from ..sim import simulate_chunks, simulate_direct, simulate_flows
 from ..topology import from_spec
@@ -92,7 +94,7 @@ def chunk_size_study(quick: bool, say) -> list[dict]:
     sizes = [8192, 1 << 20] if quick else [8192, 65536, 1 << 20, 8 << 20]
     rows = []
     for size in sizes:
-        plan = make_plan(topo, Demands([0], [4], [size]), "default")
+        plan = make_plan(topo, Demands(np.array([0]), np.array([4]), np.array([size])), "default")
         for chunk in chunks:
             t = simulate_chunks(plan, chunk_size=chunk).completion_time_s
             rows.append({"message_bytes": size, "chunk_bytes": chunk, "method": f"{size} B",

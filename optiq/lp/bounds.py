@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.sparse import csr_matrix
 
 __all__ = ["CutBound", "cut_lower_bound"]
@@ -30,7 +31,7 @@ class CutBound:
     cut: str
 
 
-def _best(bytes_: np.ndarray, capacity: np.ndarray, names) -> CutBound | None:
+def _best(bytes_: ArrayLike, capacity: ArrayLike, names) -> CutBound | None:
     """The tightest of several cuts (``names[i]`` a string or a callable giving it)."""
     bytes_, capacity = np.asarray(bytes_, float), np.asarray(capacity, float)
     if not bytes_.size:
@@ -42,7 +43,7 @@ def _best(bytes_: np.ndarray, capacity: np.ndarray, names) -> CutBound | None:
     return CutBound(float(t[i]), float(bytes_[i]), float(capacity[i]), name)
 
 
-def _mask_cut(topology, demands, mask: np.ndarray, name: str) -> list[CutBound]:
+def _mask_cut(topology, demands, mask: np.ndarray, name: str) -> list[CutBound | None]:
     """The bounds out of and into one node set given as a boolean mask over nodes."""
     ls, ld, cap = topology.link_src, topology.link_dst, topology.capacity
     size = demands.nbytes.astype(float)
@@ -52,7 +53,7 @@ def _mask_cut(topology, demands, mask: np.ndarray, name: str) -> list[CutBound]:
     return [out, into]
 
 
-def _slab_cuts(topology, demands) -> list[CutBound]:
+def _slab_cuts(topology, demands) -> list[CutBound | None]:
     """Bounds of every slab ``start <= coordinate < start + size`` (cyclic on wrapped dimensions).
 
     A slab of dimension ``d`` is left only by links of dimension ``d`` at its two faces: the
@@ -61,7 +62,7 @@ def _slab_cuts(topology, demands) -> list[CutBound]:
     ``(rel(src_j), rel(dst_j)]`` with ``rel(x) = (x - start) mod length``: a difference
     array over ``size`` summed once gives the bytes out of all slabs starting there.
     """
-    found = []
+    found: list[CutBound | None] = []
     size = demands.nbytes.astype(float)
     for d, (length, wrap) in enumerate(zip(topology.dims, topology.wrap)):
         if length < 2:
@@ -103,7 +104,7 @@ def _bounding_box(topology, nodes: np.ndarray) -> np.ndarray:
     return box
 
 
-def _switch_cuts(topology, demands) -> list[CutBound]:
+def _switch_cuts(topology, demands) -> list[CutBound | None]:
     """Bounds of every switch together with the endpoints hanging off it, as a sparse matrix."""
     ends, n = topology.num_endpoints, topology.num_nodes
     ls, ld = topology.link_src, topology.link_dst

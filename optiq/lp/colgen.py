@@ -300,15 +300,16 @@ def column_generation(topology, demands, *, initial: PathSet | None = None, hop_
     if vertex and (deadline == float("inf") or deadline - time.perf_counter() > 2 * (lp_s / max(len(history), 1))):
         # a vertex of the LP over the paths that carry data: as fast, far fewer paths (fewer chunk copies)
         t0 = time.perf_counter()
-        sol = solve_lp(topology, demands, paths, solver="ipm", sizes=sizes, time_limit=_remaining(deadline),
-                       progress=progress)
+        vertex_sol = solve_lp(topology, demands, paths, solver="ipm", sizes=sizes, time_limit=_remaining(deadline),
+                              progress=progress)
         lp_s += time.perf_counter() - t0
-        polished = _busiest(topology, paths, size, sol.share) if sol.status == LPStatus.OPTIMAL else float("inf")
+        polished = _busiest(topology, paths, size, vertex_sol.share) if vertex_sol.status == LPStatus.OPTIMAL \
+            else float("inf")
         if polished <= best_time * (1 + 1e-9):
-            kept = sol.share > 0
+            kept = vertex_sol.share > 0
             say(f"vertex of the final LP: {int(kept.sum()):,} of {paths.num_paths:,} paths carry data "
                 f"({time.perf_counter() - t0:.1f} s)")
-            best_time, paths, share = polished, paths.select(kept), sol.share[kept]
+            best_time, paths, share = polished, paths.select(kept), vertex_sol.share[kept]
     final_gap = max(0.0, (best_time - bound) / best_time) if best_time > 0 else 0.0
     return ColumnGeneration(paths=paths, share=share, time_s=best_time, lower_bound_s=bound, gap=final_gap,
                             status=status, history=tuple(history), first_time_s=first_time, paths_s=paths_s,

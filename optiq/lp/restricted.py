@@ -290,7 +290,7 @@ class RestrictedLP:
         target = self.tolerance
         scouting = self.solver in FIRST_ORDER and SCOUT_TOLERANCE is not None and target < SCOUT_TOLERANCE
         for rounds in range(1, max_rounds + 1):
-            self.set_tolerance(SCOUT_TOLERANCE if scouting else target)
+            self.set_tolerance(SCOUT_TOLERANCE if scouting and SCOUT_TOLERANCE is not None else target)
             left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
             # HiGHS compares its time limit with the run time summed over every run of this object
             h.setOptionValue("time_limit", float("inf") if left is None else h.getRunTime() + float(left))

@@ -34,7 +34,7 @@ def highs_options(solver: str, time_limit: float | None) -> dict:
 
     if solver not in LP_SOLVERS:
         raise SolverError(f"unknown LP solver {solver!r}; expected one of {', '.join(LP_SOLVERS)}")
-    options = {"solver": "ipm" if solver.startswith("ipm") else solver,
+    options: dict[str, bool | str | float] = {"solver": "ipm" if solver.startswith("ipm") else solver,
                "run_crossover": "off" if solver == "ipm-nox" else "on", "output_flag": False}
     if time_limit is not None:
         options["time_limit"] = float(time_limit)

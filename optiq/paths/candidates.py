@@ -171,7 +171,8 @@ def spread_paths(topology, demands, k: int = 4, *, hop_slack: int = 2, penalty: 
     hop_limit = min_hops(topology, demands.src, demands.dst) + hop_slack
     uses = np.zeros(topology.num_links)
     seen: set[tuple[int, bytes]] = set()
-    lists, owners = [], []
+    lists: list[np.ndarray] = []
+    owners: list[int] = []
     for rnd in range(k):
         mean = uses[uses > 0].mean() if (uses > 0).any() else 1.0
         weight = 1.0 + penalty * uses / mean + rng.random(topology.num_links) * 0.5 / max(hop_limit.max(), 1)

@@ -81,17 +81,19 @@ class Workers:
     def serve(self) -> Any:
         """On the other ranks: answer the leader's :meth:`map` calls until it closes; returns
         what it closed with, or raises the error it closed with."""
+        comm = self.comm
+        assert comm is not None, "serve() after close()"
         while True:
-            wait_politely(self.comm.Ibarrier())  # the leader may plan (solve an LP) for minutes
-            kind, fn, args = self.comm.bcast(None, root=0)
+            wait_politely(comm.Ibarrier())  # the leader may plan (solve an LP) for minutes
+            kind, fn, args = comm.bcast(None, root=0)
             if kind == "close":
-                self.comm.Free()
+                comm.Free()
                 if isinstance(fn, BaseException):
                     raise fn
                 return fn
             mine = _attempt(fn, self.rank, self.size, args)
-            wait_politely(self.comm.Ibarrier())
-            self.comm.gather(mine, root=0)
+            wait_politely(comm.Ibarrier())
+            comm.gather(mine, root=0)
 
     def close(self, result: Any = None) -> Any:
         """On the leader: release the other ranks, handing them ``result`` (or an error to raise)."""
@@ -103,8 +105,10 @@ class Workers:
 
 
     def _command(self, kind: str, fn: Any, args: tuple) -> None:
-        wait_politely(self.comm.Ibarrier())
-        self.comm.bcast((kind, fn, args), root=0)
+        comm = self.comm
+        assert comm is not None, "a command after close()"
+        wait_politely(comm.Ibarrier())
+        comm.bcast((kind, fn, args), root=0)
 
 
 def _attempt(fn, part: int, parts: int, args, here: dict | None = None) -> tuple[bool, Any]:

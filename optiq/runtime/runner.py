@@ -152,7 +152,8 @@ def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, window, link
     bytes_total = int(plan.demands.nbytes.sum())
 
     def repeated(name: str, run_once, received) -> Timing:
-        times, problems = [], []
+        times: list[float] = []
+        problems: list[str] = []
         for it in range(warmup + repeat):
             for buf in received().values():
                 buf.fill(0)

@@ -132,10 +132,10 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
     unit = [max(chunk_size, DIRECT_CHUNK) if s.direct and link_bw is None else chunk_size for s in streams]
     nchunks = [s.num_chunks(u) for s, u in zip(streams, unit)]
     links: dict[int, _Link] = {s.link: _Link() for s in streams if s.next >= 0}
-    slots = [np.empty((min(window, c), chunk_size), dtype=np.uint8) if s.prev >= 0 and s.next >= 0 else None
+    slots = [np.empty((min(window, c) if s.prev >= 0 and s.next >= 0 else 0, chunk_size), dtype=np.uint8)
              for s, c in zip(streams, nchunks)]
     ready = [c if s.prev < 0 else 0 for s, c in zip(streams, nchunks)]  # chunks here, in order
-    got = [np.zeros(c, dtype=bool) if s.prev >= 0 else None for s, c in zip(streams, nchunks)]
+    got = [np.zeros(c if s.prev >= 0 else 0, dtype=bool) for s, c in zip(streams, nchunks)]
     sent = [0] * n        # chunks handed to a link
     posted = [0] * n      # receives posted
     queued = [False] * n
@@ -260,7 +260,7 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
         pause = min(idle_pause(idle), max(0.0, deadline - now))
         time.sleep(pause)
     return TransferResult(recv=recv, elapsed_s=time.perf_counter() - start, chunks_sent=counts[0],
-                          chunks_forwarded=counts[1], buffer_bytes=sum(b.nbytes for b in slots if b is not None))
+                          chunks_forwarded=counts[1], buffer_bytes=sum(b.nbytes for b in slots))
 
 
 def _timeout_message(rank: int, timeout: float, streams, meta) -> str:

@@ -55,7 +55,7 @@ class Topology:
     link_src: np.ndarray
     link_dst: np.ndarray
     capacity: np.ndarray
-    num_endpoints: int | None = None
+    num_endpoints: int = None  # type: ignore[assignment]  # None: every node (set in __post_init__)
     spec: str | None = None
     dims: tuple[int, ...] | None = None
     wrap: tuple[bool, ...] | None = None
@@ -174,7 +174,7 @@ class Topology:
         targets = np.asarray(targets, dtype=np.int64).ravel()
         if self.dims is not None:
             out = np.zeros(sources.size, dtype=np.int64)
-            for d, (length, wrap) in enumerate(zip(self.dims, self.wrap)):
+            for d, (length, wrap) in enumerate(zip(self.dims, self.wrap or ())):
                 stride = int(np.prod(self.dims[d + 1:], dtype=np.int64))
                 delta = np.abs(sources // stride % length - targets // stride % length)
                 out += np.minimum(delta, length - delta) if wrap else delta
@@ -194,7 +194,7 @@ class Topology:
     def diameter(self) -> int:
         """Largest hop distance between two endpoints (computed exactly for tori, by BFS otherwise)."""
         if self.dims is not None:
-            return int(sum((d // 2) if w else (d - 1) for d, w in zip(self.dims, self.wrap)))
+            return int(sum((d // 2) if w else (d - 1) for d, w in zip(self.dims, self.wrap or ())))
         ends = np.arange(self.num_endpoints)
         best = 0
         for start in range(0, ends.size, 256):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import OptiqError, TopologyError
 from ..units import parse_rate
 from .base import Topology
@@ -84,7 +86,7 @@ def from_spec(spec: str) -> Topology:
     allowed = {"bw"} | ({"k", "n"} if kind == "fattree" else set()) | (
         {"hosts", "edges", "cores"} if kind == "cluster" else set())
     opts = _options(tail, spec, allowed)
-    extra = {}
+    extra: dict[str, Any] = {}
     if "bw" in opts:
         try:
             extra["bandwidth"] = parse_rate(opts["bw"], what="bandwidth")

@@ -96,14 +96,14 @@ def torus(dims: Sequence[int], *, wrap: bool | Sequence[bool] = True,
             sign_of.append(np.full(nodes.size, sign))
     if not src:
         raise TopologyError(f"torus {dims} has a single node")
-    src, dst = np.concatenate(src), np.concatenate(dst)
-    dim_of, sign_of = np.concatenate(dim_of), np.concatenate(sign_of)
-    order = np.lexsort((-sign_of, dim_of, src))  # node-major, then dimension, then + before -
+    tails, heads = np.concatenate(src), np.concatenate(dst)
+    dims_of, signs_of = np.concatenate(dim_of), np.concatenate(sign_of)
+    order = np.lexsort((-signs_of, dims_of, tails))  # node-major, then dimension, then + before -
     kind = "torus" if all(wrap) else ("mesh" if not any(wrap) else "torus/mesh")
     shape = "x".join(map(str, dims))
-    return Topology(name=name or f"{kind} {shape}", num_nodes=n, link_src=src[order],
-                    link_dst=dst[order], capacity=np.full(src.size, float(bandwidth)),
-                    spec=spec, dims=dims, wrap=wrap, link_dim=dim_of[order], link_sign=sign_of[order])
+    return Topology(name=name or f"{kind} {shape}", num_nodes=n, link_src=tails[order],
+                    link_dst=heads[order], capacity=np.full(tails.size, float(bandwidth)),
+                    spec=spec, dims=dims, wrap=wrap, link_dim=dims_of[order], link_sign=signs_of[order])
 
 
 def mesh(dims: Sequence[int], *, bandwidth: float = BGQ_LINK_BANDWIDTH, spec: str | None = None) -> Topology:
