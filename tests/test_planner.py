@@ -80,3 +80,22 @@ def test_planning_twice_gives_files_that_differ_only_in_timings(tmp_path, method
         data["info"].pop("timings")
         texts.append(json.dumps(data))
     assert texts[0] == texts[1]
+
+
+def test_planner_objects_equal_their_names_and_unused_options_are_said():
+    from optiq.planner import ColumnGeneration, DemandAware, PlanRecord, planner_named
+
+    t = torus((4, 4))
+    d = constant_ratio(16, "disjoint", nbytes=2**20, num_sources=2, ratio=4)
+    by_name = make_plan(t, d, "heu2", unit=2**18, k=8)
+    by_object = make_plan(t, d, DemandAware(unit=2**18, k=8))
+    assert by_name.fingerprint == by_object.fingerprint and "warnings" not in by_name.info
+    opt = make_plan(t, d, "opt", k=8, gap=0.0)
+    assert opt.info["warnings"] == ["k does not apply to opt and was not used"]
+    assert make_plan(t, d, ColumnGeneration(gap=0.0)).fingerprint == opt.fingerprint
+    record = PlanRecord.from_dict(opt.info)
+    assert record.cg_status == opt.info["cg_status"] and record.to_dict() == opt.info
+    with pytest.raises(PlanError, match="give gap to the ColumnGeneration object"):
+        make_plan(t, d, ColumnGeneration(), gap=0.1)
+    with pytest.raises(PlanError, match="unknown planner parameter 'speed'"):
+        planner_named("opt", speed=2)

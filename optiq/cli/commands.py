@@ -18,8 +18,8 @@ from ..errors import OptiqError
 from ..jsonfile import check_directory, check_writable, dumps, write_results
 from ..launch import abort_on_failure, need_mpi, together, world
 from ..metrics import plan_metrics
-from ..plan import load_plan
-from ..planner import METHODS, make_candidates, make_plan
+from ..plan import DEFAULT_CHUNK_SIZE, load_plan
+from ..planner import METHODS, make_candidates, make_plan, planner_named
 from ..progress import heartbeat
 from ..report import metrics_table
 from ..runtime import launcher
@@ -41,7 +41,8 @@ def plan(args: argparse.Namespace) -> int:
     say = _progress(args) if leader else None
     topology, demands = _workload(args, say)
     qos = read_qos(args.qos, demands.num_jobs) if args.qos else None
-    plan = make_plan(topology, demands, args.method, progress=say, qos=qos, comm=comm, **_plan_kwargs(args))
+    plan = make_plan(topology, demands, args.method, progress=say, qos=qos, comm=comm, chunk_size=args.chunk_size,
+                     seed=args.seed, **_planner_options(args))
     if not leader:
         return 0
     _warn(plan)
@@ -73,7 +74,8 @@ def compare(args: argparse.Namespace) -> int:
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise OptiqError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}")
-    rows, times = compare_methods(topology, demands, methods, _plan_kwargs(args), say)
+    rows, times = compare_methods(topology, demands, methods, _planner_options(args), say,
+                                  chunk_size=args.chunk_size, seed=args.seed)
     if args.json:
         print(dumps([dict(r.to_dict(), plan_s=float(t)) for r, t in zip(rows, times)]))
     else:
@@ -279,22 +281,30 @@ def _progress(args):
     return lambda msg: print(f"[{time.perf_counter() - start:7.2f}s] {msg}", file=sys.stderr, flush=True)
 
 
-def _plan_kwargs(args) -> dict:
-    return dict(k=args.k, maxload=args.maxload, unit=args.unit, hop_limit=args.hop_limit,
-                chunk_size=args.chunk_size, solver=args.solver, time_limit=args.time_limit, seed=args.seed,
-                gap=args.gap, hop_slack=args.hop_slack, candidate_kind=args.candidates)
+def _planner_options(args) -> dict:
+    """The planner options given on the command line (None: not given, the planner's default)."""
+    given = dict(k=args.k, maxload=args.maxload, unit=args.unit, hop_limit=args.hop_limit, solver=args.solver,
+                 time_limit=args.time_limit, gap=args.gap, hop_slack=args.hop_slack, candidate_kind=args.candidates)
+    return {name: value for name, value in given.items() if value is not None}
 
 
-def compare_methods(topology, demands, methods, kwargs, say) -> tuple[list, list[str]]:
-    rows, times, candidates = [], [], None
-    if any(m not in ("default", "opt") for m in methods):
-        candidates = make_candidates(topology, demands, kwargs.get("k", 16), kwargs.get("candidate_kind", "auto"),
-                                     hop_limit=kwargs.get("hop_limit"), seed=kwargs.get("seed", 0), progress=say)
-    for method in methods:
+def compare_methods(topology, demands, methods, options, say, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
+                    seed: int = 0) -> tuple[list, list[str]]:
+    """Plan with every method (each taking the options that apply to it), sharing one candidate set."""
+    rows, times = [], []
+    planners = [planner_named(method, **options)[0] for method in methods]
+    candidates = None
+    kinds = [p for p in planners if hasattr(p, "k")]
+    if kinds:
+        first = kinds[0]
+        candidates = make_candidates(topology, demands, first.k, first.candidate_kind,  # type: ignore[attr-defined]
+                                     hop_limit=first.hop_limit, seed=seed, progress=say)  # type: ignore[attr-defined]
+    for method, planner in zip(methods, planners):
         if say:
             say(f"planning with {method}")
         start = time.perf_counter()
-        plan = make_plan(topology, demands, method, progress=say, candidates=candidates, **kwargs)
+        plan = make_plan(topology, demands, planner, progress=say, candidates=candidates, chunk_size=chunk_size,
+                         seed=seed)
         times.append(f"{time.perf_counter() - start:.2f}")  # without the shared candidate search
         rows.append(plan_metrics(plan, check_bound=False))
         _warn(plan)

@@ -6,7 +6,6 @@ import argparse
 
 from .. import __version__
 from ..experiments.fattree_study import DEFAULT_TOPOLOGY as FATTREE_TOPOLOGY
-from ..heuristics import DEFAULT_UNIT
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK
 from ..plan import DEFAULT_CHUNK_SIZE
@@ -58,18 +57,18 @@ def add_placement(p: argparse.ArgumentParser) -> None:
 
 
 def add_planning(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--k", type=types.positive_int, default=16, help="lp and heuristics: candidate paths per job (default 16)")
-    p.add_argument("--candidates", choices=CANDIDATE_KINDS, default="auto",
+    p.add_argument("--k", type=types.positive_int, help="lp and heuristics: candidate paths per job (default 16)")
+    p.add_argument("--candidates", choices=CANDIDATE_KINDS,
                    help="lp/heuristics: how candidates are made (auto: diverse up to 2,048 nodes, spread beyond)")
-    p.add_argument("--maxload", type=types.positive_int, default=16, help="heu1: paths allowed per link (default 16)")
-    p.add_argument("--unit", type=types.size, default=DEFAULT_UNIT, help="heu2: bytes placed per step (default 1MiB)")
+    p.add_argument("--maxload", type=types.positive_int, help="heu1: paths allowed per link (default 16)")
+    p.add_argument("--unit", type=types.size, help="heu2: bytes placed per step (default 1MiB)")
     p.add_argument("--hop-limit", type=types.positive_int, help="longest candidate path (default: network diameter)")
     p.add_argument("--chunk-size", type=types.size, default=DEFAULT_CHUNK_SIZE, help="executor chunk (default 64KiB)")
-    p.add_argument("--solver", choices=LP_SOLVERS, default=DEFAULT_SOLVER, help="HiGHS LP algorithm")
+    p.add_argument("--solver", choices=LP_SOLVERS, help=f"lp: HiGHS LP algorithm (default {DEFAULT_SOLVER})")
     p.add_argument("--time-limit", type=types.positive_float, help="opt/lp: time limit in seconds (best plan so far)")
-    p.add_argument("--gap", type=types.gap, default=DEFAULT_GAP,
+    p.add_argument("--gap", type=types.gap,
                    help=f"opt: stop within this fraction of the proven lower bound (default {DEFAULT_GAP})")
-    p.add_argument("--hop-slack", type=types.non_negative_int, default=DEFAULT_HOP_SLACK,
+    p.add_argument("--hop-slack", type=types.non_negative_int,
                    help=f"opt: paths at most this many hops over the shortest (default {DEFAULT_HOP_SLACK})")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
 

@@ -1,0 +1,203 @@
+"""One entry point for every planning method: :func:`make_plan`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import PlanError
+from ..lp import cut_lower_bound
+from ..paths import PathSet, system_routes
+from ..paths.workers import Workers
+from ..plan import DEFAULT_CHUNK_SIZE, Plan
+from ..resources import PLAN_BYTES_PER_ENTRY, check_memory
+from ..topology import Topology
+from ..workloads import Demands
+from ..workloads.qos import QoSClasses
+from .methods import PLANNERS, Context, Planner, planner_named
+from .record import PlanRecord
+
+__all__ = ["make_plan", "plan_memory_estimate", "METHODS"]
+
+#: Planning methods. ``opt``: column generation to a certified gap; ``lp``: the LP over ``k``
+#: diverse candidates per job; then the heuristics and the system's default routes.
+METHODS = tuple(PLANNERS)
+
+
+def make_plan(topology: Topology, demands: Demands, method: str | Planner = "opt", *,
+              chunk_size: int = DEFAULT_CHUNK_SIZE, seed: int = 0, candidates: PathSet | None = None,
+              qos: QoSClasses | None = None, progress: Callable[[str], None] | None = None, comm: Any = None,
+              **params: Any) -> Plan:
+    """Plan how every job's bytes travel.
+
+    Parameters
+    ----------
+    topology : Topology
+    demands : Demands
+    method : str or Planner
+        A planner object (:mod:`optiq.planner.methods`) carrying its parameters, or its name
+        with the parameters as keywords: ``"opt"`` (:class:`ColumnGeneration`: ``gap``,
+        ``hop_slack``, ``time_limit``), ``"lp"`` (:class:`PathLP`: ``k``, ``solver``,
+        ``time_limit``), ``"heu1"`` (:class:`MaxLoad`: ``maxload``), ``"heu2"``
+        (:class:`DemandAware`: ``unit``), ``"dynamic"`` (:class:`Dynamic`) and
+        ``"default"`` (:class:`SystemRoutes`); the candidate-based ones also take ``k``,
+        ``hop_limit`` and ``candidate_kind``. A keyword the method does not take is not
+        used, and the plan's warnings say so.
+    chunk_size : int
+        Chunk size recorded in the plan for the executor.
+    seed : int
+        Seed of every random choice (candidate jitter, smoothed-price jitter).
+    candidates : PathSet, optional
+        Candidate paths to use instead of generating them (e.g. shared by several methods).
+    qos : QoSClasses, optional
+        ``opt``/``lp``: give class ``i`` the throughput ``alpha_i * T`` and maximise ``T``;
+        ``info["qos_throughput_Bps"]`` then holds every class's rate.
+    progress : callable, optional
+        Receives one-line progress messages (on rank 0 only under MPI).
+    comm : mpi4py communicator, optional
+        Every rank calls ``make_plan`` with the same arguments; the per-source work
+        (candidate rounds, pricing) is spread over the ranks, rank 0 solves the LPs, and
+        every rank returns the same plan, equal to a serial run's but for
+        ``info["timings"]`` (which holds the rank count).
+
+    Returns
+    -------
+    Plan
+        Without zero-byte paths, with the best proven lower bound; ``info`` (the JSON form of
+        a :class:`~optiq.planner.PlanRecord`: ``PlanRecord.from_dict(plan.info)``) says what
+        the planner did: its parameters, ``warnings``
+        (e.g. when ``opt`` or ``lp`` fell back to the default routes because those were
+        faster), and ``timings``, the only part of the plan that differs between two runs
+        on the same inputs. ``opt`` returns the best plan found, never worse than its first
+        restricted LP (whose paths include every job's default route); a time limit that
+        ends before that LP is solved gives the default routes, with a warning.
+
+    Raises
+    ------
+    PlanError
+        For an unknown method or invalid parameters; :class:`~optiq.errors.PathError` and
+        :class:`~optiq.errors.SolverError` when paths or the LP fail (on every rank).
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import constant_ratio
+    >>> t = torus((4, 4, 2)); d = constant_ratio(32, nbytes=2**20, num_sources=2, ratio=4)
+    >>> opt, default = make_plan(t, d, "opt"), make_plan(t, d, "default")
+    >>> opt.predicted_time_s < default.predicted_time_s
+    True
+    """
+    workers = Workers(comm)
+    if not workers.leader:
+        return workers.serve()
+    try:
+        plan = _make_plan(topology, demands, method, params, chunk_size=chunk_size, seed=seed,
+                          candidates=candidates, qos=qos, progress=progress, workers=workers)
+    except BaseException as exc:
+        workers.close(exc)
+        raise
+    return workers.close(plan)
+
+
+def _check_parameters(topology: Any, demands: Any, method: str | Planner, params: dict[str, Any], *,
+                      chunk_size: Any, seed: Any) -> tuple[Planner, list[str]]:
+    """Refuse a bad argument by name before any work starts; the planner and the unused keywords."""
+    if not isinstance(topology, Topology):
+        raise PlanError(f"topology must be a Topology (e.g. from_spec('bgq:1024')), not {type(topology).__name__}")
+    if not isinstance(demands, Demands):
+        raise PlanError(f"demands must be Demands (e.g. read_demands(FILE)), not {type(demands).__name__}")
+    for name, value, low in (("chunk_size", chunk_size, 1), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise PlanError(f"{name} must be an integer >= {low}, got {value!r}")
+    if isinstance(method, Planner):
+        if params:
+            raise PlanError(f"give {', '.join(sorted(params))} to the {type(method).__name__} object, not to "
+                            f"make_plan")
+        return method, []
+    if not isinstance(method, str):
+        raise PlanError(f"method must be a name ({', '.join(METHODS)}) or a Planner, not {type(method).__name__}")
+    return planner_named(method, **params)
+
+
+def plan_memory_estimate(topology: Topology, demands: Demands, method: str | Planner, k: int = 16) -> float:
+    """Bytes a plan of ``method`` will need at its peak, estimated from its (path, hop) entries.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import constant_ratio
+    >>> t = torus((4, 4)); d = constant_ratio(16, "disjoint", num_sources=2, ratio=4)
+    >>> plan_memory_estimate(t, d, "lp", k=4) > plan_memory_estimate(t, d, "default") > 0
+    True
+    """
+    if topology.dims is not None:  # closed-form distances: every job
+        sample = np.arange(demands.num_jobs)
+    else:  # a breadth-first search per source: a spread of 4,096 jobs
+        sample = np.linspace(0, demands.num_jobs - 1, min(demands.num_jobs, 4096)).astype(np.int64)
+    hops = max(1.0, float(topology.pair_hops(demands.src[sample], demands.dst[sample]).mean()))
+    planner = planner_named(method, k=k)[0] if isinstance(method, str) else method
+    per_job = planner.paths_per_job if planner.paths_per_job is not None else int(getattr(planner, "k", k))
+    stretch = 1.0 if isinstance(planner, PLANNERS["default"]) else 1.3  # other paths than the shortest are longer
+    return demands.num_jobs * per_job * hops * stretch * PLAN_BYTES_PER_ENTRY
+
+
+def _no_worse_than_default(topology: Topology, demands: Demands, planner: Planner, paths: PathSet,
+                           nbytes: np.ndarray, record: PlanRecord) -> tuple[PathSet, np.ndarray]:
+    """The plan, or the machine's default routes when those finish sooner (and say so).
+
+    ``opt`` and ``lp`` fall back to the default routes (``info["fallback"]`` records both
+    times); a heuristic's plan is kept, with a warning.
+    """
+    default = system_routes(topology, demands)
+    default_s = float((default.link_loads(demands.nbytes.astype(float), topology.num_links) / topology.capacity).max())
+    own_s = float((paths.link_loads(np.asarray(nbytes, dtype=float), topology.num_links) / topology.capacity).max())
+    if default_s >= own_s * (1 - 1e-9):
+        return paths, nbytes
+    method = planner.name
+    if planner.solves_lp:
+        record.fallback = {"method_time_s": own_s, "default_time_s": default_s}
+        record.warnings.append(f"the {method} plan ({own_s * 1e3:.4f} ms) is slower than the default routes "
+                        f"({default_s * 1e3:.4f} ms): keeping the default routes")
+        return default, demands.nbytes.copy()
+    record.warnings.append(f"the {method} plan ({own_s * 1e3:.4f} ms) is slower than the default routes "
+                           f"({default_s * 1e3:.4f} ms)")
+    return paths, nbytes
+
+
+def _make_plan(topology: Topology, demands: Demands, method: str | Planner, params: dict[str, Any], *,
+               chunk_size: int, seed: int, candidates: PathSet | None, qos: QoSClasses | None,
+               progress: Callable[[str], None] | None, workers: Workers) -> Plan:
+    planner, unused = _check_parameters(topology, demands, method, params, chunk_size=chunk_size, seed=seed)
+    name = planner.name
+    demands.check_against(topology)
+    check_memory(plan_memory_estimate(topology, demands, planner),
+                 f"a {name} plan for {demands.num_jobs:,} jobs on {topology.name}",
+                 hint="plan fewer jobs, or with fewer paths per job (--k)" if planner.paths_per_job is None else "")
+    if qos is not None and not planner.solves_lp:
+        raise PlanError(f"QoS classes need method opt or lp, not {name!r}")
+    record = PlanRecord()
+    if unused:
+        record.warnings.append(f"{', '.join(unused)} {'does' if len(unused) == 1 else 'do'} not apply to {name} "
+                               f"and {'was' if len(unused) == 1 else 'were'} not used")
+    start = time.perf_counter()
+    bound = cut_lower_bound(topology, demands)
+    ctx = Context(topology=topology, demands=demands, seed=seed,
+                  sizes=None if qos is None else qos.effective_sizes(demands), bound_s=bound.time_s,
+                  bound_from=bound.cut, candidates=candidates, progress=progress, workers=workers, record=record)
+    ctx.say(f"cut lower bound {bound.time_s * 1e3:.4f} ms ({bound.cut})")
+    paths, nbytes = planner.run(ctx)
+    if name != "default" and qos is None:
+        paths, nbytes = _no_worse_than_default(topology, demands, planner, paths, nbytes, record)
+    if qos is not None:
+        record.qos_shares = dict(qos.shares)
+        if record.lp_time_s is not None:
+            record.qos_throughput_Bps = qos.class_throughputs(demands, record.lp_time_s)
+        else:
+            record.warnings.append("the LP stopped at its time limit: no QoS throughputs to report")
+    record.timings.update(ranks=workers.size, total_s=time.perf_counter() - start)
+    plan = Plan(topology, demands, paths, np.asarray(nbytes, dtype=np.int64), chunk_size=chunk_size,
+                method=name, lower_bound_time_s=ctx.bound_s, lower_bound_cut=ctx.bound_from, info=record.to_dict())
+    return plan.used()

@@ -1,0 +1,313 @@
+"""The planning methods as small objects that carry their own parameters, and their registry.
+
+A planner turns a :class:`Context` (topology, demands, seed, shared candidates, progress)
+into paths and bytes per path, and notes what it did in the context's
+:class:`~optiq.planner.record.PlanRecord`. :func:`optiq.make_plan` wraps every planner
+alike (checks, the cut lower bound, the fall-back to the default routes, QoS, the plan).
+
+Examples
+--------
+>>> from optiq import from_spec, make_plan
+>>> from optiq.workloads import constant_ratio
+>>> t = from_spec("torus:4x4"); d = constant_ratio(16, nbytes=2**20, num_sources=2, ratio=4)
+>>> make_plan(t, d, ColumnGeneration(gap=0.0)).predicted_time_s <= make_plan(t, d, "heu2").predicted_time_s
+True
+>>> planner_named("heu1", maxload=4, k=8)
+(MaxLoad(k=8, hop_limit=None, candidate_kind='auto', maxload=4), [])
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import PlanError, SolverError
+from ..heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
+from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
+from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGStatus, column_generation
+from ..paths import PathSet, diverse_paths, spread_paths, system_routes, torus_paths
+from ..paths.workers import Workers
+from ..topology import Topology
+from ..workloads import Demands
+from .record import PlanRecord
+
+__all__ = ["Context", "Planner", "SystemRoutes", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic",
+           "PLANNERS", "planner_named", "make_candidates", "CANDIDATE_KINDS"]
+
+#: How fixed candidate paths are made: ``diverse`` (per-job penalties, best quality),
+#: ``spread`` (shared penalties, one Dijkstra per source and round), ``torus`` (from
+#: coordinates on tori and meshes: seconds for a whole Blue Gene/Q), or ``auto``: diverse
+#: up to 2,048 nodes, spread up to 16,384, then torus on tori and spread elsewhere.
+CANDIDATE_KINDS = ("auto", "diverse", "spread", "torus")
+
+
+def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str = "auto", *,
+                    hop_limit: int | None = None, seed: int = 0, progress: Callable[[str], None] | None = None,
+                    workers: Workers | None = None) -> PathSet:
+    """Up to ``k`` candidate paths per job, made as ``kind`` says (see :data:`CANDIDATE_KINDS`).
+
+    Raises
+    ------
+    PlanError
+        For an unknown ``kind``, or ``torus`` on a topology that is not a torus or mesh.
+    """
+    if kind not in CANDIDATE_KINDS:
+        raise PlanError(f"unknown candidate kind {kind!r}; expected one of {', '.join(CANDIDATE_KINDS)}")
+    if kind == "auto":
+        n = topology.num_nodes
+        kind = "diverse" if n <= 2048 else "spread" if n <= 16384 or not topology.is_torus else "torus"
+    if kind == "torus":
+        if not topology.is_torus:
+            raise PlanError(f"torus candidates need a torus or mesh, not {topology.name!r}")
+        return torus_paths(topology, demands, k, seed=seed, progress=progress)
+    if kind == "spread":
+        return spread_paths(topology, demands, k, seed=seed, progress=progress, workers=workers)
+    return diverse_paths(topology, demands, k, hop_limit=hop_limit, seed=seed, progress=progress)
+
+
+@dataclass
+class Context:
+    """What every planner is given, and the record it writes to."""
+
+    topology: Topology
+    demands: Demands
+    seed: int
+    sizes: np.ndarray | None  # bytes the LP plans per job (QoS-weighted), None: the jobs' sizes
+    bound_s: float            # the best proven lower bound, seconds (the cut bound to start with)
+    bound_from: str           # what proves it
+    candidates: PathSet | None
+    progress: Callable[[str], None] | None
+    workers: Workers
+    record: PlanRecord
+
+    def say(self, message: str) -> None:
+        if self.progress:
+            self.progress(message)
+
+
+def _count(name: str, value: Any, low: int, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise PlanError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _time_limit(value: float | None) -> None:
+    if value is not None and not (isinstance(value, (int, float)) and 0 < value < math.inf):
+        raise PlanError(f"time_limit must be a finite number of seconds > 0, got {value!r}")
+
+
+class Planner:
+    """A planning method with its parameters (a frozen dataclass in every subclass)."""
+
+    name: ClassVar[str]
+    #: Whether the planner solves the LP, so can weigh jobs by QoS class and falls back to
+    #: the default routes when those are faster.
+    solves_lp: ClassVar[bool] = False
+    #: Paths per job a plan holds while it is made (memory estimate); None: ``k``.
+    paths_per_job: ClassVar[int | None] = None
+
+    def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
+        """Paths and whole bytes per path for every job."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class SystemRoutes(Planner):
+    """The machine's own routes (dimension order on tori, D-mod-K on fat-trees), one per job."""
+
+    name: ClassVar[str] = "default"
+    paths_per_job: ClassVar[int | None] = 1
+
+    def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
+        return system_routes(ctx.topology, ctx.demands), ctx.demands.nbytes.copy()
+
+
+@dataclass(frozen=True)
+class ColumnGeneration(Planner):
+    """``opt``: column generation on the max-throughput LP until the plan is within ``gap`` of a
+    proven lower bound, with paths at most ``hop_slack`` hops over the shortest, or until
+    ``time_limit`` seconds (the best plan so far)."""
+
+    gap: float = DEFAULT_GAP
+    hop_slack: int = DEFAULT_HOP_SLACK
+    time_limit: float | None = None
+    name: ClassVar[str] = "opt"
+    solves_lp: ClassVar[bool] = True
+    paths_per_job: ClassVar[int | None] = 8
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.gap, (int, float)) and 0 <= self.gap < 1):
+            raise PlanError(f"gap must be a fraction in [0, 1), got {self.gap!r}")
+        _count("hop_slack", self.hop_slack, 0)
+        _time_limit(self.time_limit)
+
+    def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
+        rec, gap = ctx.record, self.gap
+        cg = column_generation(ctx.topology, ctx.demands, gap=gap, hop_slack=self.hop_slack,
+                               time_limit=self.time_limit, known_bound_s=ctx.bound_s if ctx.sizes is None else 0.0,
+                               sizes=ctx.sizes, seed=ctx.seed, progress=ctx.progress, workers=ctx.workers)
+        if ctx.sizes is None and cg.lower_bound_s > ctx.bound_s:
+            ctx.bound_s = cg.lower_bound_s
+            ctx.bound_from = "Lagrangian bound from the column generation's link prices"
+        rec.gap_target, rec.hop_slack, rec.cg_status, rec.iterations = gap, self.hop_slack, cg.status.value, \
+            cg.iterations
+        rec.generated_paths, rec.lp_time_s, rec.first_lp_time_s, rec.gap = cg.paths.num_paths, cg.time_s, \
+            cg.first_time_s, cg.gap
+        rec.timings.update(paths_s=cg.paths_s, lp_s=cg.lp_s, price_s=cg.price_s)
+        if cg.gap > gap and cg.status == CGStatus.NO_IMPROVING_PATH:
+            rec.warnings.append(f"column generation stopped {cg.gap:.2%} from the lower bound (target {gap:.2%}): "
+                                f"no path within --hop-slack {self.hop_slack} hops of the shortest improves the "
+                                f"plan; the gap left may be the hop limit's cost, a larger --hop-slack may close it")
+        elif cg.iterations == 0:
+            rec.warnings.append(f"the time limit ({self.time_limit:g} s) ended before the first LP was solved: the "
+                                f"plan is the default routes, {cg.gap:.2%} from the lower bound; allow more time")
+        elif cg.gap > gap and cg.status == CGStatus.TIME_LIMIT:
+            rec.warnings.append(f"time limit reached {cg.gap:.2%} from the lower bound (target {gap:.2%})")
+        return cg.paths, round_to_bytes(cg.paths, ctx.demands, cg.share)
+
+
+@dataclass(frozen=True)
+class _FixedCandidates(Planner):
+    """A method that chooses among ``k`` candidate paths per job, made as ``candidate_kind``
+    says, at most ``hop_limit`` hops long (default the diameter)."""
+
+    k: int = 16
+    hop_limit: int | None = None
+    candidate_kind: str = "auto"
+
+    def __post_init__(self) -> None:
+        _count("k", self.k, 1)
+        _count("hop_limit", self.hop_limit, 1, optional=True)
+        if self.candidate_kind not in CANDIDATE_KINDS:
+            raise PlanError(f"unknown candidate kind {self.candidate_kind!r}; expected one of "
+                            f"{', '.join(CANDIDATE_KINDS)}")
+
+    def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
+        start = time.perf_counter()
+        candidates = ctx.candidates
+        if candidates is None:
+            candidates = make_candidates(ctx.topology, ctx.demands, self.k, self.candidate_kind,
+                                         hop_limit=self.hop_limit, seed=ctx.seed, progress=ctx.progress,
+                                         workers=ctx.workers)
+        elif candidates.num_jobs != ctx.demands.num_jobs:
+            raise PlanError(f"candidates are for {candidates.num_jobs} jobs, the demands have "
+                            f"{ctx.demands.num_jobs}")
+        ctx.record.k, ctx.record.candidate_paths = self.k, candidates.num_paths
+        ctx.record.timings["paths_s"] = time.perf_counter() - start
+        ctx.say(f"{candidates.num_paths:,} candidate paths for {ctx.demands.num_jobs:,} jobs in "
+                f"{ctx.record.timings['paths_s']:.2f} s")
+        t1 = time.perf_counter()
+        nbytes = self.choose(ctx, candidates)
+        ctx.record.timings["plan_s"] = time.perf_counter() - t1
+        return candidates, nbytes
+
+    def choose(self, ctx: Context, candidates: PathSet) -> np.ndarray:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class PathLP(_FixedCandidates):
+    """``lp``: the max-throughput LP over the candidates, solved by HiGHS (``solver``) within
+    ``time_limit`` seconds and rounded to whole bytes."""
+
+    solver: str = DEFAULT_SOLVER
+    time_limit: float | None = None
+    name: ClassVar[str] = "lp"
+    solves_lp: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.solver not in LP_SOLVERS:
+            raise PlanError(f"unknown solver {self.solver!r}; expected one of {', '.join(LP_SOLVERS)}")
+        _time_limit(self.time_limit)
+
+    def choose(self, ctx: Context, candidates: PathSet) -> np.ndarray:
+        rec = ctx.record
+        ctx.say(f"solving the LP with HiGHS ({self.solver})")
+        sol = solve_lp(ctx.topology, ctx.demands, candidates, solver=self.solver, time_limit=self.time_limit,
+                       sizes=ctx.sizes, progress=ctx.progress)
+        if sol.status == LPStatus.FAILED:
+            raise SolverError(f"HiGHS ({self.solver}) did not solve the LP")
+        if sol.status == LPStatus.TIME_LIMIT:
+            rec.warnings.append("LP time limit reached: the plan is the best point HiGHS had found")
+        rec.solver, rec.lp_status = self.solver, sol.status.value
+        if sol.status == LPStatus.OPTIMAL:
+            rec.lp_time_s = sol.time_s
+        rec.timings.update(build_s=sol.build_s, solve_s=sol.solve_s)
+        return round_to_bytes(candidates, ctx.demands, sol.share)
+
+
+@dataclass(frozen=True)
+class MaxLoad(_FixedCandidates):
+    """``heu1``: Heuristic 1, at most ``maxload`` paths on any link."""
+
+    maxload: int = 16
+    name: ClassVar[str] = "heu1"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _count("maxload", self.maxload, 1)
+
+    def choose(self, ctx: Context, candidates: PathSet) -> np.ndarray:
+        ctx.record.maxload = self.maxload
+        return maxload_heuristic(ctx.topology, ctx.demands, candidates, self.maxload, progress=ctx.progress)
+
+
+@dataclass(frozen=True)
+class DemandAware(_FixedCandidates):
+    """``heu2``: Heuristic 2, placing ``unit`` bytes at a time on the least-loaded candidate."""
+
+    unit: int = DEFAULT_UNIT
+    name: ClassVar[str] = "heu2"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _count("unit", self.unit, 1)
+
+    def choose(self, ctx: Context, candidates: PathSet) -> np.ndarray:
+        ctx.record.unit = self.unit
+        return demand_aware_heuristic(ctx.topology, ctx.demands, candidates, self.unit, progress=ctx.progress)
+
+
+@dataclass(frozen=True)
+class Dynamic(_FixedCandidates):
+    """``dynamic``: heaviest pair first, each on its least-loaded shortest candidate."""
+
+    name: ClassVar[str] = "dynamic"
+
+    def choose(self, ctx: Context, candidates: PathSet) -> np.ndarray:
+        return dynamic_routing(ctx.topology, ctx.demands, candidates, progress=ctx.progress)
+
+
+#: Planner classes by method name (the CLI's ``--method``), in the order the docs list them.
+PLANNERS: dict[str, type[Planner]] = {cls.name: cls for cls in
+                                      (ColumnGeneration, PathLP, MaxLoad, DemandAware, Dynamic, SystemRoutes)}
+
+
+def planner_named(name: str, **params: Any) -> tuple[Planner, list[str]]:
+    """The planner ``name`` with the ``params`` it takes, and the names of those it does not.
+
+    Raises
+    ------
+    PlanError
+        For an unknown name or a parameter out of range.
+    """
+    if name not in PLANNERS:
+        raise PlanError(f"unknown method {name!r}; expected one of {', '.join(PLANNERS)}")
+    def takes(cls: type[Planner]) -> set[str]:
+        return {f.name for f in fields(cls)}  # type: ignore[arg-type]
+
+    unused = sorted(set(params) - takes(PLANNERS[name]))
+    for key in unused:  # a bad value is refused even where it would not be used
+        owner = next((cls for cls in PLANNERS.values() if key in takes(cls)), None)
+        if owner is None:
+            raise PlanError(f"unknown planner parameter {key!r}")
+        owner(**{key: params[key]})
+    cls = PLANNERS[name]
+    return cls(**{k: v for k, v in params.items() if k in takes(cls)}), unused

@@ -1,0 +1,63 @@
+"""What a planner did, as a typed record (serialised as a plan's ``info``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+__all__ = ["PlanRecord"]
+
+
+@dataclass
+class PlanRecord:
+    """What the planner did: its parameters, its solver's outcome, warnings and timings.
+
+    Every field is optional (``None``: does not apply to the method). :meth:`to_dict` gives
+    the plan file's ``info`` object (the keys that apply only); :meth:`from_dict` reads it
+    back, keeping keys it does not know in ``extra``.
+
+    Examples
+    --------
+    >>> r = PlanRecord(k=8, warnings=["slow"], timings={"total_s": 0.5})
+    >>> r.to_dict()
+    {'k': 8, 'warnings': ['slow'], 'timings': {'total_s': 0.5}}
+    >>> PlanRecord.from_dict(r.to_dict()) == r
+    True
+    """
+
+    k: int | None = None
+    gap_target: float | None = None
+    hop_slack: int | None = None
+    cg_status: str | None = None
+    iterations: int | None = None
+    generated_paths: int | None = None
+    lp_time_s: float | None = None
+    first_lp_time_s: float | None = None
+    gap: float | None = None
+    candidate_paths: int | None = None
+    solver: str | None = None
+    lp_status: str | None = None
+    maxload: int | None = None
+    unit: int | None = None
+    fallback: dict[str, float] | None = None
+    qos_shares: dict[str, float] | None = None
+    qos_throughput_Bps: dict[str, float] | None = None
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("warnings", "timings", "extra")
+               and getattr(self, f.name) is not None}
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        if self.timings:
+            out["timings"] = dict(self.timings)
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_dict(cls, info: dict[str, Any]) -> "PlanRecord":
+        known = {f.name for f in fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in info.items() if k in known},
+                   extra={k: v for k, v in info.items() if k not in known})
