@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,7 @@ from ..errors import TransferError
 from ..waiting import idle_pause
 from .schedule import RankSchedule
 
-__all__ = ["TransferResult", "transfer"]
+__all__ = ["TransferResult", "Transfer", "transfer"]
 
 _SEND, _FORWARD_RECV, _FINAL_RECV = 0, 1, 2
 #: Message size of unpaced direct paths (one rank hop), when larger than the chunk size.
@@ -95,14 +96,13 @@ class _Link:
         self.busy_until = 0.0
 
 
-def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
-             recv: dict[int, np.ndarray], *, window: int = 4, link_bw: float | None = None,
-             timeout: float = 60.0) -> TransferResult:
-    """Run this rank's part of a plan; every rank of ``comm`` calls it at the same time.
+class Transfer:
+    """This rank's part of one run of a plan: its streams, their chunks, and the requests in flight.
 
     Parameters
     ----------
     comm : mpi4py.MPI.Comm
+        Every rank of it runs its own transfer at the same time.
     schedule : RankSchedule
         This rank's streams (:func:`~optiq.runtime.compile_schedule`).
     chunk_size : int
@@ -115,84 +115,148 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
         Emulated bandwidth of every outgoing link in bytes/s: a chunk leaves only after
         the time the link would need to carry it.
     timeout : float
-        Seconds before giving up with :class:`TransferError`.
-
-    Raises
-    ------
-    TransferError
-        On timeout, naming the paths and ranks still waited for. Requests are left
-        outstanding then: treat the communicator as broken and abort.
+        Seconds before :meth:`run` gives up with :class:`TransferError`.
     """
-    from mpi4py import MPI
 
-    streams = schedule.streams
-    n = len(streams)
-    # a direct path is stored nowhere on the way, so unpaced it needs no pipelining: larger
-    # messages, fewer of them, less Python per byte
-    unit = [max(chunk_size, DIRECT_CHUNK) if s.direct and link_bw is None else chunk_size for s in streams]
-    nchunks = [s.num_chunks(u) for s, u in zip(streams, unit)]
-    links: dict[int, _Link] = {s.link: _Link() for s in streams if s.next >= 0}
-    slots = [np.empty((min(window, c) if s.prev >= 0 and s.next >= 0 else 0, chunk_size), dtype=np.uint8)
-             for s, c in zip(streams, nchunks)]
-    ready = [c if s.prev < 0 else 0 for s, c in zip(streams, nchunks)]  # chunks here, in order
-    got = [np.zeros(c if s.prev >= 0 else 0, dtype=bool) for s, c in zip(streams, nchunks)]
-    sent = [0] * n        # chunks handed to a link
-    posted = [0] * n      # receives posted
-    queued = [False] * n
-    # a slot per request in flight, reused once it completes (Testsome sets it to
-    # REQUEST_NULL in place), so nothing is rebuilt per completion
-    reqs: list = []
-    meta: list[tuple[int, int, int] | None] = []
-    free: list[int] = []
-    remaining = sum(c for s, c in zip(streams, nchunks) if s.next >= 0) + \
-        sum(c for s, c in zip(streams, nchunks) if s.prev >= 0)
-    counts = [0, 0]
+    def __init__(self, comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
+                 recv: dict[int, np.ndarray], *, window: int = 4, link_bw: float | None = None,
+                 timeout: float = 60.0) -> None:
+        self.comm, self.window, self.link_bw, self.timeout = comm, window, link_bw, timeout
+        self.send, self.recv = send, recv
+        streams = self.streams = schedule.streams
+        # a direct path is stored nowhere on the way, so unpaced it needs no pipelining: larger
+        # messages, fewer of them, less Python per byte
+        self.unit = [max(chunk_size, DIRECT_CHUNK) if s.direct and link_bw is None else chunk_size
+                     for s in streams]
+        self.nchunks = [s.num_chunks(u) for s, u in zip(streams, self.unit)]
+        self.links: dict[int, _Link] = {s.link: _Link() for s in streams if s.next >= 0}
+        #: forwarding slots of every stream this rank forwards (none for the others)
+        self.slots = [np.empty((min(window, c) if s.prev >= 0 and s.next >= 0 else 0, chunk_size), dtype=np.uint8)
+                      for s, c in zip(streams, self.nchunks)]
+        #: chunks this rank holds, in order (all of them at the source)
+        self.ready = [c if s.prev < 0 else 0 for s, c in zip(streams, self.nchunks)]
+        self.got = [np.zeros(c if s.prev >= 0 else 0, dtype=bool) for s, c in zip(streams, self.nchunks)]
+        self.sent = [0] * len(streams)     # chunks handed to a link
+        self.posted = [0] * len(streams)   # receives posted
+        self.queued = [False] * len(streams)
+        # one slot per request in flight, reused once it completes (Testsome sets it to
+        # REQUEST_NULL in place), so nothing is rebuilt per completion
+        self.requests: list = []
+        self.what: list[tuple[int, int, int] | None] = []  # (kind, stream, chunk) per request slot
+        self.free: list[int] = []
+        self.remaining = sum(c for s, c in zip(streams, self.nchunks) if s.next >= 0) + \
+            sum(c for s, c in zip(streams, self.nchunks) if s.prev >= 0)
+        self.chunks_sent = self.chunks_forwarded = 0
 
-    def add(request, what: tuple[int, int, int]) -> None:
-        if free:
-            j = free.pop()
-            reqs[j], meta[j] = request, what
+    def run(self) -> TransferResult:
+        """Move the bytes; returns when this rank's chunks have all been sent and received.
+
+        Raises
+        ------
+        TransferError
+            On timeout, naming the paths and ranks still waited for. Requests are left
+            outstanding then: treat the communicator as broken and abort.
+        """
+        from mpi4py import MPI
+
+        for k, s in enumerate(self.streams):
+            if s.prev >= 0:
+                for _ in range(min(self.window, self.nchunks[k])):
+                    self._post_recv(k)
+            else:
+                self._enqueue(k)
+        start = time.perf_counter()
+        idle = 0
+        while self.remaining:
+            now = time.perf_counter()
+            done = MPI.Request.Testsome(self.requests) if self.requests else None
+            if done:
+                self._completed(done)
+            moved, deadline = self._pump(now)
+            if done or moved:
+                idle = 0
+                continue
+            if now - start > self.timeout:
+                raise TransferError(_timeout_message(self.comm.Get_rank(), self.timeout, self.streams,
+                                                     [m for m in self.what if m]))
+            idle += 1
+            time.sleep(min(idle_pause(idle), max(0.0, deadline - now)))
+        return TransferResult(recv=self.recv, elapsed_s=time.perf_counter() - start, chunks_sent=self.chunks_sent,
+                              chunks_forwarded=self.chunks_forwarded,
+                              buffer_bytes=sum(b.nbytes for b in self.slots))
+
+    def _completed(self, done: list[int]) -> None:
+        """Free the completed requests' slots and act on what each completion allows."""
+        for d in done:
+            kind, k, i = self.what[d]  # type: ignore[misc]
+            self.what[d] = None
+            self.free.append(d)
+            self.remaining -= 1
+            s = self.streams[k]
+            if kind == _SEND:
+                self.links[s.link].inflight -= 1
+                if s.prev >= 0 and self.posted[k] < self.nchunks[k]:
+                    self._post_recv(k)  # the slot of chunk i is free again
+            elif kind == _FORWARD_RECV:
+                got = self.got[k]
+                got[i] = True
+                while self.ready[k] < self.nchunks[k] and got[self.ready[k]]:
+                    self.ready[k] += 1
+                self._enqueue(k)
+            elif self.posted[k] < self.nchunks[k]:
+                self._post_recv(k)
+
+    def _add(self, request: Any, what: tuple[int, int, int]) -> None:
+        if self.free:
+            j = self.free.pop()
+            self.requests[j], self.what[j] = request, what
         else:
-            reqs.append(request)
-            meta.append(what)
+            self.requests.append(request)
+            self.what.append(what)
 
-    def chunk_bytes(k: int, i: int) -> int:
-        return min(unit[k], streams[k].nbytes - i * unit[k])
+    def _chunk_bytes(self, k: int, i: int) -> int:
+        return min(self.unit[k], self.streams[k].nbytes - i * self.unit[k])
 
-    def post_recv(k: int) -> None:
-        s, i = streams[k], posted[k]
-        size = chunk_bytes(k, i)
+    def _post_recv(self, k: int) -> None:
+        from mpi4py import MPI
+
+        s, i = self.streams[k], self.posted[k]
+        size = self._chunk_bytes(k, i)
         if s.next >= 0:
-            buf, kind = slots[k][i % len(slots[k])][:size], _FORWARD_RECV
+            slots = self.slots[k]
+            buf, kind = slots[i % len(slots)][:size], _FORWARD_RECV
         else:
-            start = s.offset + i * unit[k]
-            buf, kind = recv[s.job][start:start + size], _FINAL_RECV
-        add(comm.Irecv([buf, MPI.BYTE], source=s.prev, tag=s.path), (kind, k, i))
-        posted[k] += 1
+            start = s.offset + i * self.unit[k]
+            buf, kind = self.recv[s.job][start:start + size], _FINAL_RECV
+        self._add(self.comm.Irecv([buf, MPI.BYTE], source=s.prev, tag=s.path), (kind, k, i))
+        self.posted[k] += 1
 
-    def enqueue(k: int) -> None:
-        if not queued[k] and sent[k] < ready[k]:
-            links[streams[k].link].queue.append(k)
-            queued[k] = True
+    def _enqueue(self, k: int) -> None:
+        if not self.queued[k] and self.sent[k] < self.ready[k]:
+            self.links[self.streams[k].link].queue.append(k)
+            self.queued[k] = True
 
-    def progress(k: int) -> float:
-        return sent[k] / nchunks[k]
+    def _progress_of(self, k: int) -> float:
+        return self.sent[k] / self.nchunks[k]
 
-    def start_send(k: int, i: int, size: int) -> None:
-        s = streams[k]
+    def _start_send(self, k: int, i: int, size: int) -> None:
+        from mpi4py import MPI
+
+        s = self.streams[k]
         if s.prev < 0:
-            start = s.offset + i * unit[k]
-            buf = send[s.job][start:start + size]
-            counts[0] += 1
+            start = s.offset + i * self.unit[k]
+            buf = self.send[s.job][start:start + size]
+            self.chunks_sent += 1
         else:
-            buf = slots[k][i % len(slots[k])][:size]
-            counts[1] += 1
-        add(comm.Isend([buf, MPI.BYTE], dest=s.next, tag=s.path), (_SEND, k, i))
+            slots = self.slots[k]
+            buf = slots[i % len(slots)][:size]
+            self.chunks_forwarded += 1
+        self._add(self.comm.Isend([buf, MPI.BYTE], dest=s.next, tag=s.path), (_SEND, k, i))
 
-    def pump(now: float) -> tuple[bool, float]:
+    def _pump(self, now: float) -> tuple[bool, float]:
         """Start what the links allow; return whether anything started and the next pacing deadline."""
         moved, deadline = False, float("inf")
-        for link in links.values():
+        for link in self.links.values():
             chained = False
             while True:
                 if link.pending is not None:
@@ -200,67 +264,32 @@ def transfer(comm, schedule: RankSchedule, chunk_size: int, send: dict[int, np.n
                     if leaves > now:
                         deadline = min(deadline, leaves)
                         break
-                    start_send(k, i, size)
+                    self._start_send(k, i, size)
                     link.pending, link.busy_until, chained, moved = None, leaves, True, True
-                if link.inflight >= window or not link.queue:
+                if link.inflight >= self.window or not link.queue:
                     break
-                k = min(link.queue, key=progress)
+                k = min(link.queue, key=self._progress_of)
                 link.queue.remove(k)
-                i = sent[k]
-                sent[k] += 1
-                queued[k] = False
-                enqueue(k)
-                size = chunk_bytes(k, i)
+                i = self.sent[k]
+                self.sent[k] += 1
+                self.queued[k] = False
+                self._enqueue(k)
+                size = self._chunk_bytes(k, i)
                 link.inflight += 1
-                if link_bw is None:
+                if self.link_bw is None:
                     leaves = now
                 else:  # back to back behind the previous chunk, or from now if the link was idle
                     begin = link.busy_until if chained else max(link.busy_until, now)
-                    leaves = begin + size / link_bw
+                    leaves = begin + size / self.link_bw
                 link.pending = (k, i, size, leaves)
         return moved, deadline
 
-    for k, s in enumerate(streams):
-        if s.prev >= 0:
-            for _ in range(min(window, nchunks[k])):
-                post_recv(k)
-        else:
-            enqueue(k)
 
-    start = time.perf_counter()
-    idle = 0
-    while remaining:
-        now = time.perf_counter()
-        done = MPI.Request.Testsome(reqs) if reqs else None
-        if done:
-            for d in done:
-                kind, k, i = meta[d]  # type: ignore[misc]
-                meta[d] = None
-                free.append(d)
-                remaining -= 1
-                s = streams[k]
-                if kind == _SEND:
-                    links[s.link].inflight -= 1
-                    if s.prev >= 0 and posted[k] < nchunks[k]:
-                        post_recv(k)  # the slot of chunk i is free again
-                elif kind == _FORWARD_RECV:
-                    got[k][i] = True
-                    while ready[k] < nchunks[k] and got[k][ready[k]]:
-                        ready[k] += 1
-                    enqueue(k)
-                elif posted[k] < nchunks[k]:
-                    post_recv(k)
-        moved, deadline = pump(now)
-        if done or moved:
-            idle = 0
-            continue
-        if now - start > timeout:
-            raise TransferError(_timeout_message(comm.Get_rank(), timeout, streams, [m for m in meta if m]))
-        idle += 1
-        pause = min(idle_pause(idle), max(0.0, deadline - now))
-        time.sleep(pause)
-    return TransferResult(recv=recv, elapsed_s=time.perf_counter() - start, chunks_sent=counts[0],
-                          chunks_forwarded=counts[1], buffer_bytes=sum(b.nbytes for b in slots))
+def transfer(comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
+             recv: dict[int, np.ndarray], *, window: int = 4, link_bw: float | None = None,
+             timeout: float = 60.0) -> TransferResult:
+    """Run this rank's part of a plan (:class:`Transfer`); every rank of ``comm`` calls it at once."""
+    return Transfer(comm, schedule, chunk_size, send, recv, window=window, link_bw=link_bw, timeout=timeout).run()
 
 
 def _timeout_message(rank: int, timeout: float, streams, meta) -> str:
