@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from .paths import forwarding_ranks
+
+if TYPE_CHECKING:
+    from .plan import Plan
 
 __all__ = ["Metrics", "plan_metrics"]
 
@@ -52,7 +57,7 @@ class Metrics:
         return asdict(self)
 
 
-def plan_metrics(plan, *, check_bound: bool = True) -> Metrics:
+def plan_metrics(plan: Plan, *, check_bound: bool = True) -> Metrics:
     """Compute the :class:`Metrics` of a plan.
 
     ``check_bound=False`` takes the plan's stored lower bound as it is: for a plan this

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import PlanError
 
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..paths import PathSet
 
-def even_split(paths, demands, chosen: np.ndarray) -> np.ndarray:
+
+def even_split(paths: PathSet, demands: Demands, chosen: np.ndarray) -> np.ndarray:
     """Bytes per candidate path: each job's demand split evenly over its chosen paths.
 
     The remainder bytes go one each to the job's first chosen paths.
@@ -23,7 +29,7 @@ def even_split(paths, demands, chosen: np.ndarray) -> np.ndarray:
     return np.where(chosen, base[job] + (rank < extra[job]), 0).astype(np.int64)
 
 
-def job_candidates(paths, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def job_candidates(paths: PathSet, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Path ids, flat link ids, local offsets and hop counts of job ``j``'s candidates."""
     jo = paths.job_offsets
     ids = np.arange(jo[j], jo[j + 1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import heapq
 
 import numpy as np
@@ -10,13 +12,18 @@ from ..errors import PlanError
 from ..progress import Progress, Ticker
 from .common import job_candidates
 
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..paths import PathSet
+    from ..topology import Topology
+
 __all__ = ["demand_aware_heuristic", "DEFAULT_UNIT"]
 
 #: Default unit of Heuristic 2: 1 MiB (8 units for an 8 MiB message).
 DEFAULT_UNIT = 2**20
 
 
-def demand_aware_heuristic(topology, demands, candidates, unit: int = DEFAULT_UNIT, *,
+def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: PathSet, unit: int = DEFAULT_UNIT, *,
                            progress: Progress | None = None) -> np.ndarray:
     """Bytes per candidate path chosen by Heuristic 2.
 

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..progress import Progress, Ticker
 from .common import job_candidates
 
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..paths import PathSet
+    from ..topology import Topology
+
 __all__ = ["dynamic_routing"]
 
 
-def dynamic_routing(topology, demands, candidates, *, progress: Progress | None = None) -> np.ndarray:
+def dynamic_routing(topology: Topology, demands: Demands, candidates: PathSet, *, progress: Progress | None = None) -> np.ndarray:
     """Bytes per candidate path chosen by dynamic routing.
 
     Jobs are routed in order of decreasing bytes (ties: lower job id first). Each takes,

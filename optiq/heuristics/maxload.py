@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import PlanError
 from ..progress import Progress, Ticker
 from .common import even_split
 
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..paths import PathSet
+    from ..topology import Topology
+
 __all__ = ["maxload_heuristic"]
 
 
-def maxload_heuristic(topology, demands, candidates, maxload: int = 16, *,
+def maxload_heuristic(topology: Topology, demands: Demands, candidates: PathSet, maxload: int = 16, *,
                       progress: Progress | None = None) -> np.ndarray:
     """Bytes per candidate path chosen by Heuristic 1.
 

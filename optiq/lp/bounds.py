@@ -11,11 +11,17 @@ membership matrix.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.sparse import csr_matrix
+
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..topology import Topology
 
 __all__ = ["CutBound", "cut_lower_bound"]
 
@@ -135,7 +141,7 @@ def _switch_cuts(topology, demands) -> list[CutBound | None]:
             _best(bytes_in, cap_in, lambda i: f"into switch {label[i]} and its endpoints")]
 
 
-def cut_lower_bound(topology, demands) -> CutBound:
+def cut_lower_bound(topology: Topology, demands: Demands) -> CutBound:
     """The largest cut bound over a family of node sets.
 
     For a node set ``S``, all bytes of jobs from ``S`` to outside ``S`` leave through the

@@ -28,6 +28,8 @@ its end, so the result is never worse than it) and returns the best plan found.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import enum
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +46,10 @@ from ..paths import least_cost_paths, min_hops, system_routes
 from .highs_lp import solve_lp
 from .restricted import RestrictedLP
 from .solution import FIRST_ORDER, LPStatus
+
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..topology import Topology
 
 __all__ = ["ColumnGeneration", "CGStatus", "CGIteration", "column_generation", "DEFAULT_GAP", "DEFAULT_HOP_SLACK",
            "INITIAL_BUSY"]
@@ -123,7 +129,7 @@ class ColumnGeneration:
         return len(self.history)
 
 
-def column_generation(topology, demands, *, initial: PathSet | None = None, hop_slack: int = DEFAULT_HOP_SLACK,
+def column_generation(topology: Topology, demands: Demands, *, initial: PathSet | None = None, hop_slack: int = DEFAULT_HOP_SLACK,
                       gap: float = DEFAULT_GAP, time_limit: float | None = None, max_iterations: int = 100,
                       known_bound_s: float = 0.0, smoothing: float = 10.0, solver: str | None = None,
                       sizes: np.ndarray | None = None, seed: int = 0, idle_share: float | None = None,

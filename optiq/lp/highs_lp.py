@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import time
 
 import highspy
@@ -13,10 +15,15 @@ from ..progress import Progress, heartbeat
 from .scaling import lp_coefficients
 from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options, highs_status
 
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..paths import PathSet
+    from ..topology import Topology
+
 __all__ = ["solve_lp"]
 
 
-def solve_lp(topology, demands, paths, *, solver: str = DEFAULT_SOLVER,
+def solve_lp(topology: Topology, demands: Demands, paths: PathSet, *, solver: str = DEFAULT_SOLVER,
              time_limit: float | None = None, sizes=None, progress: Progress | None = None) -> LPSolution:
     """Solve the multipath LP of :func:`optiq.models.build_pyomo_model` by direct assembly.
 

@@ -11,13 +11,18 @@ from ..errors import SolverError
 from .scaling import lp_coefficients
 from .solution import DEFAULT_SOLVER, LPSolution, highs_options, pyomo_status
 
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..paths import PathSet
+    from ..topology import Topology
+
 if TYPE_CHECKING:  # pyomo takes ~1.5 s to import; only the model functions need it
     import pyomo.environ as pyo
 
 __all__ = ["build_pyomo_model", "solve_pyomo_model"]
 
 
-def build_pyomo_model(topology, demands, paths, qos=None) -> pyo.ConcreteModel:
+def build_pyomo_model(topology: Topology, demands: Demands, paths: PathSet, qos=None) -> pyo.ConcreteModel:
     """Build the multipath LP over the candidate ``paths`` as a Pyomo model.
 
     ::

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..paths import PathSet
 
 __all__ = ["round_to_bytes"]
 
@@ -10,7 +16,7 @@ __all__ = ["round_to_bytes"]
 MIN_SHARE = 1e-6
 
 
-def round_to_bytes(paths, demands, share) -> np.ndarray:
+def round_to_bytes(paths: PathSet, demands: Demands, share) -> np.ndarray:
     """Whole bytes per path from fractional shares, summing exactly to each job's demand.
 
     Negative and tiny shares (below :data:`MIN_SHARE`, interior-point noise) become zero, the

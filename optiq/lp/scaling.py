@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import PlanError
 
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..paths import PathSet
+    from ..topology import Topology
 
-def lp_coefficients(topology, demands, paths, sizes=None):
+
+def lp_coefficients(topology: Topology, demands: Demands, paths: PathSet, sizes=None):
     """Scaled link-by-path coefficients of the capacity rows.
 
     The LP is solved in the unit ``T0 = max demand / min capacity``: variable ``x[p]`` is the

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections.abc import Callable
 
 import numpy as np
@@ -11,6 +13,10 @@ from .pathset import PathSet, path_key
 from .pricing import least_cost_paths, min_hops
 from .shortest import hop_limited_shortest_paths
 from .workers import Workers
+
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..topology import Topology
 
 __all__ = ["diverse_paths", "yen_paths", "spread_paths"]
 
@@ -25,7 +31,7 @@ def _hop_limit(topology, demands, hop_limit: int | None) -> int:
     return limit
 
 
-def diverse_paths(topology, demands, k: int = 16, *, hop_limit: int | None = None,
+def diverse_paths(topology: Topology, demands: Demands, k: int = 16, *, hop_limit: int | None = None,
                   penalty: float = 2.0, seed: int = 0,
                   progress: Callable[[str], None] | None = None) -> PathSet:
     """Up to ``k`` diverse paths per job, each of at most ``hop_limit`` links.
@@ -109,7 +115,7 @@ def diverse_paths(topology, demands, k: int = 16, *, hop_limit: int | None = Non
     return PathSet.from_lists(all_paths, all_jobs, demands.num_jobs)
 
 
-def yen_paths(topology, demands, k: int = 16, *, hop_limit: int | None = None) -> PathSet:
+def yen_paths(topology: Topology, demands: Demands, k: int = 16, *, hop_limit: int | None = None) -> PathSet:
     """The ``k`` shortest simple paths per job (Yen's algorithm, networkx), within the hop limit.
 
     Included to show why diversity matters: these paths overlap heavily on tori. Where two
@@ -147,7 +153,7 @@ def yen_paths(topology, demands, k: int = 16, *, hop_limit: int | None = None) -
     return PathSet.from_lists(paths, jobs, demands.num_jobs)
 
 
-def spread_paths(topology, demands, k: int = 4, *, hop_slack: int = 2, penalty: float = 2.0,
+def spread_paths(topology: Topology, demands: Demands, k: int = 4, *, hop_slack: int = 2, penalty: float = 2.0,
                  seed: int = 0, progress: Callable[[str], None] | None = None,
                  workers: Workers | None = None) -> PathSet:
     """Up to ``k`` paths per job from ``k`` rounds of :func:`least_cost_paths` — fast at scale.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections.abc import Callable
 
 import numpy as np
@@ -12,13 +14,17 @@ from .system import system_routes
 from .torus import torus_paths
 from .workers import Workers
 
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..topology import Topology
+
 __all__ = ["initial_columns", "INITIAL_PATHS"]
 
 #: Candidates per job in the first restricted LP (besides the default route).
 INITIAL_PATHS = 5
 
 
-def initial_columns(topology, demands, *, k: int = INITIAL_PATHS, hop_slack: int = 2, seed: int = 0,
+def initial_columns(topology: Topology, demands: Demands, *, k: int = INITIAL_PATHS, hop_slack: int = 2, seed: int = 0,
                     progress: Callable[[str], None] | None = None, workers: Workers | None = None) -> PathSet:
     """Every job's default route, then ``k`` load-aware candidates.
 

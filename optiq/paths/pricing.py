@@ -9,6 +9,8 @@ hop-limited layered Bellman-Ford of :mod:`optiq.paths.shortest`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from functools import lru_cache
 
 import numpy as np
@@ -19,6 +21,9 @@ from ..errors import PathError
 from ..progress import Progress, Ticker
 from .workers import Workers, block
 from .shortest import hop_limited_shortest_paths
+
+if TYPE_CHECKING:
+    from ..topology import Topology
 
 __all__ = ["least_cost_paths", "min_hops"]
 
@@ -32,7 +37,7 @@ def _pairs(topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return order, starts, key[starts]
 
 
-def min_hops(topology, sources, targets) -> np.ndarray:
+def min_hops(topology: Topology, sources, targets) -> np.ndarray:
     """Hop distance of every (source, target) pair (:meth:`optiq.Topology.pair_hops`).
 
     Examples
@@ -44,7 +49,7 @@ def min_hops(topology, sources, targets) -> np.ndarray:
     return topology.pair_hops(sources, targets)
 
 
-def least_cost_paths(topology, sources, targets, link_cost: np.ndarray, hop_limit: np.ndarray, *,
+def least_cost_paths(topology: Topology, sources, targets, link_cost: np.ndarray, hop_limit: np.ndarray, *,
                      too_long: str = "exact", progress: Progress | None = None, what: str = "least-cost paths",
                      workers: Workers | None = None) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """The cheapest path of every job under ``link_cost``, at most ``hop_limit[j]`` links long.

@@ -9,14 +9,19 @@ metric all count hops this way, through these functions.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .pathset import PathSet
 
+if TYPE_CHECKING:
+    from ..topology import Topology
+
 __all__ = ["rank_stops", "forwarding_ranks"]
 
 
-def rank_stops(paths: PathSet, topology) -> np.ndarray:
+def rank_stops(paths: PathSet, topology: Topology) -> np.ndarray:
     """For every link entry of ``paths``: whether its head is a rank (an endpoint).
 
     Examples
@@ -31,7 +36,7 @@ def rank_stops(paths: PathSet, topology) -> np.ndarray:
     return topology.link_dst[paths.links] < topology.num_endpoints
 
 
-def forwarding_ranks(paths: PathSet, topology) -> np.ndarray:
+def forwarding_ranks(paths: PathSet, topology: Topology) -> np.ndarray:
     """Intermediate ranks of every path: how many times each of its chunks is copied.
 
     Examples

@@ -8,9 +8,14 @@ a ``(jobs, links)`` numpy array. With positive weights the least walk is a simpl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from functools import lru_cache
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..topology import Topology
 
 __all__ = ["hop_limited_shortest_paths"]
 
@@ -41,7 +46,7 @@ def _in_links(topology) -> _InLinks:
     return _InLinks(topology.link_src, topology.link_dst, topology.num_nodes)
 
 
-def hop_limited_shortest_paths(topology, sources, targets, weights: np.ndarray,
+def hop_limited_shortest_paths(topology: Topology, sources, targets, weights: np.ndarray,
                                hop_limit: int) -> tuple[list, np.ndarray]:
     """Least-weight paths of at most ``hop_limit`` links, one per (source, target, weight row).
 

@@ -17,16 +17,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import PathError
 from .pathset import PathSet
 from .torus import bgq_dimension_order, dimension_order_walk
 
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..topology import Topology
+
 __all__ = ["system_routes", "bgq_dimension_order", "torus_routes", "dmodk_routes"]
 
 
-def torus_routes(topology, demands) -> PathSet:
+def torus_routes(topology: Topology, demands: Demands) -> PathSet:
     """Dimension-order routes on a torus or mesh, by the Blue Gene/Q rule (module docstring).
 
     Examples
@@ -45,7 +51,7 @@ def torus_routes(topology, demands) -> PathSet:
                    demands.num_jobs)
 
 
-def dmodk_routes(topology, demands) -> PathSet:
+def dmodk_routes(topology: Topology, demands: Demands) -> PathSet:
     """D-mod-K shortest-path routes (module docstring) for any topology.
 
     All jobs walk together, one hop per step, over a padded table of every node's
@@ -104,6 +110,6 @@ def dmodk_routes(topology, demands) -> PathSet:
     return PathSet.from_lists(rows, np.arange(demands.num_jobs), demands.num_jobs)
 
 
-def system_routes(topology, demands) -> PathSet:
+def system_routes(topology: Topology, demands: Demands) -> PathSet:
     """The default route of every job: dimension order on tori and meshes, D-mod-K elsewhere."""
     return torus_routes(topology, demands) if topology.is_torus else dmodk_routes(topology, demands)

@@ -13,6 +13,8 @@ per source takes a minute per round.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +22,10 @@ import numpy as np
 from ..errors import PathError
 from ..progress import Progress, Ticker
 from .pathset import PathSet
+
+if TYPE_CHECKING:
+    from ..workloads import Demands
+    from ..topology import Topology
 
 __all__ = ["bgq_dimension_order", "dimension_order_walk", "torus_paths", "RecipePool"]
 
@@ -54,7 +60,7 @@ def _link_table(topology) -> np.ndarray:
     return table
 
 
-def dimension_order_walk(topology, start: np.ndarray, target: np.ndarray, order, *, flip_ties: bool = False,
+def dimension_order_walk(topology: Topology, start: np.ndarray, target: np.ndarray, order, *, flip_ties: bool = False,
                          table: np.ndarray | None = None) -> np.ndarray:
     """Links of the dimension-ordered route of every ``start[i] -> target[i]``, one row each.
 
@@ -73,6 +79,8 @@ def dimension_order_walk(topology, start: np.ndarray, target: np.ndarray, order,
     """
     table = _link_table(topology) if table is None else table
     dims, wrap = topology.dims, topology.wrap
+    if dims is None or wrap is None:
+        raise PathError(f"dimension-order routes need a torus or mesh, not {topology.name!r}")
     strides = [int(np.prod(dims[d + 1:], dtype=np.int64)) for d in range(len(dims))]
     cur = np.asarray(start, dtype=np.int64).copy()
     target = np.asarray(target, dtype=np.int64)
@@ -330,7 +338,7 @@ class RecipePool:
         return PathSet(jobs, np.concatenate(([0], np.cumsum(hops))), rows[keep].astype(np.int64), J)
 
 
-def torus_paths(topology, demands, k: int = 8, *, hop_slack: int = 2, spread: bool = True, vias: int = 20,
+def torus_paths(topology: Topology, demands: Demands, k: int = 8, *, hop_slack: int = 2, spread: bool = True, vias: int = 20,
                 seed: int = 0, progress: Progress | None = None) -> PathSet:
     """Up to ``k`` distinct paths per job on a torus or mesh, from coordinates (module docstring).
 

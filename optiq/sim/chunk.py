@@ -23,6 +23,8 @@ rate). :func:`optiq.sim.fit_chunk_model` fits the model to executor runs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import heapq
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,6 +35,9 @@ from ..errors import PlanError
 from ..jsonfile import read_tagged, write_tagged
 from ..progress import Progress, Ticker
 from ..resources import check_memory
+
+if TYPE_CHECKING:
+    from ..plan import Plan
 
 #: Memory of one pending event (a tuple on the heap), bytes.
 EVENT_BYTES = 150
@@ -98,7 +103,7 @@ class ChunkResult:
     copies: int = 0  #: chunk copies at intermediate ranks (the executor's forwarded chunks)
 
 
-def simulate_chunks(plan, model: ChunkModel = ChunkModel(), chunk_size: int | None = None, *,
+def simulate_chunks(plan: Plan, model: ChunkModel = ChunkModel(), chunk_size: int | None = None, *,
                     progress: Progress | None = None) -> ChunkResult:
     """Simulate every chunk of ``plan`` (see the module docstring).
 
@@ -176,7 +181,7 @@ def simulate_chunks(plan, model: ChunkModel = ChunkModel(), chunk_size: int | No
     return ChunkResult(float(finish.max(initial=0.0)), finish, int(nchunks.sum()), processed, copies)
 
 
-def simulate_direct(plan, model: ChunkModel = ChunkModel()) -> float:
+def simulate_direct(plan: Plan, model: ChunkModel = ChunkModel()) -> float:
     """Completion time of ``plan``'s paths sent directly, cut through by the hardware.
 
     Each path's bytes grow by one ``header_bytes`` per ``packet_bytes`` packet and share
@@ -203,7 +208,7 @@ def simulate_direct(plan, model: ChunkModel = ChunkModel()) -> float:
     return float((finish + plan.paths.hops * model.hop_latency_s)[moving].max(initial=0.0))
 
 
-def chunk_events(plan, chunk_size: int) -> int:
+def chunk_events(plan: Plan, chunk_size: int) -> int:
     """Events :func:`simulate_chunks` processes: per chunk one per link and one per copy."""
     nchunks = -(-plan.path_bytes // int(chunk_size))
     return int((nchunks * (2 * plan.paths.hops - 1)).sum())

@@ -9,6 +9,8 @@ median times, over log-scaled parameters (scipy's bounded least squares).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -16,6 +18,9 @@ import numpy as np
 from ..errors import PlanError
 from ..runs import read_run_record
 from .chunk import ChunkModel, simulate_chunks
+
+if TYPE_CHECKING:
+    from ..plan import Plan
 
 __all__ = ["RunSample", "ChunkFit", "fit_chunk_model", "read_run_samples"]
 
@@ -73,7 +78,7 @@ def _simulate(plan, model: ChunkModel, samples) -> np.ndarray:
     return out
 
 
-def fit_chunk_model(plan, samples, *, header_bytes: int = 0, max_evaluations: int = 200) -> ChunkFit:
+def fit_chunk_model(plan: Plan, samples, *, header_bytes: int = 0, max_evaluations: int = 200) -> ChunkFit:
     """Fit forwarding cost, hop latency and (for unpaced runs) the link rate to ``samples``.
 
     Parameters

@@ -13,12 +13,18 @@ plan's flow-level prediction (:attr:`optiq.Plan.predicted_time_s`), and no flow 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import PlanError
 from ..progress import Progress, Ticker
+
+if TYPE_CHECKING:
+    from ..paths import PathSet
+    from ..plan import Plan
 
 __all__ = ["FlowResult", "simulate_flows", "flow_finish_times", "SHARING"]
 
@@ -51,7 +57,7 @@ class FlowResult:
     sharing: str
 
 
-def simulate_flows(plan, sharing: str = "equal", *, batch: float = DEFAULT_BATCH,
+def simulate_flows(plan: Plan, sharing: str = "equal", *, batch: float = DEFAULT_BATCH,
                    progress: Progress | None = None) -> FlowResult:
     """Simulate ``plan`` at flow level (see the module docstring).
 
@@ -98,7 +104,7 @@ def simulate_flows(plan, sharing: str = "equal", *, batch: float = DEFAULT_BATCH
     return FlowResult(float(finish.max(initial=0.0)), finish, job_finish, phases, sharing)
 
 
-def flow_finish_times(paths, path_bytes, capacity, sharing: str = "equal", *, batch: float = DEFAULT_BATCH,
+def flow_finish_times(paths: PathSet, path_bytes, capacity, sharing: str = "equal", *, batch: float = DEFAULT_BATCH,
                       progress: Progress | None = None) -> tuple[np.ndarray, int]:
     """Finish time of every path carrying ``path_bytes`` over links of ``capacity``, and the phases.
 
