@@ -8,7 +8,7 @@ from typing import Any
 __all__ = ["PlanRecord"]
 
 
-@dataclass
+@dataclass(repr=False)
 class PlanRecord:
     """What the planner did: its parameters, its solver's outcome, warnings and timings.
 
@@ -19,6 +19,8 @@ class PlanRecord:
     Examples
     --------
     >>> r = PlanRecord(k=8, warnings=["slow"], timings={"total_s": 0.5})
+    >>> r
+    PlanRecord(k=8, warnings=['slow'], total_s=0.5)
     >>> r.to_dict()
     {'k': 8, 'warnings': ['slow'], 'timings': {'total_s': 0.5}}
     >>> PlanRecord.from_dict(r.to_dict()) == r
@@ -45,6 +47,12 @@ class PlanRecord:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        shown = {k: v for k, v in self.to_dict().items() if k != "timings"}
+        total = self.timings.get("total_s")
+        parts = [f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in shown.items()]
+        return f"PlanRecord({', '.join(parts + ([f'total_s={total:.3g}'] if total is not None else []))})"
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("warnings", "timings", "extra")
