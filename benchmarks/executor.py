@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from optiq import Demands, from_spec, make_plan
+from optiq.planner import planner_named
 from optiq.units import parse_rate, parse_size
 from optiq.workloads import constant_ratio
 
@@ -111,7 +112,7 @@ def run(args, size: int, work: Path) -> None:
 
     topo = from_spec("torus:4x4")
     demands = constant_ratio(16, "disjoint", nbytes=size, num_sources=2, ratio=4)
-    plans = {method: make_plan(topo, demands, method, k=8) for method in ("default", "heu2", "opt")}
+    plans = {method: make_plan(topo, demands, planner_named(method, k=8)[0]) for method in ("default", "heu2", "opt")}
     floors = {method: floor(plan, 16, work, args.repeat) for method, plan in plans.items()}
     print(f"\n(b) torus 4x4, 16 ranks, disjoint 2 sources x 4 destinations x {args.size}, chunk "
           f"{plans['opt'].chunk_size // 1024} KiB, {args.repeat} repeats; floor = the plan's chunk messages, unpaced")

@@ -42,7 +42,7 @@ def instance(name: str):
 
 def run_one(name: str, method: str, limit: float | None, comm=None) -> dict:
     from optiq import make_plan
-    from optiq.planner import make_candidates
+    from optiq.planner import make_candidates, planner_named
 
     topology, demands = instance(name)
     start = time.perf_counter()
@@ -57,7 +57,7 @@ def run_one(name: str, method: str, limit: float | None, comm=None) -> dict:
         else:
             plan = make_plan(topology, demands, "heu2", candidates=candidates)
     else:
-        plan = make_plan(topology, demands, method, k=8)
+        plan = make_plan(topology, demands, planner_named(method, k=8)[0])
     wall = time.perf_counter() - start
     return {"instance": name, "method": method, "nodes": topology.num_nodes, "jobs": demands.num_jobs,
             "paths": plan.paths.num_paths, "wall_s": wall, "time_s": plan.predicted_time_s,

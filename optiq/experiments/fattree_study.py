@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import WorkloadError
-from ..planner import make_plan
+from ..planner import make_plan, planner_named
 from ..topology import from_spec
 from ..workloads import host_demands, milc_traffic, nas_cg_traffic, read_traffic
 from .registry import register
@@ -64,7 +64,7 @@ def fattree_study(quick: bool, say, traffic: str | None = None, topology: str | 
                     raise WorkloadError(f"{traffic or app} on {topo.name}: {exc}") from None
                 for routing, method in (("dmodk", "default"), ("dynamic", "dynamic")):
                     say(f"{app} {selection}/{placement} {routing}")
-                    plan = make_plan(topo, hosts.demands, method, k=4 if quick else 8)
+                    plan = make_plan(topo, hosts.demands, planner_named(method, k=4 if quick else 8)[0])
                     load = float(plan.link_bytes.max())
                     base = load if base is None else base
                     rows.append({"app": app, "topology": topo.name, "ranks": matrix.shape[0],

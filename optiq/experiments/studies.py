@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..planner import make_candidates, make_plan
+from ..planner import make_candidates, make_plan, planner_named
 from ..sim import simulate_chunks, simulate_direct, simulate_flows
 from ..topology import from_spec
 from ..workloads import (Demands, constant_ratio, destination_sweep, distance_sweep, random_pairing,
@@ -48,7 +48,7 @@ def constant_ratio_study(quick: bool, say) -> list[dict]:
         cands = make_candidates(topo, demands, 8 if quick else 16)
         for method in PAPER_METHODS:
             say(f"{nodes} nodes, {method}")
-            plan = make_plan(topo, demands, method, candidates=cands, time_limit=120)
+            plan = make_plan(topo, demands, planner_named(method, time_limit=120)[0], candidates=cands)
             rows.append({"nodes": nodes, **_times(plan)})
     return rows
 
@@ -127,7 +127,7 @@ def compare_methods(topo, demands, x_name: str, x, *, k: int = 16, methods=PAPER
     cands = make_candidates(topo, demands, k)
     rows = []
     for method in methods:
-        plan = make_plan(topo, demands, method, candidates=cands, k=k, time_limit=120)
+        plan = make_plan(topo, demands, planner_named(method, k=k, time_limit=120)[0], candidates=cands)
         rows.append({x_name: x, **_times(plan)})
     return rows
 
