@@ -8,6 +8,8 @@ option's check instead of being taken for an option.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import argparse
 import math
 import re
@@ -17,6 +19,9 @@ from typing import Any
 from .errors import OptiqError
 from .launch import world_rank
 from .units import parse_rate, parse_size
+
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 __all__ = ["UsageError", "Parser", "argument", "int_at_least", "size", "rate", "positive_int", "non_negative_int",
            "fraction", "positive_float", "gap", "non_negative_float", "size_list"]
@@ -33,7 +38,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-\.?\d")
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see {self.prog} --help)")
 
     def _print_message(self, message: str, file: Any = None) -> None:

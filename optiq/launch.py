@@ -14,6 +14,8 @@ in time, so :func:`abort_on_failure` prints its message and aborts the whole job
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import os
 import sys
 import time
@@ -23,6 +25,9 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from .errors import OptiqError
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["world", "world_rank", "together", "abort_on_failure", "need_mpi", "command_main"]
 
@@ -52,7 +57,7 @@ def world_rank() -> int:
     return 0 if comm is None else comm.Get_rank()
 
 
-def need_mpi(what: str):
+def need_mpi(what: str) -> Any:
     """The ``mpi4py.MPI`` module, or an error saying how to install it."""
     try:
         from mpi4py import MPI
@@ -61,7 +66,7 @@ def need_mpi(what: str):
     return MPI
 
 
-def together(comm, step: Callable[[], T]) -> T:
+def together(comm: Any, step: Callable[[], T]) -> T:
     """``step()`` on every rank of ``comm``; when it fails on any rank, every rank raises.
 
     Collective. An :class:`~optiq.errors.OptiqError` is raised again, with its type and
@@ -87,7 +92,7 @@ def together(comm, step: Callable[[], T]) -> T:
 
 
 @contextmanager
-def abort_on_failure(comm) -> Iterator[None]:
+def abort_on_failure(comm: Any) -> Iterator[None]:
     """Run the collective work; a rank failing inside prints its error and aborts every rank.
 
     The other ranks may be waiting for this one inside MPI, where no message can reach

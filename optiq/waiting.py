@@ -11,8 +11,14 @@ back-off (:func:`idle_pause`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import os
 import time
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["MAX_IDLE_SLEEP_S", "YIELDS", "idle_pause", "wait_politely", "wait_all"]
 
@@ -33,7 +39,7 @@ def idle_pause(idle: int) -> float:
     return min(MAX_IDLE_SLEEP_S, 1e-5 * 2 ** min(idle, 10))
 
 
-def wait_all(requests) -> None:
+def wait_all(requests: Sequence[Any]) -> None:
     """Complete non-blocking MPI ``requests``, giving the CPU away between tests."""
     from mpi4py import MPI
 
@@ -46,6 +52,6 @@ def wait_all(requests) -> None:
             time.sleep(idle_pause(tests - YIELDS))
 
 
-def wait_politely(request) -> None:
+def wait_politely(request: Any) -> None:
     """Wait for one non-blocking MPI request (:func:`wait_all`)."""
     wait_all([request])

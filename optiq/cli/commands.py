@@ -6,6 +6,8 @@ what is here is turning options into calls and results into lines.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import argparse
 import sys
 import time
@@ -29,6 +31,12 @@ from ..topology import from_spec
 from ..units import parse_size
 from ..workloads import (PATTERNS, constant_ratio, destination_sweep, distance_sweep, host_demands, random_pairing,
                          random_sizes, read_demands, read_qos, read_traffic)
+
+if TYPE_CHECKING:
+    from ..topology import Topology
+    from ..workloads import Demands
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["COMMANDS"]
 
@@ -288,7 +296,8 @@ def _planner_options(args) -> dict:
     return {name: value for name, value in given.items() if value is not None}
 
 
-def compare_methods(topology, demands, methods, options, say, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
+def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str], options: dict[str, Any],
+                    say: Callable[[str], None] | None, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
                     seed: int = 0) -> tuple[list, list[str]]:
     """Plan with every method (each taking the options that apply to it), sharing one candidate set."""
     rows, times = [], []

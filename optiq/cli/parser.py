@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import argparse
 
 from .. import __version__
@@ -16,6 +18,9 @@ from ..sim.flow import DEFAULT_BATCH
 from ..topology.spec import SPEC_HELP
 from ..workloads import PATTERNS, SELECTIONS
 from . import types
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["build_parser", "PATTERN_CHOICES"]
 
@@ -145,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_collectives(sub) -> None:
+def add_collectives(sub: Any) -> None:
     p = sub.add_parser("collectives", help="allreduce cost model with contention and memory terms: fit, predict, bench",
                        description="Fit the allreduce cost model on this machine (under mpiexec), rank Ring, RHD, "
                                    "CPS and hierarchical CPS by predicted time, or measure them.")

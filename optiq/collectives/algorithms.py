@@ -17,11 +17,17 @@ each algorithm is modelled in :mod:`optiq.collectives.cost`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import OptiqError
 from ..waiting import wait_all
 from .cost import algorithms, parse_hierarchy
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["allreduce", "ring_allreduce", "rhd_allreduce", "cps_allreduce", "hierarchical_cps_allreduce",
            "block_bounds"]
@@ -63,7 +69,7 @@ def block_bounds(n: int, parts: int) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(sizes)))
 
 
-def exchange(comm, sends, recvs, tag: int) -> None:
+def exchange(comm: Any, sends: Sequence[tuple[np.ndarray, int]], recvs: Sequence[tuple[np.ndarray, int]], tag: int) -> None:
     """Post every receive ``(buffer, source)`` and send ``(buffer, dest)``, then wait for all."""
     from mpi4py import MPI
 
@@ -72,7 +78,7 @@ def exchange(comm, sends, recvs, tag: int) -> None:
     wait_all(reqs)
 
 
-def ring_allreduce(comm, send: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def ring_allreduce(comm: Any, send: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Ring: ``N-1`` reduce-scatter steps to the right neighbour, then ``N-1`` allgather steps."""
     N, r = comm.Get_size(), comm.Get_rank()
     buf = _output(send, out)
@@ -91,7 +97,7 @@ def ring_allreduce(comm, send: np.ndarray, out: np.ndarray | None = None) -> np.
     return buf
 
 
-def rhd_allreduce(comm, send: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def rhd_allreduce(comm: Any, send: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Recursive halving then doubling on the largest power of two; extra ranks fold in first."""
     N, r = comm.Get_size(), comm.Get_rank()
     buf = _output(send, out)
@@ -156,7 +162,7 @@ def _mesh_allgather(comm, peers, me: int, part: np.ndarray, out: np.ndarray, tag
     exchange(comm, [(part, peers[i]) for i in others], [(out[b[i]:b[i + 1]], peers[i]) for i in others], tag)
 
 
-def hierarchical_cps_allreduce(comm, send: np.ndarray, a: int, b: int, out: np.ndarray | None = None) -> np.ndarray:
+def hierarchical_cps_allreduce(comm: Any, send: np.ndarray, a: int, b: int, out: np.ndarray | None = None) -> np.ndarray:
     """CPS within groups of ``a`` consecutive ranks, then among the ``b`` ranks holding the same slice.
 
     Raises
@@ -182,12 +188,12 @@ def hierarchical_cps_allreduce(comm, send: np.ndarray, a: int, b: int, out: np.n
     return out
 
 
-def cps_allreduce(comm, send: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def cps_allreduce(comm: Any, send: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """CPS: every rank sums its ``1/N`` block from all others at once, then sends it to all."""
     return hierarchical_cps_allreduce(comm, send, comm.Get_size(), 1, out)
 
 
-def allreduce(comm, send: np.ndarray, algorithm: str, out: np.ndarray | None = None) -> np.ndarray:
+def allreduce(comm: Any, send: np.ndarray, algorithm: str, out: np.ndarray | None = None) -> np.ndarray:
     """Run ``algorithm`` (a name of :func:`optiq.collectives.cost.algorithms`).
 
     Raises

@@ -6,6 +6,8 @@ A timing is the slowest rank's, and the median over ``repeat`` runs after ``warm
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +19,10 @@ from .cost import algorithms
 from .fit import Sample
 from ..waiting import wait_all
 from .algorithms import allreduce, exchange
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["run_microbenchmarks", "bench_algorithms", "AlgorithmTiming"]
 
@@ -40,7 +46,7 @@ def _timed(comm, run: Callable[[], object], repeat: int, warmup: int) -> tuple[f
     return float(np.median(times)), times
 
 
-def run_microbenchmarks(comm, sizes=(16384, 131072, 1048576), *, repeat: int = 5, warmup: int = 1,
+def run_microbenchmarks(comm: Any, sizes: Sequence[int] = (16384, 131072, 1048576), *, repeat: int = 5, warmup: int = 1,
                         say: Callable[[str], None] = lambda msg: None) -> list[Sample]:
     """Time the four micro-benchmarks of :mod:`optiq.collectives.fit` at every size.
 
@@ -109,7 +115,7 @@ class AlgorithmTiming:
     correct: bool
 
 
-def bench_algorithms(comm, nbytes: int, *, names=None, repeat: int = 5, warmup: int = 1, seed: int = 0,
+def bench_algorithms(comm: Any, nbytes: int, *, names: Sequence[str] | None = None, repeat: int = 5, warmup: int = 1, seed: int = 0,
                      say: Callable[[str], None] = lambda msg: None) -> tuple[list[AlgorithmTiming], float]:
     """Time every algorithm (default: all for this rank count) and MPI's Allreduce on ``nbytes``.
 

@@ -39,6 +39,8 @@ that own the same ``1/a`` slice, then the two allgathers in reverse; ``a × 1`` 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -47,6 +49,9 @@ import numpy as np
 
 from ..errors import OptiqError
 from ..jsonfile import read_tagged, write_tagged
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["AllreduceParams", "Step", "algorithm_steps", "algorithms", "predict", "rank_algorithms",
            "CostTerms", "step_terms", "load_params", "MODELS"]
@@ -208,18 +213,18 @@ def rank_algorithms(ranks: int, nbytes: float, params: AllreduceParams) -> list[
                   key=lambda item: item[1].total)
 
 
-def feature_row(steps) -> np.ndarray:
+def feature_row(steps: Any) -> np.ndarray:
     """Summed counts ``[rounds, bytes sent, bytes reduced, memory bytes]`` of ``steps``."""
     return np.array([sum(s.rounds for s in steps), sum(s.bytes_sent for s in steps),
                      sum(s.bytes_reduced for s in steps), sum(s.memory_bytes for s in steps)], dtype=float)
 
 
-def incast_volume(steps, threshold: int) -> float:
+def incast_volume(steps: Any, threshold: int) -> float:
     """``sum max(0, f - w) * m`` over ``steps``: what epsilon multiplies."""
     return float(sum(max(0, s.fan_in - threshold) * s.message_bytes for s in steps))
 
 
-def save_params(models: dict[str, AllreduceParams], path: str | Path, **meta) -> None:
+def save_params(models: dict[str, AllreduceParams], path: str | Path, **meta: Any) -> None:
     """Write fitted parameters of both models as JSON."""
     write_tagged(path, "optiq-allreduce-params", {**meta, "models": {k: asdict(v) for k, v in models.items()}})
 

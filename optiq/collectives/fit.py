@@ -23,12 +23,17 @@ can explain, i.e. all but ``copy``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import OptiqError
 from .cost import AllreduceParams, Step, feature_row, incast_volume
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["Sample", "FitResult", "fit_allreduce_model", "SAMPLE_KINDS"]
 
@@ -82,7 +87,7 @@ def _nnls_relative(X: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return coef, np.abs(X @ coef / t - 1.0)
 
 
-def fit_allreduce_model(samples) -> FitResult:
+def fit_allreduce_model(samples: Sequence[Sample]) -> FitResult:
     """Fit both models to ``samples`` (see the module docstring).
 
     Raises

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import asdict
 
 from .cost import MODELS, AllreduceParams, predict, rank_algorithms
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["prediction_report", "format_prediction", "bench_report", "format_bench"]
 
@@ -45,7 +50,7 @@ def format_prediction(report: dict) -> str:
     return "\n".join(lines)
 
 
-def bench_report(timings, mpi_time_s: float, ranks: int, nbytes: int, repeat: int,
+def bench_report(timings: Any, mpi_time_s: float, ranks: int, nbytes: int, repeat: int,
                  models: dict[str, AllreduceParams] | None = None) -> dict:
     """``{"ranks", "size_bytes", "repeats", "mpi_allreduce_s", "fastest", "algorithms": {name: {"time_s",
     "times_s", "correct"[, "predicted_s": {model: s}]}}}`` (times are medians of the slowest rank)."""

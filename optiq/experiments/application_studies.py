@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..topology import from_spec
@@ -10,10 +12,13 @@ from ..workloads.applications import CESM_MODELS
 from .registry import register
 from .studies import PAPER_METHODS, compare_methods, methods_plot
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 @register("hacc", "HACC-like aggregation, 6 MB per node to 1 bridge node per 64: throughput by nodes",
           methods_plot("nodes", "throughput_GBps", log=True))
-def hacc_study(quick: bool, say) -> list[dict]:
+def hacc_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     rows = []
     for nodes in ([128] if quick else [512, 1024, 2048]):
         say(f"{nodes} nodes")
@@ -37,7 +42,7 @@ def _coupling_plot(rows, ax):
 
 @register("cesm", "CESM-like model-to-coupler exchanges on 512 nodes, 2 MiB per node: throughput by coupling",
           _coupling_plot)
-def cesm_study(quick: bool, say) -> list[dict]:
+def cesm_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     nodes = 32 if quick else 512
     topo = from_spec(f"bgq:{nodes}")
     rows = []

@@ -16,6 +16,8 @@ and ``--topology`` any fat-tree or cluster spec.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,9 @@ from ..planner import make_plan, planner_named
 from ..topology import from_spec
 from ..workloads import host_demands, milc_traffic, nas_cg_traffic, read_traffic
 from .registry import register
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 #: The published cluster of seed 001.
 DEFAULT_TOPOLOGY = "cluster:hosts=20,edges=4,cores=2"
@@ -44,7 +49,7 @@ def _plot(rows, ax):
 
 
 @register("fattree", "fat-tree: max link load by node selection, placement and routing (seed 001)", _plot)
-def fattree_study(quick: bool, say, traffic: str | None = None, topology: str | None = None,
+def fattree_study(quick: bool, say: Callable[[str], None], traffic: str | None = None, topology: str | None = None,
                   ranks_per_node: int = RANKS_PER_NODE, traffic_unit: float = 1.0, seed: int = 0) -> list[dict]:
     spec = topology or DEFAULT_TOPOLOGY
     if spec.split(":")[0] not in ("fattree", "cluster"):

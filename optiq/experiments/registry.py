@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import csv
 import inspect
 from collections.abc import Callable
@@ -9,6 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import OptiqError
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Study", "STUDIES", "register", "run_study"]
 
@@ -35,7 +40,7 @@ class Study:
 STUDIES: dict[str, Study] = {}
 
 
-def register(name: str, description: str, plot: Callable):
+def register(name: str, description: str, plot: Callable) -> Callable[[Callable], Callable]:
     """Decorator: register ``run`` as the study ``name``, drawn by ``plot``."""
     def wrap(run):
         STUDIES[name] = Study(name, description, run, plot)
@@ -44,7 +49,7 @@ def register(name: str, description: str, plot: Callable):
 
 
 def run_study(name: str, out_dir: str | Path, *, quick: bool = False,
-              say: Callable[[str], None] | None = None, **options) -> tuple[Path, Path]:
+              say: Callable[[str], None] | None = None, **options: dict[str, Any]) -> tuple[Path, Path]:
     """Run a study; write ``OUT/NAME.csv`` and ``OUT/NAME.png``.
 
     ``options`` (such as ``traffic`` of the fat-tree study) go to the study's ``run``.

@@ -10,6 +10,8 @@ the plan's prediction (``sharing="proportional"``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..planner import make_candidates, make_plan, planner_named
@@ -19,11 +21,16 @@ from ..workloads import (Demands, constant_ratio, destination_sweep, distance_sw
                          random_sizes)
 from .registry import register
 
+if TYPE_CHECKING:
+    from ..topology import Topology
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
 PAPER_METHODS = ("default", "heu1", "heu2", "opt")
 METHODS = PAPER_METHODS + ("lp",)  # curves a figure may draw
 
 
-def methods_plot(x: str, y: str, log: bool = False):
+def methods_plot(x: str, y: str, log: bool = False) -> Callable[[list[dict], Any], None]:
     def plot(rows, ax):
         for m in METHODS:
             pts = [(r[x], r[y]) for r in rows if r["method"] == m]
@@ -39,7 +46,7 @@ def methods_plot(x: str, y: str, log: bool = False):
 
 @register("constant-ratio", "Disjoint 1:8, 8 MiB per pair: throughput by machine size and method",
           methods_plot("nodes", "throughput_GBps", log=True))
-def constant_ratio_study(quick: bool, say) -> list[dict]:
+def constant_ratio_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     sizes = [512] if quick else [512, 1024, 2048, 4096, 8192]
     rows = []
     for nodes in sizes:
@@ -63,7 +70,7 @@ def _times(plan) -> dict:
 
 @register("maxload", "Heuristic 1: completion time over the lower bound as maxload grows",
           methods_plot("maxload", "time_over_bound", log=True))
-def maxload_study(quick: bool, say) -> list[dict]:
+def maxload_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = from_spec("torus:4x4x4x2" if quick else "bgq:1024")
     demands = constant_ratio(topo.num_endpoints, "disjoint")
     cands = make_candidates(topo, demands, 16)
@@ -88,7 +95,7 @@ def _chunk_plot(rows, ax):
 
 @register("chunk-size", "One 4-hop path, chunk-level model: time by chunk size for several message sizes",
           _chunk_plot)
-def chunk_size_study(quick: bool, say) -> list[dict]:
+def chunk_size_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = from_spec("mesh:5,bw=1.8GB/s")
     chunks = [4096, 65536, 1 << 20] if quick else [4096, 16384, 65536, 262144, 1 << 20]
     sizes = [8192, 1 << 20] if quick else [8192, 65536, 1 << 20, 8 << 20]
@@ -104,7 +111,7 @@ def chunk_size_study(quick: bool, say) -> list[dict]:
 
 @register("crossover", "Disjoint 1:8 by message size: optimised multipath (chunk model) vs default routing",
           methods_plot("message_bytes", "throughput_GBps", log=True))
-def crossover_study(quick: bool, say) -> list[dict]:
+def crossover_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = from_spec("torus:4x4x4x2" if quick else "bgq:512")
     rows = []
     sizes = [4096, 65536, 1 << 20] if quick else [4096, 16384, 65536, 262144, 1 << 20, 8 << 20]
@@ -123,7 +130,7 @@ def crossover_study(quick: bool, say) -> list[dict]:
 
 
 
-def compare_methods(topo, demands, x_name: str, x, *, k: int = 16, methods=PAPER_METHODS) -> list[dict]:
+def compare_methods(topo: Topology, demands: Demands, x_name: str, x: Any, *, k: int = 16, methods: Sequence[str] = PAPER_METHODS) -> list[dict]:
     cands = make_candidates(topo, demands, k)
     rows = []
     for method in methods:
@@ -138,7 +145,7 @@ def _small_or_bgq(quick: bool):
 
 @register("distance", "Sources fixed, destination block moved away: throughput by position",
           methods_plot("position", "throughput_GBps"))
-def distance_study(quick: bool, say) -> list[dict]:
+def distance_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = from_spec("torus:4x4x4x2" if quick else "bgq:2048")  # the paper: 2,048 nodes, positions 1-4
     P = topo.num_endpoints
     rows = []
@@ -151,7 +158,7 @@ def distance_study(quick: bool, say) -> list[dict]:
 
 @register("destination-size", "64 sources, more destinations per source: throughput by destinations",
           methods_plot("per_source", "throughput_GBps", log=True))
-def destination_size_study(quick: bool, say) -> list[dict]:
+def destination_size_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = _small_or_bgq(quick)
     sources = 8 if quick else 64
     rows = []
@@ -165,7 +172,7 @@ def destination_size_study(quick: bool, say) -> list[dict]:
 
 @register("random-pairing", "Disjoint 1:8 with random pairings (5 seeds): throughput by seed",
           methods_plot("seed", "throughput_GBps"))
-def random_pairing_study(quick: bool, say) -> list[dict]:
+def random_pairing_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = from_spec("torus:4x4x4x2" if quick else "bgq:512")  # the paper: 512 nodes, 32 sources to 256
     base = constant_ratio(topo.num_endpoints, "disjoint", nbytes=2**20 if quick else 8 * 2**20)
     rows = []
@@ -177,7 +184,7 @@ def random_pairing_study(quick: bool, say) -> list[dict]:
 
 @register("num-paths", "Fixed candidate paths per pair: LP and Heuristic 2 over the lower bound",
           methods_plot("k", "time_over_bound", log=True))
-def num_paths_study(quick: bool, say) -> list[dict]:
+def num_paths_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = _small_or_bgq(quick)
     demands = constant_ratio(topo.num_endpoints, "disjoint")
     rows = []
@@ -193,7 +200,7 @@ def num_paths_study(quick: bool, say) -> list[dict]:
 
 @register("random-sizes", "Disjoint 1:8 with sizes drawn from 64 KB to 8 MB (seed 002): throughput by seed",
           methods_plot("seed", "throughput_GBps"))
-def random_sizes_study(quick: bool, say) -> list[dict]:
+def random_sizes_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = _small_or_bgq(quick)
     base = constant_ratio(topo.num_endpoints, "disjoint")
     rows = []

@@ -48,6 +48,8 @@ from .restricted import RestrictedLP
 from .solution import FIRST_ORDER, LPStatus
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from typing import Any
     from ..workloads import Demands
     from ..topology import Topology
 
@@ -330,7 +332,8 @@ class _Pricer:
     the search is within 1% after 60 s; the paths the optimum needs are not in the pool.)
     """
 
-    def __init__(self, topology, demands, size, hop_limit, smoothing, t0, progress, workers) -> None:
+    def __init__(self, topology: Topology, demands: Demands, size: np.ndarray, hop_limit: np.ndarray, smoothing: float,
+                 t0: float, progress: Callable[[str], None] | None, workers: Workers | None) -> None:
         self.topology, self.demands, self.size, self.hop_limit = topology, demands, size, hop_limit
         self.smoothing, self.t0, self.progress, self.workers = smoothing, t0, progress, workers
 
@@ -339,7 +342,7 @@ class _Pricer:
                                 self.hop_limit, too_long=too_long, progress=self.progress, what=what,
                                 workers=self.workers)
 
-    def duals(self, sol) -> tuple[list[np.ndarray], np.ndarray, float]:
+    def duals(self, sol: Any) -> tuple[list[np.ndarray], np.ndarray, float]:
         """Paths of negative reduced cost ``D_j / T0 * Z * cost_w(p) - pi_j``, and the Lagrangian bound.
 
         A per-hop penalty keeps paths within their hop limit cheaply; only when it finds
@@ -354,7 +357,7 @@ class _Pricer:
                 break
         return [found[j] for j in improving], improving, float(self.size @ free_cost)
 
-    def utilisation(self, sol) -> tuple[list[np.ndarray], np.ndarray, float]:
+    def utilisation(self, sol: Any) -> tuple[list[np.ndarray], np.ndarray, float]:
         """Every job's cheapest path under ``exp(smoothing * (utilisation - 1))``, and that bound."""
         smooth = np.exp(self.smoothing * (np.minimum(sol.link_s / sol.time_s, 1.0) - 1.0))
         found, _, free_cost = self._search(smooth / smooth.sum(), "penalty", "pricing by utilisation")
@@ -392,7 +395,7 @@ class _Columns:
         offsets = np.concatenate(([0], np.cumsum(hops)))
         return self.add_lists([links[offsets[p]:offsets[p + 1]] for p in range(hops.size)], jobs)
 
-    def add_lists(self, paths: list[np.ndarray], jobs) -> int:
+    def add_lists(self, paths: list[np.ndarray], jobs: ArrayLike) -> int:
         keep, keys = [], []
         for i, (p, j) in enumerate(zip(paths, np.asarray(jobs).tolist())):
             key = path_key(j, p)

@@ -16,6 +16,7 @@ from .scaling import lp_coefficients
 from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options, highs_status
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
     from ..workloads import Demands
     from ..paths import PathSet
     from ..topology import Topology
@@ -24,7 +25,7 @@ __all__ = ["solve_lp"]
 
 
 def solve_lp(topology: Topology, demands: Demands, paths: PathSet, *, solver: str = DEFAULT_SOLVER,
-             time_limit: float | None = None, sizes=None, progress: Progress | None = None) -> LPSolution:
+             time_limit: float | None = None, sizes: ArrayLike | None = None, progress: Progress | None = None) -> LPSolution:
     """Solve the multipath LP of :func:`optiq.models.build_pyomo_model` by direct assembly.
 
     Assembled in the equivalent "maximise Z" form (``y = x Z``, ``Z = 1 / tau``: job rows

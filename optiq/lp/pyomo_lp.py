@@ -12,6 +12,7 @@ from .scaling import lp_coefficients
 from .solution import DEFAULT_SOLVER, LPSolution, highs_options, pyomo_status
 
 if TYPE_CHECKING:
+    from ..workloads.qos import QoSClasses
     from ..workloads import Demands
     from ..paths import PathSet
     from ..topology import Topology
@@ -22,7 +23,7 @@ if TYPE_CHECKING:  # pyomo takes ~1.5 s to import; only the model functions need
 __all__ = ["build_pyomo_model", "solve_pyomo_model"]
 
 
-def build_pyomo_model(topology: Topology, demands: Demands, paths: PathSet, qos=None) -> pyo.ConcreteModel:
+def build_pyomo_model(topology: Topology, demands: Demands, paths: PathSet, qos: QoSClasses | None = None) -> pyo.ConcreteModel:
     """Build the multipath LP over the candidate ``paths`` as a Pyomo model.
 
     ::

@@ -21,6 +21,8 @@ Duals: ``u_e >= 0`` per link row (zero for links without a row, which are slack)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import time
 from dataclasses import dataclass, field
 
@@ -30,6 +32,11 @@ from ..errors import SolverError
 from ..paths.pathset import csr_positions
 from ..progress import Progress, heartbeat
 from .solution import FIRST_ORDER, LPStatus, highs_options, highs_status
+
+if TYPE_CHECKING:
+    from ..paths import PathSet
+    from ..topology import Topology
+    from ..workloads import Demands
 
 __all__ = ["RestrictedLP", "RestrictedSolution"]
 
@@ -113,7 +120,7 @@ class RestrictedLP:
     (0.5, [0.5, 0.5])
     """
 
-    def __init__(self, topology, demands, *, sizes: np.ndarray | None = None, solver: str = "ipm-nox",
+    def __init__(self, topology: Topology, demands: Demands, *, sizes: np.ndarray | None = None, solver: str = "ipm-nox",
                  tolerance: float = 1e-8) -> None:
         import highspy
 
@@ -159,7 +166,7 @@ class RestrictedLP:
         self.over = 10 * self.tolerance
 
     # -- columns ----------------------------------------------------------------------
-    def add_paths(self, paths) -> None:
+    def add_paths(self, paths: PathSet) -> None:
         """Add every path of a :class:`~optiq.paths.PathSet` as a column."""
         self.add_columns(paths.links, paths.hops, paths.job)
 
@@ -246,7 +253,7 @@ class RestrictedLP:
         seconds = self._seconds if self._seconds is not None else self.link_seconds(self._even_share())
         return self.add_links(np.flatnonzero(seconds >= fraction * seconds.max()))
 
-    def add_links(self, links) -> int:
+    def add_links(self, links: np.ndarray) -> int:
         """Give these links a capacity row (those without one); returns how many were added."""
         import highspy
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
     from ..workloads import Demands
     from ..paths import PathSet
 
@@ -16,7 +17,7 @@ __all__ = ["round_to_bytes"]
 MIN_SHARE = 1e-6
 
 
-def round_to_bytes(paths: PathSet, demands: Demands, share) -> np.ndarray:
+def round_to_bytes(paths: PathSet, demands: Demands, share: ArrayLike) -> np.ndarray:
     """Whole bytes per path from fractional shares, summing exactly to each job's demand.
 
     Negative and tiny shares (below :data:`MIN_SHARE`, interior-point noise) become zero, the
@@ -32,14 +33,14 @@ def round_to_bytes(paths: PathSet, demands: Demands, share) -> np.ndarray:
     >>> round_to_bytes(ps, Demands([0], [1], [10]), [1/3, 1/3, 1/3]).tolist()
     [4, 3, 3]
     """
-    share = np.clip(np.asarray(share, dtype=float), 0.0, None)
-    share[share < MIN_SHARE] = 0.0
+    fraction = np.clip(np.asarray(share, dtype=float), 0.0, None)
+    fraction[fraction < MIN_SHARE] = 0.0
     job = paths.job
-    total = np.bincount(job, weights=share, minlength=paths.num_jobs)
+    total = np.bincount(job, weights=fraction, minlength=paths.num_jobs)
     empty = total[job] <= 0
-    share = np.where(empty, 1.0, share)
-    total = np.bincount(job, weights=share, minlength=paths.num_jobs)
-    raw = share / total[job] * demands.nbytes[job]
+    fraction = np.where(empty, 1.0, fraction)
+    total = np.bincount(job, weights=fraction, minlength=paths.num_jobs)
+    raw = fraction / total[job] * demands.nbytes[job]
     base = np.floor(raw).astype(np.int64)
     left = demands.nbytes - np.bincount(job, weights=base, minlength=paths.num_jobs).astype(np.int64)
     frac = raw - base

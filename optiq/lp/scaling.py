@@ -9,12 +9,13 @@ import numpy as np
 from ..errors import PlanError
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
     from ..workloads import Demands
     from ..paths import PathSet
     from ..topology import Topology
 
 
-def lp_coefficients(topology: Topology, demands: Demands, paths: PathSet, sizes=None):
+def lp_coefficients(topology: Topology, demands: Demands, paths: PathSet, sizes: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     """Scaled link-by-path coefficients of the capacity rows.
 
     The LP is solved in the unit ``T0 = max demand / min capacity``: variable ``x[p]`` is the

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import enum
 from dataclasses import dataclass, field
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVER", "highs_options", "highs_status"]
 
@@ -47,7 +52,7 @@ class LPStatus(enum.Enum):
     FAILED = "failed"
 
 
-def highs_status(model_status) -> LPStatus:
+def highs_status(model_status: Any) -> LPStatus:
     """The :class:`LPStatus` of a HiGHS model status (with :func:`pyomo_status`, the one place
     that maps a solver's status codes)."""
     import highspy
@@ -60,7 +65,7 @@ def highs_status(model_status) -> LPStatus:
     return LPStatus.FAILED
 
 
-def pyomo_status(termination_condition) -> LPStatus:
+def pyomo_status(termination_condition: Any) -> LPStatus:
     """The :class:`LPStatus` of a Pyomo solver interface's termination condition."""
     from pyomo.contrib.solver.common.results import TerminationCondition
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from ..errors import PathError
+
+if TYPE_CHECKING:
+    from ..topology import Topology
+    from numpy.typing import ArrayLike
 
 __all__ = ["PathSet"]
 
@@ -41,7 +47,7 @@ class PathSet:
             raise PathError("paths must be grouped by job (job ids non-decreasing)")
 
     @classmethod
-    def from_lists(cls, paths: list, jobs, num_jobs: int) -> "PathSet":
+    def from_lists(cls, paths: list, jobs: ArrayLike, num_jobs: int) -> "PathSet":
         """Build from a list of link-id lists and the job of each path (reordered by job, stably)."""
         jobs = np.asarray(jobs, dtype=np.int64)
         order = np.argsort(jobs, kind="stable")
@@ -50,7 +56,7 @@ class PathSet:
         return cls(jobs[order], np.concatenate(([0], np.cumsum(lengths))), flat, num_jobs)
 
     @classmethod
-    def from_csr(cls, links, offsets, jobs, num_jobs: int) -> tuple["PathSet", np.ndarray]:
+    def from_csr(cls, links: ArrayLike, offsets: ArrayLike, jobs: ArrayLike, num_jobs: int) -> tuple["PathSet", np.ndarray]:
         """Build from paths in any job order (path ``p`` is ``links[offsets[p]:offsets[p+1]]``).
 
         Returns the path set, grouped by job (stably), and ``order``: its path ``i`` is input
@@ -96,12 +102,12 @@ class PathSet:
     def path(self, p: int) -> np.ndarray:
         return self.links[self.offsets[p]:self.offsets[p + 1]]
 
-    def link_loads(self, path_bytes, num_links: int) -> np.ndarray:
+    def link_loads(self, path_bytes: ArrayLike, num_links: int) -> np.ndarray:
         """Bytes on every link when path ``p`` carries ``path_bytes[p]``."""
         return np.bincount(self.links, weights=np.repeat(np.asarray(path_bytes, float), self.hops),
                            minlength=num_links)
 
-    def select(self, mask) -> "PathSet":
+    def select(self, mask: ArrayLike) -> "PathSet":
         """The paths where ``mask`` is true (a boolean array over paths), keeping job ids."""
         keep = np.flatnonzero(mask)
         hops = self.hops[keep]
@@ -125,7 +131,7 @@ class PathSet:
                 keep[p] = True
         return self if keep.all() else self.select(keep)
 
-    def nodes(self, p: int, topology) -> list[int]:
+    def nodes(self, p: int, topology: Topology) -> list[int]:
         """Node sequence of path ``p`` (source first)."""
         ls = self.path(p)
         return [int(topology.link_src[ls[0]])] + topology.link_dst[ls].tolist()

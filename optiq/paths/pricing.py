@@ -23,6 +23,7 @@ from .workers import Workers, block
 from .shortest import hop_limited_shortest_paths
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
     from ..topology import Topology
 
 __all__ = ["least_cost_paths", "min_hops"]
@@ -37,7 +38,7 @@ def _pairs(topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return order, starts, key[starts]
 
 
-def min_hops(topology: Topology, sources, targets) -> np.ndarray:
+def min_hops(topology: Topology, sources: ArrayLike, targets: ArrayLike) -> np.ndarray:
     """Hop distance of every (source, target) pair (:meth:`optiq.Topology.pair_hops`).
 
     Examples
@@ -49,7 +50,7 @@ def min_hops(topology: Topology, sources, targets) -> np.ndarray:
     return topology.pair_hops(sources, targets)
 
 
-def least_cost_paths(topology: Topology, sources, targets, link_cost: np.ndarray, hop_limit: np.ndarray, *,
+def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike, link_cost: np.ndarray, hop_limit: np.ndarray, *,
                      too_long: str = "exact", progress: Progress | None = None, what: str = "least-cost paths",
                      workers: Workers | None = None) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """The cheapest path of every job under ``link_cost``, at most ``hop_limit[j]`` links long.

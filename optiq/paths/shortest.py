@@ -15,6 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
     from ..topology import Topology
 
 __all__ = ["hop_limited_shortest_paths"]
@@ -46,7 +47,7 @@ def _in_links(topology) -> _InLinks:
     return _InLinks(topology.link_src, topology.link_dst, topology.num_nodes)
 
 
-def hop_limited_shortest_paths(topology: Topology, sources, targets, weights: np.ndarray,
+def hop_limited_shortest_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike, weights: np.ndarray,
                                hop_limit: int) -> tuple[list, np.ndarray]:
     """Least-weight paths of at most ``hop_limit`` links, one per (source, target, weight row).
 

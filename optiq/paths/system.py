@@ -45,6 +45,8 @@ def torus_routes(topology: Topology, demands: Demands) -> PathSet:
     [[0, 2, 4], [2, 0, 6]]
     """
     demands.check_against(topology)
+    if topology.dims is None:
+        raise PathError(f"dimension-order routes need a torus or mesh, not {topology.name!r}")
     rows = dimension_order_walk(topology, demands.src, demands.dst, bgq_dimension_order(topology.dims))
     hops = (rows >= 0).sum(axis=1)
     return PathSet(np.arange(demands.num_jobs), np.concatenate(([0], np.cumsum(hops))), rows[rows >= 0],

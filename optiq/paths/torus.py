@@ -24,13 +24,14 @@ from ..progress import Progress, Ticker
 from .pathset import PathSet
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from ..workloads import Demands
     from ..topology import Topology
 
 __all__ = ["bgq_dimension_order", "dimension_order_walk", "torus_paths", "RecipePool"]
 
 
-def bgq_dimension_order(dims) -> list[int]:
+def bgq_dimension_order(dims: Sequence[int]) -> list[int]:
     """The order in which Blue Gene/Q routes the dimensions of a torus of shape ``dims``.
 
     A selection sort on length, descending, starting from A, B, C, D, E and swapping the
@@ -60,7 +61,7 @@ def _link_table(topology) -> np.ndarray:
     return table
 
 
-def dimension_order_walk(topology: Topology, start: np.ndarray, target: np.ndarray, order, *, flip_ties: bool = False,
+def dimension_order_walk(topology: Topology, start: np.ndarray, target: np.ndarray, order: Sequence[int], *, flip_ties: bool = False,
                          table: np.ndarray | None = None) -> np.ndarray:
     """Links of the dimension-ordered route of every ``start[i] -> target[i]``, one row each.
 
@@ -215,14 +216,16 @@ class RecipePool:
     [2.0]
     """
 
-    def __init__(self, topology, demands, *, hop_slack: int = 2, vias: int = 20, seed: int = 0,
+    def __init__(self, topology: Topology, demands: Demands, *, hop_slack: int = 2, vias: int = 20, seed: int = 0,
                  progress: Progress | None = None) -> None:
         if not topology.is_torus:
             raise PathError(f"coordinate-built paths need a torus or mesh, not {topology.name!r}")
         demands.check_against(topology)
         self.topology, self.demands, self.hop_slack = topology, demands, hop_slack
         self.table = _link_table(topology)
-        self.order = [d for d in bgq_dimension_order(topology.dims) if topology.dims[d] > 1]
+        dims = topology.dims
+        assert dims is not None  # checked above: a torus or mesh
+        self.order = [d for d in bgq_dimension_order(dims) if dims[d] > 1]
         self.shortest = topology.pair_hops(demands.src, demands.dst)
         self.recipes = _recipes(self.order, hop_slack, vias)
         self.seed = seed

@@ -55,7 +55,7 @@ class Workers:
     (1, True, [40])
     """
 
-    def __init__(self, comm=None) -> None:
+    def __init__(self, comm: Any | None = None) -> None:
         self.comm = comm.Dup() if comm is not None and comm.Get_size() > 1 else None
         self.rank = 0 if self.comm is None else self.comm.Get_rank()
         self.size = 1 if self.comm is None else self.comm.Get_size()

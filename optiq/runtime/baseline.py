@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import time
 
 import numpy as np
 
 from ..plan import Plan
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["AlltoallvBaseline"]
 
@@ -23,7 +28,7 @@ class AlltoallvBaseline:
     plan : Plan
     """
 
-    def __init__(self, comm, plan: Plan) -> None:
+    def __init__(self, comm: Any, plan: Plan) -> None:
         dem = plan.demands
         size, rank = comm.Get_size(), comm.Get_rank()
         src, dst = plan.ranks[dem.src], plan.ranks[dem.dst]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 from typing import Mapping
 
@@ -11,6 +13,9 @@ from ..errors import PlanError, TransferError
 from ..plan import Plan, load_plan
 from .schedule import RankSchedule, compile_schedule
 from .transport import TransferResult, transfer
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Executor", "run_plan", "check_comm", "bcast_plan", "default_window"]
 
@@ -43,7 +48,7 @@ def default_window(chunk_size: int, link_bw: float | None) -> int:
 
 
 
-def check_comm(comm, plan: Plan) -> None:
+def check_comm(comm: Any, plan: Plan) -> None:
     """Check that ``comm`` has a rank for every endpoint of ``plan``.
 
     Raises
@@ -84,7 +89,7 @@ class Executor:
         plan has more paths than the MPI library has tags (``MPI.TAG_UB``).
     """
 
-    def __init__(self, comm, plan: Plan, *, window: int | None = None, link_bw: float | None = None,
+    def __init__(self, comm: Any, plan: Plan, *, window: int | None = None, link_bw: float | None = None,
                  chunk_size: int | None = None) -> None:
         check_comm(comm, plan)
         if link_bw is not None and not link_bw > 0:
@@ -159,7 +164,7 @@ class Executor:
                         link_bw=self.link_bw, timeout=timeout)
 
 
-def run_plan(comm, plan: Plan, send: Mapping[int, np.ndarray], recv: Mapping[int, np.ndarray] | None = None, *,
+def run_plan(comm: Any, plan: Plan, send: Mapping[int, np.ndarray], recv: Mapping[int, np.ndarray] | None = None, *,
              window: int | None = None, link_bw: float | None = None, timeout: float = 60.0) -> TransferResult:
     """Move the plan's bytes over ``comm``: one call on every rank, like an all-to-all.
 
@@ -211,7 +216,7 @@ def _byte_views(buffers: Mapping[int, np.ndarray], sizes: dict[int, int], what: 
     return views
 
 
-def bcast_plan(comm, path: str, root: int = 0) -> Plan:
+def bcast_plan(comm: Any, path: str, root: int = 0) -> Plan:
     """Load a plan file on ``root`` and hand it to every rank of ``comm``.
 
     Collective. If the file is missing or invalid, every rank raises the same

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,6 +13,10 @@ from .baseline import AlltoallvBaseline
 from .executor import Executor
 from ..waiting import wait_politely
 from .verify import fill_send_buffers, find_mismatches
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["Timing", "RunReport", "measure", "predicted_time", "format_report", "BASELINES"]
 
@@ -117,7 +123,7 @@ def predicted_time(plan: Plan, link_bw: float | None) -> tuple[float, str]:
     return float(plan.link_bytes[paced].max() / link_bw), f"{link_bw:.6g} B/s per paced link"
 
 
-def measure(comm, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: bool = False, seed: int = 0,
+def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: bool = False, seed: int = 0,
             window: int | None = None, link_bw: float | None = None, chunk_size: int | None = None,
             baseline: str = "none", timeout: float = 60.0) -> RunReport:
     """Run the plan ``warmup + repeat`` times (and the baseline likewise); all ranks call it.
@@ -151,7 +157,7 @@ def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, window, link
     recv = executor.empty_recv_buffers()
     bytes_total = int(plan.demands.nbytes.sum())
 
-    def repeated(name: str, run_once, received) -> Timing:
+    def repeated(name: str, run_once: Callable[[], float], received: Callable[[], dict[int, np.ndarray]]) -> Timing:
         times: list[float] = []
         problems: list[str] = []
         for it in range(warmup + repeat):

@@ -37,6 +37,7 @@ from ..progress import Progress, Ticker
 from ..resources import check_memory
 
 if TYPE_CHECKING:
+    from ..topology import Topology
     from ..plan import Plan
 
 #: Memory of one pending event (a tuple on the heap), bytes.
@@ -66,7 +67,7 @@ class ChunkModel:
         if self.packet_bytes < 1 or (self.link_rate_Bps is not None and not self.link_rate_Bps > 0):
             raise PlanError(f"packet size and link rate must be positive: {self}")
 
-    def capacities(self, topology) -> np.ndarray:
+    def capacities(self, topology: Topology) -> np.ndarray:
         """Every link's rate under this model."""
         if self.link_rate_Bps is None:
             return topology.capacity

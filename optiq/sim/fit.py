@@ -20,6 +20,8 @@ from ..runs import read_run_record
 from .chunk import ChunkModel, simulate_chunks
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from pathlib import Path
     from ..plan import Plan
 
 __all__ = ["RunSample", "ChunkFit", "fit_chunk_model", "read_run_samples"]
@@ -49,7 +51,7 @@ class ChunkFit:
     max_rel_error: float
 
 
-def read_run_samples(paths, plan=None) -> list[RunSample]:
+def read_run_samples(paths: Iterable[str | Path], plan: Plan | None = None) -> list[RunSample]:
     """Read ``optiq run --json`` files; with ``plan``, check each run replayed that plan.
 
     Raises
@@ -78,7 +80,7 @@ def _simulate(plan, model: ChunkModel, samples) -> np.ndarray:
     return out
 
 
-def fit_chunk_model(plan: Plan, samples, *, header_bytes: int = 0, max_evaluations: int = 200) -> ChunkFit:
+def fit_chunk_model(plan: Plan, samples: Sequence[RunSample], *, header_bytes: int = 0, max_evaluations: int = 200) -> ChunkFit:
     """Fit forwarding cost, hop latency and (for unpaced runs) the link rate to ``samples``.
 
     Parameters
@@ -128,7 +130,7 @@ def fit_chunk_model(plan: Plan, samples, *, header_bytes: int = 0, max_evaluatio
     measured = np.array([s.elapsed_s for s in samples])
     busiest = float(plan.link_bytes.max())
 
-    def model_of(x) -> ChunkModel:
+    def model_of(x: np.ndarray) -> ChunkModel:
         f, lat = np.exp(x[:2])
         rate = float(np.exp(x[2])) if free_rate else None
         return ChunkModel(hop_latency_s=float(lat), header_bytes=header_bytes, forward_cost_s=float(f),

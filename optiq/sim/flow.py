@@ -23,6 +23,7 @@ from ..errors import PlanError
 from ..progress import Progress, Ticker
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
     from ..paths import PathSet
     from ..plan import Plan
 
@@ -104,7 +105,7 @@ def simulate_flows(plan: Plan, sharing: str = "equal", *, batch: float = DEFAULT
     return FlowResult(float(finish.max(initial=0.0)), finish, job_finish, phases, sharing)
 
 
-def flow_finish_times(paths: PathSet, path_bytes, capacity, sharing: str = "equal", *, batch: float = DEFAULT_BATCH,
+def flow_finish_times(paths: PathSet, path_bytes: ArrayLike, capacity: np.ndarray, sharing: str = "equal", *, batch: float = DEFAULT_BATCH,
                       progress: Progress | None = None) -> tuple[np.ndarray, int]:
     """Finish time of every path carrying ``path_bytes`` over links of ``capacity``, and the phases.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -10,6 +12,9 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
 from ..errors import TopologyError
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["Topology"]
 
@@ -147,12 +152,12 @@ class Topology:
         a.data[:] = 1.0
         return a
 
-    def hop_distances(self, sources) -> np.ndarray:
+    def hop_distances(self, sources: ArrayLike) -> np.ndarray:
         """Hop distance from each of ``sources`` to every node, shape ``(len(sources), num_nodes)``."""
         d = shortest_path(self.adjacency(), unweighted=True, indices=np.asarray(sources, dtype=np.int64))
         return np.atleast_2d(d)
 
-    def pair_hops(self, sources, targets) -> np.ndarray:
+    def pair_hops(self, sources: ArrayLike, targets: ArrayLike) -> np.ndarray:
         """Hop distance of every ``(sources[i], targets[i])`` pair, as int64.
 
         On tori and meshes this is the closed form (per dimension the shorter way round,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pathlib import Path
 
 import numpy as np
@@ -9,10 +11,13 @@ import numpy as np
 from ..errors import TopologyError
 from .base import Topology
 
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["from_networkx", "read_graphml"]
 
 
-def from_networkx(graph, *, capacity: str = "capacity", default_capacity: float | None = None,
+def from_networkx(graph: Any, *, capacity: str = "capacity", default_capacity: float | None = None,
                   spec: str | None = None, name: str | None = None) -> Topology:
     """Build a :class:`Topology` from a networkx graph.
 
@@ -73,7 +78,7 @@ def from_networkx(graph, *, capacity: str = "capacity", default_capacity: float 
     return topo
 
 
-def read_graphml(path: str | Path, **kwargs) -> Topology:
+def read_graphml(path: str | Path, **kwargs: Any) -> Topology:
     """Read a GraphML file into a :class:`Topology` (see :func:`from_networkx`).
 
     Raises

@@ -23,10 +23,15 @@ thesis's 2,233 / 2,911 / 765 / 502). A model node's bytes for its own node stay 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import WorkloadError
 from .demands import Demands
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["hacc_aggregation", "cesm_coupling", "mxn_redistribution", "CESM_MODELS"]
 
@@ -59,7 +64,7 @@ def hacc_aggregation(num_endpoints: int, *, nodes_per_bridge: int = 64, nbytes: 
                    name=f"HACC aggregation to 1 bridge node per {nodes_per_bridge}")
 
 
-def mxn_redistribution(sources, destinations, nbytes: int, fan_out: float) -> Demands:
+def mxn_redistribution(sources: ArrayLike, destinations, nbytes: int, fan_out: float) -> Demands:
     """Block to block-cyclic redistribution of a 1-D field from ``sources`` to ``destinations``.
 
     Source ``i`` holds bytes ``[i*nbytes, (i+1)*nbytes)``; the destinations hold blocks of

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -9,6 +11,10 @@ import numpy as np
 
 from ..errors import WorkloadError
 from ..units import MAX_BYTES
+
+if TYPE_CHECKING:
+    from ..topology import Topology
+    from numpy.typing import ArrayLike
 
 __all__ = ["Demands"]
 
@@ -89,14 +95,14 @@ class Demands:
     def total_bytes(self) -> int:
         return int(self.nbytes.sum())
 
-    def check_against(self, topology) -> None:
+    def check_against(self, topology: Topology) -> None:
         """Raise :class:`~optiq.errors.TopologyError` if a job names a node that is not an endpoint."""
         for arr, what in ((self.src, "source"), (self.dst, "destination")):
             bad = np.flatnonzero((arr < 0) | (arr >= topology.num_endpoints))
             if bad.size:
                 topology.check_endpoint(int(arr[bad[0]]), what=f"job {bad[0]} {what}")
 
-    def with_sizes(self, nbytes) -> "Demands":
+    def with_sizes(self, nbytes: ArrayLike) -> "Demands":
         """The same pairs with new sizes (a scalar or one size per job)."""
         sizes = np.broadcast_to(np.asarray(nbytes), self.src.shape)
         return Demands(self.src, self.dst, sizes, self.name)

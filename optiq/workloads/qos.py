@@ -10,6 +10,8 @@ and column generation take these effective sizes and need nothing else.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import WorkloadError
+
+if TYPE_CHECKING:
+    from .demands import Demands
 
 __all__ = ["QoSClasses", "read_qos"]
 
@@ -68,7 +73,7 @@ class QoSClasses:
         names = list(self.shares)
         return names, np.array([names.index(c) for c in self.job_class], dtype=np.int64)
 
-    def effective_sizes(self, demands) -> np.ndarray:
+    def effective_sizes(self, demands: Demands) -> np.ndarray:
         """``D_j * alpha_i * B / B_i`` for every job (see the module docstring)."""
         if len(self.job_class) != demands.num_jobs:
             raise WorkloadError(f"QoS gives classes for {len(self.job_class)} jobs, the demands have "
@@ -79,7 +84,7 @@ class QoSClasses:
         alpha = np.array([self.shares[n] for n in names])
         return nbytes * alpha[idx] * nbytes.sum() / class_bytes[idx]
 
-    def class_throughputs(self, demands, lp_time_s: float) -> dict[str, float]:
+    def class_throughputs(self, demands: Demands, lp_time_s: float) -> dict[str, float]:
         """Bytes/s of every class when the QoS LP's completion time is ``lp_time_s`` (``T = B / t'``)."""
         total = float(demands.nbytes.sum())
         return {name: alpha * total / lp_time_s for name, alpha in self.shares.items()}
