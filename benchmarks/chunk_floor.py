@@ -19,7 +19,7 @@ from mpi4py import MPI
 
 from optiq.plan import load_plan
 from optiq.runtime import compile_schedule
-from optiq.runtime.transport import DIRECT_CHUNK
+from optiq.runtime.transport import message_size
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
     streams = compile_schedule(plan, comm.Get_rank()).streams
     pieces = []  # (stream, offset, size, is_send)
     for k, s in enumerate(streams):
-        unit = max(chunk, DIRECT_CHUNK) if s.direct else chunk
+        unit = message_size(s, chunk, paced=False)
         for off in range(0, s.nbytes, unit):
             size = min(unit, s.nbytes - off)
             if s.next >= 0:

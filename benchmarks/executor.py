@@ -34,31 +34,28 @@ from optiq.units import parse_rate, parse_size
 from optiq.workloads import constant_ratio
 
 
-def floor(plan, ranks: int, workdir: Path, repeat: int, chunk: str | None = None) -> float:
-    """Median seconds of the chunk-message floor of ``plan`` (see the module docstring)."""
-    path, out = workdir / "plan.json", workdir / "floor.json"
+def under_mpiexec(plan, ranks: int, workdir: Path, argv) -> dict:
+    """Save ``plan``, run ``python *argv(PLAN, OUT)`` on ``ranks`` ranks, return what it wrote to OUT."""
+    path, out = workdir / "plan.json", workdir / "out.json"
     plan.save(path)
-    mpiexec = Path(sys.executable).parent / "mpiexec"
-    cmd = [str(mpiexec), "-n", str(ranks), sys.executable, str(Path(__file__).with_name("chunk_floor.py")),
-           str(path), str(out), "--repeat", str(repeat)]
-    if chunk is not None:
-        cmd += ["--chunk-size", str(parse_size(chunk))]
+    cmd = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(ranks), sys.executable, *argv(str(path), str(out))]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        sys.exit(f"floor failed ({' '.join(cmd)}):\n{proc.stdout}{proc.stderr}")
-    return json.loads(out.read_text())["elapsed_s"]
+        sys.exit(f"failed ({' '.join(cmd)}):\n{proc.stdout}{proc.stderr}")
+    return json.loads(out.read_text())
+
+
+def floor(plan, ranks: int, workdir: Path, repeat: int, chunk: str | None = None) -> float:
+    """Median seconds of the chunk-message floor of ``plan`` (see the module docstring)."""
+    options = ["--repeat", str(repeat)] + (["--chunk-size", str(parse_size(chunk))] if chunk is not None else [])
+    script = str(Path(__file__).with_name("chunk_floor.py"))
+    return under_mpiexec(plan, ranks, workdir, lambda path, out: [script, path, out, *options])["elapsed_s"]
 
 
 def replay(plan, ranks: int, workdir: Path, *options) -> dict:
-    path, out = workdir / "plan.json", workdir / "out.json"
-    plan.save(path)
-    mpiexec = Path(sys.executable).parent / "mpiexec"
-    cmd = [str(mpiexec), "-n", str(ranks), sys.executable, "-m", "optiq.runtime", str(path), "--json", str(out),
-           *map(str, options)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"replay failed ({' '.join(cmd)}):\n{proc.stdout}{proc.stderr}")
-    return json.loads(out.read_text())
+    """``optiq run`` of ``plan`` on ``ranks`` ranks: its JSON report."""
+    return under_mpiexec(plan, ranks, workdir,
+                         lambda path, out: ["-m", "optiq.runtime", path, "--json", out, *map(str, options)])
 
 
 def main() -> None:

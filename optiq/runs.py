@@ -59,19 +59,18 @@ def read_run_record(path: str | Path) -> RunRecord:
     if not isinstance(data, dict):
         raise PlanError(f"{name!r} is not an optiq run report (optiq run --json): not a JSON object")
 
-    def number(key: str, *, optional: bool = False) -> float | None:
+    def number(key: str) -> float:
         if key not in data:
             raise PlanError(f"{name!r} is not an optiq run report (optiq run --json): no {key!r}")
         value = data[key]
-        if value is None and optional:
-            return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
             raise PlanError(f"run report {name!r}: {key!r} is {value!r}, not a positive number")
         return float(value)
 
     chunk = number("chunk_size")
-    if chunk is None or chunk != int(chunk):
+    if chunk != int(chunk):
         raise PlanError(f"run report {name!r}: 'chunk_size' is {data['chunk_size']!r}, not a whole number of bytes")
     fingerprint = data.get("plan_fingerprint")
     return RunRecord(plan_fingerprint=fingerprint if isinstance(fingerprint, str) else None, chunk_size=int(chunk),
-                     link_bw_Bps=number("link_bw_Bps", optional=True), elapsed_s=number("elapsed_s") or 0.0)
+                     link_bw_Bps=None if data.get("link_bw_Bps", 0) is None else number("link_bw_Bps"),
+                     elapsed_s=number("elapsed_s"))

@@ -128,3 +128,13 @@ def test_traffic_mistakes_on_the_command_line_are_one_line(tmp_path, capsys):
     assert main(["plan", "-t", "fattree:k=4", "--traffic", str(tmp_path / "nope"), "-m", "default", "-o",
                  str(tmp_path / "p.json"), "-q"]) == 1
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_trace_options_without_a_trace_and_headerless_triples_are_named(tmp_path, capsys):
+    assert main(["plan", "-t", "torus:4x4", "--pattern", "disjoint", "--ranks-per-node", "4", "--placement", "cyclic",
+                 "-m", "default", "-o", str(tmp_path / "p.json"), "-q"]) == 1
+    assert "--ranks-per-node, --placement apply only with --traffic" in capsys.readouterr().err
+    headerless = tmp_path / "t.csv"
+    headerless.write_text("0,1,5\n1,0,7\n")
+    with pytest.raises(WorkloadError, match="need the header line src_rank,dst_rank,bytes"):
+        read_traffic(headerless)

@@ -21,7 +21,7 @@ from ..jsonfile import check_directory, check_writable, dumps, write_results
 from ..launch import abort_on_failure, need_mpi, together, world
 from ..metrics import plan_metrics
 from ..plan import DEFAULT_CHUNK_SIZE, load_plan
-from ..planner import METHODS, make_candidates, make_plan, planner_named
+from ..planner import METHODS, CandidatePlanner, make_candidates, make_plan, planner_named
 from ..progress import heartbeat
 from ..report import metrics_table
 from ..runtime import launcher
@@ -31,6 +31,7 @@ from ..topology import from_spec
 from ..units import parse_size
 from ..workloads import (PATTERNS, constant_ratio, destination_sweep, distance_sweep, host_demands, random_pairing,
                          random_sizes, read_demands, read_qos, read_traffic)
+from .parser import TRACE_OPTIONS
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -154,13 +155,8 @@ def experiment(args: argparse.Namespace) -> int:
         print("\n".join(f"{s.name:16} {s.description}" for s in STUDIES.values()))
     else:
         _check_outputs(args)
-        options = {key: value for key, value in (
-            ("traffic", args.traffic), ("topology", args.topology), ("ranks_per_node", args.ranks_per_node),
-            ("traffic_unit", args.traffic_unit if args.traffic_unit != 1 else None),
-            ("seed", args.seed or None)) if value is not None}
-        if args.selection != "linear" or args.placement != "block":
-            raise OptiqError("the fat-tree study runs every selection and placement; drop --selection and "
-                             "--placement")
+        given = {name: getattr(args, name) for name in ("traffic", "topology", "ranks_per_node", "traffic_unit", "seed")}
+        options = {name: value for name, value in given.items() if value is not None}
         csv_path, png_path = run_study(args.name, args.out, quick=args.quick, say=_progress(args), **options)
         print(f"wrote {csv_path} and {png_path}")
     return 0
@@ -235,6 +231,10 @@ def collectives(args: argparse.Namespace) -> int:
 
 
 def _workload(args, say):
+    stray = [name for name in TRACE_OPTIONS if getattr(args, name) is not None]
+    if stray and not args.traffic:
+        named = ", ".join("--" + s.replace("_", "-") for s in stray)
+        raise OptiqError(f"{named} {'applies' if len(stray) == 1 else 'apply'} only with --traffic")
     start = time.perf_counter()
     with heartbeat(say, f"building topology {args.topology}", every=5.0):
         topology = from_spec(args.topology)
@@ -249,10 +249,11 @@ def _workload(args, say):
     elif args.traffic:
         if say:
             say(f"reading {args.traffic}")
-        traffic = read_traffic(args.traffic, unit=args.traffic_unit)
+        traffic = read_traffic(args.traffic, unit=args.traffic_unit or 1)
         try:
-            hosts = host_demands(traffic, P, ranks_per_node=args.ranks_per_node or 1, selection=args.selection,
-                                 placement=args.placement, seed=args.seed)
+            hosts = host_demands(traffic, P, ranks_per_node=args.ranks_per_node or 1,
+                                 selection=args.selection or "linear", placement=args.placement or "block",
+                                 seed=args.seed)
         except OptiqError as exc:
             raise type(exc)(f"--traffic {args.traffic} on {topology.name}: {exc}") from None
         demands = hosts.demands
@@ -303,11 +304,10 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
     rows, times = [], []
     planners = [planner_named(method, **options)[0] for method in methods]
     candidates = None
-    kinds = [p for p in planners if hasattr(p, "k")]
-    if kinds:
-        first = kinds[0]
-        candidates = make_candidates(topology, demands, first.k, first.candidate_kind,  # type: ignore[attr-defined]
-                                     hop_limit=first.hop_limit, seed=seed, progress=say)  # type: ignore[attr-defined]
+    first = next((p for p in planners if isinstance(p, CandidatePlanner)), None)
+    if first is not None:
+        candidates = make_candidates(topology, demands, first.k, first.candidate_kind, hop_limit=first.hop_limit,
+                                     seed=seed, progress=say)
     for method, planner in zip(methods, planners):
         if say:
             say(f"planning with {method}")

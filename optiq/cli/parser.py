@@ -22,7 +22,7 @@ from . import types
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["build_parser", "PATTERN_CHOICES"]
+__all__ = ["build_parser", "PATTERN_CHOICES", "TRACE_OPTIONS"]
 
 PATTERN_CHOICES = PATTERNS + ("distance", "destsize")
 
@@ -47,18 +47,24 @@ def add_workload(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pairing", choices=("aligned", "random"), default="aligned",
                    help="random: shuffle which destination each source sends to (uses --seed)")
     p.add_argument("--seed", type=types.non_negative_int, default=0, help="seed of every random choice (default 0)")
-    add_placement(p)
+    add_trace_options(p)
 
 
-def add_placement(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ranks-per-node", type=types.positive_int, default=None,
+#: Options that only apply with --traffic (dest names); None when not given.
+TRACE_OPTIONS = ("ranks_per_node", "traffic_unit", "selection", "placement")
+
+
+def add_trace_options(p: argparse.ArgumentParser, *, placement: bool = True) -> None:
+    """How a --traffic trace becomes host demands (all default to None: not given)."""
+    p.add_argument("--ranks-per-node", type=types.positive_int,
                    help="--traffic: ranks sharing a host (default 1; 8 in the fat-tree study)")
-    p.add_argument("--selection", choices=SELECTIONS, default="linear",
-                   help="--traffic: which hosts run the ranks (default linear; random uses --seed)")
-    p.add_argument("--placement", default="block",
-                   help="--traffic: block, cyclic, or a file of 'rank host' lines (default block)")
-    p.add_argument("--traffic-unit", type=types.size, default=1,
+    p.add_argument("--traffic-unit", type=types.size,
                    help="--traffic: bytes per matrix or CSV entry, e.g. 1MiB (default 1 B; PFProf is in bytes)")
+    if placement:  # the fat-tree study runs every selection and placement itself
+        p.add_argument("--selection", choices=SELECTIONS,
+                       help="--traffic: which hosts run the ranks (default linear; random uses --seed)")
+        p.add_argument("--placement",
+                       help="--traffic: block, cyclic, or a file of 'rank host' lines (default block)")
 
 
 def add_planning(p: argparse.ArgumentParser) -> None:
@@ -139,8 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fattree: a PFProf directory or .tar.gz, a src_rank,dst_rank,bytes CSV or an N x N matrix "
                         "instead of the CG and MILC models")
     p.add_argument("--topology", "-t", help=f"fattree: a fattree: or cluster: spec (default {FATTREE_TOPOLOGY})")
-    p.add_argument("--seed", type=types.non_negative_int, default=0, help="fattree: seed of the random selection")
-    add_placement(p)
+    p.add_argument("--seed", type=types.non_negative_int, help="fattree: seed of the random selection (default 0)")
+    add_trace_options(p, placement=False)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     add_collectives(sub)
     p = sub.add_parser("run", help="replay a plan under mpiexec (same as python -m optiq.runtime)",

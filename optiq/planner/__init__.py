@@ -2,10 +2,10 @@
 of what a planner did (:mod:`.record`), and the one entry point :func:`make_plan`."""
 
 from .make import METHODS, make_plan, plan_memory_estimate
-from .methods import (CANDIDATE_KINDS, PLANNERS, ColumnGeneration, DemandAware, Dynamic, MaxLoad, PathLP, Planner,
+from .methods import (CANDIDATE_KINDS, PLANNERS, CandidatePlanner, ColumnGeneration, DemandAware, Dynamic, MaxLoad, PathLP, Planner,
                       SystemRoutes, make_candidates, planner_named)
 from .record import PlanRecord
 
 __all__ = ["make_plan", "make_candidates", "plan_memory_estimate", "METHODS", "CANDIDATE_KINDS", "PLANNERS",
-           "Planner", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic", "SystemRoutes",
+           "Planner", "CandidatePlanner", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic", "SystemRoutes",
            "planner_named", "PlanRecord"]

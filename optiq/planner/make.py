@@ -17,7 +17,7 @@ from ..resources import PLAN_BYTES_PER_ENTRY, check_memory
 from ..topology import Topology
 from ..workloads import Demands
 from ..workloads.qos import QoSClasses
-from .methods import PLANNERS, Context, Planner, planner_named
+from .methods import PLANNERS, CandidatePlanner, Context, Planner, SystemRoutes, planner_named
 from .record import PlanRecord
 
 __all__ = ["make_plan", "plan_memory_estimate", "METHODS"]
@@ -139,8 +139,8 @@ def plan_memory_estimate(topology: Topology, demands: Demands, method: str | Pla
         sample = np.linspace(0, demands.num_jobs - 1, min(demands.num_jobs, 4096)).astype(np.int64)
     hops = max(1.0, float(topology.pair_hops(demands.src[sample], demands.dst[sample]).mean()))
     planner = planner_named(method, k=k)[0] if isinstance(method, str) else method
-    per_job = planner.paths_per_job if planner.paths_per_job is not None else int(getattr(planner, "k", k))
-    stretch = 1.0 if isinstance(planner, PLANNERS["default"]) else 1.3  # other paths than the shortest are longer
+    per_job = planner.paths_per_job
+    stretch = 1.0 if isinstance(planner, SystemRoutes) else 1.3  # other paths than the shortest are longer
     return demands.num_jobs * per_job * hops * stretch * PLAN_BYTES_PER_ENTRY
 
 
@@ -160,7 +160,7 @@ def _no_worse_than_default(topology: Topology, demands: Demands, planner: Planne
     if planner.solves_lp:
         record.fallback = {"method_time_s": own_s, "default_time_s": default_s}
         record.warnings.append(f"the {method} plan ({own_s * 1e3:.4f} ms) is slower than the default routes "
-                        f"({default_s * 1e3:.4f} ms): keeping the default routes")
+                               f"({default_s * 1e3:.4f} ms): keeping the default routes")
         return default, demands.nbytes.copy()
     record.warnings.append(f"the {method} plan ({own_s * 1e3:.4f} ms) is slower than the default routes "
                            f"({default_s * 1e3:.4f} ms)")
@@ -175,7 +175,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     demands.check_against(topology)
     check_memory(plan_memory_estimate(topology, demands, planner),
                  f"a {name} plan for {demands.num_jobs:,} jobs on {topology.name}",
-                 hint="plan fewer jobs, or with fewer paths per job (--k)" if planner.paths_per_job is None else "")
+                 hint="plan fewer jobs, or with fewer paths per job (--k)" if isinstance(planner, CandidatePlanner) else "")
     if qos is not None and not planner.solves_lp:
         raise PlanError(f"QoS classes need method opt or lp, not {name!r}")
     record = PlanRecord()
@@ -189,7 +189,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
                   bound_from=bound.cut, candidates=candidates, progress=progress, workers=workers, record=record)
     ctx.say(f"cut lower bound {bound.time_s * 1e3:.4f} ms ({bound.cut})")
     paths, nbytes = planner.run(ctx)
-    if name != "default" and qos is None:
+    if not isinstance(planner, SystemRoutes) and qos is None:
         paths, nbytes = _no_worse_than_default(topology, demands, planner, paths, nbytes, record)
     if qos is not None:
         record.qos_shares = dict(qos.shares)

@@ -36,7 +36,7 @@ from ..topology import Topology
 from ..workloads import Demands
 from .record import PlanRecord
 
-__all__ = ["Context", "Planner", "SystemRoutes", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic",
+__all__ = ["Context", "Planner", "CandidatePlanner", "SystemRoutes", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic",
            "PLANNERS", "planner_named", "make_candidates", "CANDIDATE_KINDS"]
 
 #: How fixed candidate paths are made: ``diverse`` (per-job penalties, best quality),
@@ -109,8 +109,10 @@ class Planner:
     #: Whether the planner solves the LP, so can weigh jobs by QoS class and falls back to
     #: the default routes when those are faster.
     solves_lp: ClassVar[bool] = False
-    #: Paths per job a plan holds while it is made (memory estimate); None: ``k``.
-    paths_per_job: ClassVar[int | None] = None
+    @property
+    def paths_per_job(self) -> int:
+        """Paths per job a plan holds while it is made (for the memory estimate)."""
+        raise NotImplementedError
 
     def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
         """Paths and whole bytes per path for every job."""
@@ -122,7 +124,10 @@ class SystemRoutes(Planner):
     """The machine's own routes (dimension order on tori, D-mod-K on fat-trees), one per job."""
 
     name: ClassVar[str] = "default"
-    paths_per_job: ClassVar[int | None] = 1
+
+    @property
+    def paths_per_job(self) -> int:
+        return 1
 
     def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
         return system_routes(ctx.topology, ctx.demands), ctx.demands.nbytes.copy()
@@ -139,7 +144,10 @@ class ColumnGeneration(Planner):
     time_limit: float | None = None
     name: ClassVar[str] = "opt"
     solves_lp: ClassVar[bool] = True
-    paths_per_job: ClassVar[int | None] = 8
+
+    @property
+    def paths_per_job(self) -> int:
+        return 8  # the initial columns and what pricing adds, measured
 
     def __post_init__(self) -> None:
         if not (isinstance(self.gap, (int, float)) and 0 <= self.gap < 1):
@@ -173,7 +181,7 @@ class ColumnGeneration(Planner):
 
 
 @dataclass(frozen=True)
-class _FixedCandidates(Planner):
+class CandidatePlanner(Planner):
     """A method that chooses among ``k`` candidate paths per job, made as ``candidate_kind``
     says, at most ``hop_limit`` hops long (default the diameter)."""
 
@@ -187,6 +195,10 @@ class _FixedCandidates(Planner):
         if self.candidate_kind not in CANDIDATE_KINDS:
             raise PlanError(f"unknown candidate kind {self.candidate_kind!r}; expected one of "
                             f"{', '.join(CANDIDATE_KINDS)}")
+
+    @property
+    def paths_per_job(self) -> int:
+        return self.k
 
     def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
         start = time.perf_counter()
@@ -212,7 +224,7 @@ class _FixedCandidates(Planner):
 
 
 @dataclass(frozen=True)
-class PathLP(_FixedCandidates):
+class PathLP(CandidatePlanner):
     """``lp``: the max-throughput LP over the candidates, solved by HiGHS (``solver``) within
     ``time_limit`` seconds and rounded to whole bytes."""
 
@@ -244,7 +256,7 @@ class PathLP(_FixedCandidates):
 
 
 @dataclass(frozen=True)
-class MaxLoad(_FixedCandidates):
+class MaxLoad(CandidatePlanner):
     """``heu1``: Heuristic 1, at most ``maxload`` paths on any link."""
 
     maxload: int = 16
@@ -260,7 +272,7 @@ class MaxLoad(_FixedCandidates):
 
 
 @dataclass(frozen=True)
-class DemandAware(_FixedCandidates):
+class DemandAware(CandidatePlanner):
     """``heu2``: Heuristic 2, placing ``unit`` bytes at a time on the least-loaded candidate."""
 
     unit: int = DEFAULT_UNIT
@@ -276,7 +288,7 @@ class DemandAware(_FixedCandidates):
 
 
 @dataclass(frozen=True)
-class Dynamic(_FixedCandidates):
+class Dynamic(CandidatePlanner):
     """``dynamic``: heaviest pair first, each on its least-loaded shortest candidate."""
 
     name: ClassVar[str] = "dynamic"

@@ -44,13 +44,27 @@ import numpy as np
 
 from ..errors import TransferError
 from ..waiting import idle_pause
-from .schedule import RankSchedule
+from .schedule import RankSchedule, Stream
 
-__all__ = ["TransferResult", "Transfer", "transfer"]
+__all__ = ["TransferResult", "Transfer", "transfer", "message_size"]
 
 _SEND, _FORWARD_RECV, _FINAL_RECV = 0, 1, 2
 #: Message size of unpaced direct paths (one rank hop), when larger than the chunk size.
 DIRECT_CHUNK = 2**20
+
+
+def message_size(stream: Stream, chunk_size: int, paced: bool) -> int:
+    """Bytes per message of ``stream``: the chunk size, or at least :data:`DIRECT_CHUNK` for an
+    unpaced direct path (stored nowhere on the way, so it needs no pipelining).
+
+    Examples
+    --------
+    >>> from optiq.runtime import Stream
+    >>> direct = Stream(path=0, job=0, offset=0, nbytes=10**7, prev=-1, next=1, link=0, direct=True)
+    >>> message_size(direct, 65536, paced=False), message_size(direct, 65536, paced=True)
+    (1048576, 65536)
+    """
+    return max(chunk_size, DIRECT_CHUNK) if stream.direct and not paced else chunk_size
 
 
 @dataclass
@@ -124,10 +138,7 @@ class Transfer:
         self.comm, self.window, self.link_bw, self.timeout = comm, window, link_bw, timeout
         self.send, self.recv = send, recv
         streams = self.streams = schedule.streams
-        # a direct path is stored nowhere on the way, so unpaced it needs no pipelining: larger
-        # messages, fewer of them, less Python per byte
-        self.unit = [max(chunk_size, DIRECT_CHUNK) if s.direct and link_bw is None else chunk_size
-                     for s in streams]
+        self.unit = [message_size(s, chunk_size, paced=link_bw is not None) for s in streams]
         self.nchunks = [s.num_chunks(u) for s, u in zip(streams, self.unit)]
         self.links: dict[int, _Link] = {s.link: _Link() for s in streams if s.next >= 0}
         #: forwarding slots of every stream this rank forwards (none for the others)

@@ -25,6 +25,7 @@ Models of the applications of seed 001's fat-tree study, from their known struct
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import tarfile
@@ -33,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import WorkloadError
+from ..resources import check_memory
 
 __all__ = ["nas_cg_traffic", "milc_traffic", "read_traffic", "read_pfprof", "read_traffic_matrix",
            "read_rank_triples", "write_pfprof"]
@@ -83,9 +85,9 @@ def milc_traffic(shape: tuple[int, ...] = (4, 4, 4, 2), volume: float = 2**20) -
 def read_traffic(path: str | Path, *, unit: float = 1.0) -> np.ndarray:
     """Read rank-level traffic in bytes from a PFProf trace, a rank-triple CSV or a matrix.
 
-    A directory or a ``.tar.gz``/``.tgz`` file is a PFProf trace; a file whose first data
-    line has three comma-separated fields and is not part of a square matrix is read as
-    ``src_rank,dst_rank,bytes``; anything else as a matrix in ``unit`` bytes per entry.
+    A directory or a ``.tar.gz``/``.tgz`` file is a PFProf trace; a ``.csv`` file whose first
+    line is the header ``src_rank,dst_rank,bytes`` is read as rank triples; anything else as
+    a matrix in ``unit`` bytes per entry.
 
     Raises
     ------
@@ -97,7 +99,7 @@ def read_traffic(path: str | Path, *, unit: float = 1.0) -> np.ndarray:
         return read_pfprof(p)
     if not p.is_file():
         raise WorkloadError(f"traffic {str(path)!r}: no such file or directory")
-    if p.suffix.lower() == ".csv" and _looks_like_triples(p):
+    if p.suffix.lower() == ".csv" and _has_triple_header(p):
         return read_rank_triples(p, unit=unit)
     return read_traffic_matrix(p, unit=unit)
 
@@ -180,17 +182,16 @@ def write_pfprof(traffic: np.ndarray, path: str | Path, *, message_bytes: float 
     True
     """
     n = traffic.shape[0]
-    records = {f"rank{r}.json": json.dumps({
-        "rank": r, "n_procs": n,
-        "tx_bytes": [int(v) if float(v).is_integer() else float(v) for v in traffic[r]],
-        "tx_messages": [int(math.ceil(v / message_bytes)) for v in traffic[r]],
-        "rx_bytes": [int(v) if float(v).is_integer() else float(v) for v in traffic[:, r]],
-        "rx_messages": [int(math.ceil(v / message_bytes)) for v in traffic[:, r]]}) for r in range(n)}
+    whole = bool((traffic == np.floor(traffic)).all())
+    sent = (traffic.astype(np.int64) if whole else traffic).tolist()
+    got = (traffic.T.astype(np.int64) if whole else traffic.T).tolist()
+    messages = np.ceil(traffic / message_bytes).astype(np.int64)
+    sent_messages, got_messages = messages.tolist(), messages.T.tolist()
+    records = {f"rank{r}.json": json.dumps({"rank": r, "n_procs": n, "tx_bytes": sent[r], "tx_messages": sent_messages[r],
+                                            "rx_bytes": got[r], "rx_messages": got_messages[r]}) for r in range(n)}
     out = Path(path)
     try:
         if out.name.endswith((".tar.gz", ".tgz")):
-            import io
-
             with tarfile.open(out, "w:gz") as tar:
                 for fname, text in records.items():
                     data = text.encode()
@@ -241,8 +242,9 @@ def read_traffic_matrix(path: str | Path, *, unit: float = 1.0) -> np.ndarray:
                                     f"numbers") from None
     lengths = sorted({len(r) for r in rows})
     if len(rows) < 2 or lengths != [len(rows)]:
+        hint = " (rank triples need the header line src_rank,dst_rank,bytes)" if lengths == [3] else ""
         raise WorkloadError(f"traffic matrix {name!r} must be N lines of N numbers, N >= 2; got "
-                            f"{len(rows)} lines of {'/'.join(map(str, lengths)) or 0} numbers")
+                            f"{len(rows)} lines of {'/'.join(map(str, lengths)) or 0} numbers{hint}")
     return _checked(np.array(rows) * unit, name)
 
 
@@ -293,9 +295,9 @@ def read_rank_triples(path: str | Path, *, unit: float = 1.0) -> np.ndarray:
     if not src:
         raise WorkloadError(f"traffic {name!r} has no src_rank,dst_rank,bytes lines")
     n = max(max(src), max(dst)) + 1
-    if n > 1 << 16:
-        raise WorkloadError(f"traffic {name!r} names rank {n - 1}; at most {1 << 16} ranks are supported")
-    t = np.zeros((max(n, 2), max(n, 2)))
+    n = max(n, 2)
+    check_memory(8.0 * n * n, f"the {n:,} x {n:,} traffic matrix of {name!r}")
+    t = np.zeros((n, n))
     np.add.at(t, (np.array(src), np.array(dst)), np.array(vol))
     return _checked(t, name)
 
@@ -305,9 +307,7 @@ def _checked(t: np.ndarray, name: str) -> np.ndarray:
     if bad.size:
         i, j = bad[0]
         raise WorkloadError(f"traffic {name!r}: rank {i} to rank {j} is {t[i, j]}, not a finite number >= 0")
-    off = t.copy()
-    np.fill_diagonal(off, 0.0)
-    if not off.any():
+    if np.count_nonzero(t) == np.count_nonzero(np.diagonal(t)):
         raise WorkloadError(f"traffic {name!r} has no traffic between different ranks")
     return t
 
@@ -336,13 +336,14 @@ def _pfprof_files(p: Path):
         raise WorkloadError(f"cannot read PFProf trace {str(p)!r}: {exc}") from None
 
 
-def _looks_like_triples(p: Path) -> bool:
+def _has_triple_header(p: Path) -> bool:
+    """Whether the first line that is not blank or a comment is ``src_rank,dst_rank,bytes``."""
     try:
-        lines = [ln.split("#")[0].strip() for ln in p.read_text(encoding="utf-8-sig").splitlines()]
+        with open(p, encoding="utf-8-sig") as lines:
+            for line in lines:
+                text = line.split("#")[0].strip()
+                if text:
+                    return [f.strip() for f in text.split(",")] == ["src_rank", "dst_rank", "bytes"]
     except (OSError, UnicodeDecodeError):
-        return False
-    lines = [ln for ln in lines if ln]
-    if not lines:
-        return False
-    first = [f.strip() for f in lines[0].split(",")]
-    return len(first) == 3 and (len(lines) != 3 or not first[0].replace(".", "").isdigit())
+        pass
+    return False
