@@ -21,7 +21,7 @@ TIMING_KEYS = ("bytes_total", "elapsed_s", "elapsed_min_s", "elapsed_median_s", 
 #: Top-level keys of a run report, in the order they are written.
 REPORT_KEYS = ("method", "topology", "plan_fingerprint", "ranks", "jobs", "paths", "chunk_size", "window",
                "link_bw_Bps", "repeats", "warmup", *TIMING_KEYS, "predicted_time_s", "predicted_at",
-               "measured_over_predicted", "chunks_forwarded", "buffer_bytes_max", "baseline")
+               "measured_over_predicted", "chunks_forwarded", "messages", "buffer_bytes_max", "baseline")
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,24 @@ def test_zero_byte_paths_and_offsets(tmp_path):
     assert all(s.offset == 0 for r in range(4) for s in compile_schedule(plan, r).streams)
 
 
+def test_default_window_shrinks_to_the_forwarding_budget(tmp_path, monkeypatch):
+    from optiq.runtime import executor
+    from optiq.runtime.transport import forwarding_slots
+
+    topo = from_spec("mesh:8")
+    src = np.arange(4)
+    plan = make_plan(topo, Demands(src, src + 4, np.full(4, 2**22)), "default")  # rank 3 forwards all four
+    sched = compile_schedule(plan, 3)
+    chunk = 2**16
+    wide = executor.default_window(chunk, None)
+    assert executor._within_budget(sched, chunk, wide) == wide  # 4 x 4 MiB of slots fit 256 MiB
+    monkeypatch.setattr(executor, "FORWARDING_BYTES", 3 * 2**20)
+    window = executor._within_budget(sched, chunk, wide)
+    assert executor.WINDOW <= window < wide
+    slot_bytes = sum(a.nbytes for a in forwarding_slots(sched, chunk, window))
+    assert slot_bytes <= 3 * 2**20 < sum(a.nbytes for a in forwarding_slots(sched, chunk, 2 * window))
+
+
 def test_mismatch_names_job_and_offset():
     got = {2: job_pattern(2, 1000, seed=5)}
     assert find_mismatches(got, seed=5) == []

@@ -12,26 +12,34 @@ import numpy as np
 from ..errors import PlanError, TransferError
 from ..plan import Plan, load_plan
 from .schedule import RankSchedule, compile_schedule
-from .transport import TransferResult, transfer
+from .transport import TransferResult, forwarding_slots, segment_chunks, transfer
 
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["Executor", "run_plan", "check_comm", "bcast_plan", "default_window"]
 
-#: Chunks in flight per link (and slots per forwarded path) when links are not emulated.
+#: The smallest default window.
 WINDOW = 4
+#: Bytes a message carries at most when links are not emulated, by default: chunks ready
+#: together on a path travel in one message, and MPI's cost per message, not per byte,
+#: sets the pace of small chunks.
+UNPACED_MESSAGE_BYTES = 4 * 2**20
 #: Seconds of an emulated link's traffic the default window covers: oversubscribed ranks
 #: wake late and MPI delivers late, and a link whose next chunk is not there stays idle.
 PACED_SLACK_S = 0.02
-#: The largest default window.
+#: The largest default window of emulated links.
 MAX_DEFAULT_WINDOW = 64
+#: Forwarding memory a rank may take by default (bytes); a larger default window is
+#: halved, on every rank alike, until the rank that forwards most fits.
+FORWARDING_BYTES = 256 * 2**20
 
 
 def default_window(chunk_size: int, link_bw: float | None) -> int:
     """The window :class:`Executor` uses when none is given.
 
-    Unpaced it is :data:`WINDOW`; with emulated links of ``link_bw`` bytes/s it holds
+    Unpaced it holds two messages of :data:`UNPACED_MESSAGE_BYTES` (at least
+    :data:`WINDOW` chunks); with emulated links of ``link_bw`` bytes/s it holds
     :data:`PACED_SLACK_S` of a link's traffic (at least :data:`WINDOW`, at most
     :data:`MAX_DEFAULT_WINDOW` chunks). Measured on the 4x4 opt plan of
     ``benchmarks/executor.py`` at 50 MB/s: window 4 gave 1.33 x the predicted time, 16
@@ -39,13 +47,22 @@ def default_window(chunk_size: int, link_bw: float | None) -> int:
 
     Examples
     --------
-    >>> default_window(65536, None), default_window(65536, 25e6), default_window(65536, 200e6)
-    (4, 8, 62)
+    >>> default_window(65536, None), default_window(2**20, None)
+    (128, 8)
+    >>> default_window(65536, 25e6), default_window(65536, 200e6)
+    (8, 62)
     """
     if link_bw is None:
-        return WINDOW
+        return max(WINDOW, 2 * math.ceil(UNPACED_MESSAGE_BYTES / chunk_size))
     return int(min(MAX_DEFAULT_WINDOW, max(WINDOW, math.ceil(PACED_SLACK_S * link_bw / chunk_size))))
 
+
+def _within_budget(schedule: RankSchedule, chunk_size: int, window: int) -> int:
+    """``window``, halved until this rank's forwarding slots take at most :data:`FORWARDING_BYTES`."""
+    forwarded = [s.num_chunks(chunk_size) for s in schedule.streams if s.prev >= 0 and s.next >= 0]
+    while window > WINDOW and sum(min(2 * segment_chunks(window), c) for c in forwarded) * chunk_size > FORWARDING_BYTES:
+        window //= 2
+    return window
 
 
 def check_comm(comm: Any, plan: Plan) -> None:
@@ -75,8 +92,10 @@ class Executor:
         Every rank of it constructs the executor and calls :meth:`run` together.
     plan : Plan
     window : int, optional
-        Chunks in flight per outgoing link, and receive slots per path this rank forwards;
-        by default :func:`default_window`.
+        Source chunks in flight per outgoing link, and receive slots per path this rank
+        forwards; a message carries at most half of it. By default :func:`default_window`,
+        halved on every rank until each rank's forwarding slots take at most
+        :data:`FORWARDING_BYTES`.
     link_bw : float, optional
         Emulate links of this many bytes/s (each rank paces what it sends on each link).
     chunk_size : int, optional
@@ -97,8 +116,7 @@ class Executor:
         chunk = plan.chunk_size if chunk_size is None else int(chunk_size)
         if chunk < 1:
             raise PlanError(f"chunk size must be a positive number of bytes, got {chunk}")
-        window = default_window(chunk, link_bw) if window is None else window
-        if window < 1:
+        if window is not None and window < 1:
             raise PlanError(f"window must be at least 1 chunk, got {window}")
         from mpi4py import MPI
 
@@ -106,8 +124,12 @@ class Executor:
         if tag_ub is not None and plan.paths.num_paths - 1 > tag_ub:
             raise PlanError(f"the plan has {plan.paths.num_paths:,} paths, one MPI tag each, but this MPI library's "
                             f"largest tag is {tag_ub:,}")
-        self.plan, self.window, self.link_bw, self.chunk_size = plan, window, link_bw, chunk
         self.schedule: RankSchedule = compile_schedule(plan, comm.Get_rank())
+        if window is None:  # every rank must use the same window: senders cut messages at the receivers' segments
+            window = comm.allreduce(_within_budget(self.schedule, chunk, default_window(chunk, link_bw)), op=MPI.MIN)
+        self.plan, self.window, self.link_bw, self.chunk_size = plan, window, link_bw, chunk
+        #: forwarding memory, allocated once and reused by every run
+        self.slots = forwarding_slots(self.schedule, chunk, window)
         self.comm = comm.Dup()
 
     def close(self) -> None:
@@ -161,7 +183,7 @@ class Executor:
         recv_views = _byte_views(self.empty_recv_buffers() if recv is None else recv, sched.recv_jobs, "receive",
                                  sched.rank)
         return transfer(self.comm, sched, self.chunk_size, send_views, recv_views, window=self.window,
-                        link_bw=self.link_bw, timeout=timeout)
+                        link_bw=self.link_bw, timeout=timeout, slots=self.slots)
 
 
 def run_plan(comm: Any, plan: Plan, send: Mapping[int, np.ndarray], recv: Mapping[int, np.ndarray] | None = None, *,

@@ -31,8 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=argtypes.non_negative_int, default=1, help="unmeasured runs first (default 1)")
     p.add_argument("--link-bw", type=argtypes.rate, help="emulate links of this bandwidth, e.g. 200MB/s")
     p.add_argument("--window", type=argtypes.positive_int,
-                   help="chunks in flight per link and slots per forwarded path (default 4; with --link-bw, "
-                        "20 ms of a link's traffic, 4 to 64 chunks)")
+                   help="source chunks in flight per link and slots per forwarded path; a message carries up to "
+                        "half of it (default: 4 MiB messages; with --link-bw, 20 ms of a link's traffic, 4 to 64 "
+                        "chunks)")
     p.add_argument("--chunk-size", type=argtypes.size, help="override the plan's chunk size")
     p.add_argument("--timeout", type=argtypes.positive_float,
                    help="seconds per transfer before every rank gives up (default 60 + 10x the predicted time)")

@@ -90,6 +90,7 @@ class RunReport:
     baseline: Timing | None
     chunks_forwarded: int
     buffer_bytes_max: int
+    messages: int = 0
 
     @property
     def measured_over_predicted(self) -> float:
@@ -104,7 +105,8 @@ class RunReport:
         out.update(self.plan.to_dict())
         out.update({"predicted_time_s": self.predicted_time_s, "predicted_at": self.predicted_at,
                     "measured_over_predicted": self.measured_over_predicted,
-                    "chunks_forwarded": self.chunks_forwarded, "buffer_bytes_max": self.buffer_bytes_max,
+                    "chunks_forwarded": self.chunks_forwarded, "messages": self.messages,
+                    "buffer_bytes_max": self.buffer_bytes_max,
                     "baseline": None if self.baseline is None else {"name": self.baseline.name,
                                                                     **self.baseline.to_dict()}})
         return out
@@ -180,7 +182,8 @@ def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, window, link
 
     def run_plan_once() -> float:
         result = executor.run(send, recv, timeout=timeout)
-        stats["forwarded"], stats["buffer"] = result.chunks_forwarded, result.buffer_bytes
+        stats["forwarded"], stats["buffer"], stats["messages"] = \
+            result.chunks_forwarded, result.buffer_bytes, result.messages
         return result.elapsed_s
 
     plan_timing = repeated(f"optiq {plan.method}", run_plan_once, lambda: recv)
@@ -196,7 +199,8 @@ def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, window, link
                      chunk_size=executor.chunk_size, window=window, link_bw_Bps=link_bw, predicted_time_s=predicted,
                      predicted_at=at, repeats=repeat, warmup=warmup, plan=plan_timing, baseline=base_timing,
                      chunks_forwarded=int(comm.allreduce(stats["forwarded"], op=MPI.SUM)),
-                     buffer_bytes_max=int(comm.allreduce(stats["buffer"], op=MPI.MAX)))
+                     buffer_bytes_max=int(comm.allreduce(stats["buffer"], op=MPI.MAX)),
+                     messages=int(comm.allreduce(stats["messages"], op=MPI.SUM)))
 
 
 def _allreduce(comm, value: float, op) -> float:

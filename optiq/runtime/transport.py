@@ -1,37 +1,53 @@
 """Chunked store-and-forward of a plan over MPI point-to-point messages.
 
 Every path is cut into chunks of the plan's chunk size (the last one may be short). The
-source sends them to the next rank on the path; a forwarder receives each chunk into a
-slot of its own and sends it on as soon as it has it; the destination receives straight
-into the job's receive buffer at the chunk's offset. All calls are non-blocking
-``Isend``/``Irecv`` on numpy memory, matched by ``(source, tag=path id)``: MPI delivers
-messages with the same source and tag in order, so chunk ``i`` of a path lands in the
-``i``-th receive posted for it. A path with one rank-level hop is stored nowhere on the
-way, so when links are not paced it moves in messages of at least :data:`DIRECT_CHUNK`
-bytes (fewer messages, less Python per byte; both ends agree from the schedule).
+source sends them to the next rank on the path; a forwarder receives them into slots of
+its own and sends them on as soon as it has them; the destination receives straight into
+the job's receive buffer. All calls are non-blocking ``Isend``/``Irecv`` on numpy memory,
+matched by ``(source, tag=path id)``; MPI delivers messages with the same source and tag
+in order.
 
-Why it cannot deadlock: every forwarder owns ``window`` slots *per path* and posts a
-receive for a path's next chunk only into a free slot of that path. A slot is freed when
-the chunk in it has been sent on, which needs a free slot of the same path one hop later.
-These waits follow the path forward and end at the destination, which always has room,
-so there is no cycle, whatever the cycles between ranks. The same ``window`` bounds the
-chunks in flight on every outgoing link.
+**Messages carry runs of chunks.** Chunks of a path that are ready together travel in one
+message: unpaced, everything the sender holds (up to the limits below); paced, as much as
+the link carries in ``message_s`` (one chunk at slow rates), plus whatever is overdue. A
+forwarder's slots of a path are two *segments* of ``window // 2`` chunks and no message
+crosses a segment boundary, so a message always lands in consecutive slots and is sent on
+from them without a copy. Each rank has one receive posted per path at a time, for the
+rest of the current segment (the destination: for the rest of the path), and learns from
+the status how many chunks came. A message to the destination from the source itself (a
+path of one rank hop) is limited by the window only.
 
-The progress loop keeps one slot per request in flight and reuses it once ``Testsome``
-has completed it (nothing is rebuilt per completion); it sleeps (with a growing back-off,
-:mod:`optiq.waiting`) as soon as nothing moved, so oversubscribed ranks leave the cores to
-the ranks that have work.
+Why it cannot deadlock: a forwarder posts a path's receive into a segment only once the
+chunks it held there before have been sent on, which needs room one hop later; these waits
+follow the path forward and end at the destination, which always has a receive posted.
+The window limits only the *source* chunks in flight on a link, never forwarded ones, so
+a link full of new data cannot hold up data already on its way: there is no cycle,
+whatever the cycles between ranks.
 
-Why one message per chunk, measured (2x2x2 all-to-all, 8 ranks on 2 cores, 8 MiB per
-pair, MPICH 5): the same chunk messages posted all at once with no Python between them
-(``benchmarks/chunk_floor.py``) take 0.17-0.21 s at 64 KiB, against 0.37 s for this loop
-and 0.046 s for ``MPI_Alltoallv``; MPI's cost per message sets most of the time. The
-alternatives were slower: one message per neighbour and round described by an
-``hindexed`` datatype (no packing) took 9.8 s, because MPICH moves non-contiguous data
-through a pipeline that needs both ranks scheduled at every step; the same rounds sent as
-one contiguous message per chunk took 0.6-0.9 s, because a round waits for its slowest
-chunk and the ranks fall into lockstep; spinning before sleeping (0.1-1 ms) took
-0.41-0.87 s; posting every message of the one-hop paths at once took 0.47 s.
+**Pacing** (``link_bw``): each outgoing link is a token bucket that earns ``link_bw``
+bytes per second from the start of the transfer and can save up to ``burst_s`` of them;
+a message leaves once the link has earned all its bytes. So no link carries more than
+``link_bw * t`` bytes in the first ``t`` seconds (no replay beats the flow-level predicted
+time), and a link that stood idle because a rank woke late catches up by at most
+``burst_s``. The link serves the ready path that is least far along, so paths sharing it
+finish together, as the flow-level plan assumes.
+
+The progress loop reuses one request slot per message in flight (``Testsome`` sets it to
+``REQUEST_NULL`` in place) and sleeps with a growing back-off (:mod:`optiq.waiting`) as
+soon as nothing moved, so oversubscribed ranks leave the cores to the ranks with work.
+
+Measured (``benchmarks/executor.py``; 8 ranks on 2 cores, 2x2x2 all-to-all of 8 MiB
+pairs, MPICH 5), against ``MPI_Alltoallv``: one message per chunk could not beat
+0.17-0.21 s at 64 KiB whatever the loop did (every message posted at once, no Python
+between them), against 0.046 s for Alltoallv; MPI's cost per message, with its handshake
+between ranks that share cores, set the pace. Runs of chunks in 4 MiB messages take
+0.085-0.095 s, and a neighbour exchange (one hop) runs at 0.8-0.95 of Alltoallv. Also
+measured and dropped: one message per neighbour and round built from an ``hindexed``
+datatype (9.8 s: MPICH moves non-contiguous data through a pipeline that needs both ranks
+scheduled at every step); rounds of one contiguous message per chunk (0.6-0.9 s, the ranks
+fall into lockstep); spinning or yielding instead of sleeping (no better); fresh forwarding
+memory per run (page faults cost 0.05 s a run, so :func:`forwarding_slots` are allocated
+and touched once per executor).
 """
 
 from __future__ import annotations
@@ -44,27 +60,57 @@ import numpy as np
 
 from ..errors import TransferError
 from ..waiting import idle_pause
-from .schedule import RankSchedule, Stream
+from .schedule import RankSchedule
 
-__all__ = ["TransferResult", "Transfer", "transfer", "message_size"]
+__all__ = ["TransferResult", "Transfer", "transfer", "segment_chunks", "forwarding_slots"]
 
 _SEND, _FORWARD_RECV, _FINAL_RECV = 0, 1, 2
-#: Message size of unpaced direct paths (one rank hop), when larger than the chunk size.
-DIRECT_CHUNK = 2**20
+#: Paced: link time an idle link may make up for (seconds), so that ranks which wake late
+#: (oversubscribed cores) do not stretch the emulated link's schedule.
+PACED_BURST_S = 0.02
+#: Paced: link time one message carries at most (seconds), so that the cost of an MPI
+#: message (a few tens of microseconds with ranks sharing cores) stays below the link time
+#: it stands for.
+PACED_MESSAGE_S = 0.005
 
 
-def message_size(stream: Stream, chunk_size: int, paced: bool) -> int:
-    """Bytes per message of ``stream``: the chunk size, or at least :data:`DIRECT_CHUNK` for an
-    unpaced direct path (stored nowhere on the way, so it needs no pipelining).
+def segment_chunks(window: int) -> int:
+    """Most chunks one message carries: half the window (one if the window is 1).
+
+    A forwarder's slots of a path are two segments of this many chunks (one if the
+    window is 1); no message crosses a segment boundary of its path, so every message
+    lands in consecutive slots.
 
     Examples
     --------
-    >>> from optiq.runtime import Stream
-    >>> direct = Stream(path=0, job=0, offset=0, nbytes=10**7, prev=-1, next=1, link=0, direct=True)
-    >>> message_size(direct, 65536, paced=False), message_size(direct, 65536, paced=True)
-    (1048576, 65536)
+    >>> segment_chunks(1), segment_chunks(4), segment_chunks(5)
+    (1, 2, 2)
     """
-    return max(chunk_size, DIRECT_CHUNK) if stream.direct and not paced else chunk_size
+    return max(1, window // 2)
+
+
+def forwarding_slots(schedule: RankSchedule, chunk_size: int, window: int) -> list[np.ndarray]:
+    """Memory for the chunks this rank forwards: two segments of slots per forwarded path.
+
+    One ``(slots, chunk_size)`` array per stream of ``schedule`` (empty unless the rank
+    forwards it), with ``2 * segment_chunks(window)`` slots (one if the window is 1), or
+    fewer when the path has fewer chunks. The pages are written once here, so a transfer
+    that reuses them does not pay for the kernel mapping them in.
+
+    Examples
+    --------
+    >>> from optiq.runtime import Stream, RankSchedule
+    >>> s = Stream(path=0, job=0, offset=0, nbytes=10_000, prev=0, next=2, link=1)
+    >>> [a.shape for a in forwarding_slots(RankSchedule(1, (s,), {}, {}), 1000, 4)]
+    [(4, 1000)]
+    """
+    seg = segment_chunks(window)
+    ring = seg * max(1, window // seg)
+    slots = [np.empty((min(ring, s.num_chunks(chunk_size)) if s.prev >= 0 and s.next >= 0 else 0, chunk_size),
+                      dtype=np.uint8) for s in schedule.streams]
+    for buf in slots:
+        buf.fill(0)
+    return slots
 
 
 @dataclass
@@ -84,6 +130,9 @@ class TransferResult:
         Chunks this rank forwarded for others.
     buffer_bytes : int
         Memory this rank reserved for chunks in flight (forwarding slots).
+    messages : int
+        MPI messages this rank sent (sources and forwarders); chunks ready together on
+        a path travel in one message.
     """
 
     recv: dict[int, np.ndarray] = field(repr=False)
@@ -91,10 +140,11 @@ class TransferResult:
     chunks_sent: int
     chunks_forwarded: int
     buffer_bytes: int
+    messages: int = 0
 
 
 class _Link:
-    """An outgoing link of this rank: streams with a chunk ready, chunks in flight, pacing.
+    """An outgoing link of this rank: streams with a chunk ready, source chunks in flight, pacing.
 
     The link serves the ready stream that is least far along (fraction of its chunks
     sent), so paths sharing a link advance in proportion to their sizes and all finish
@@ -105,8 +155,8 @@ class _Link:
 
     def __init__(self) -> None:
         self.queue: list[int] = []
-        self.inflight = 0
-        self.pending: tuple[int, int, int, float] | None = None  # stream, chunk, bytes, time it leaves
+        self.inflight = 0  # source chunks in flight
+        self.pending: tuple[int, int, int, float] | None = None  # stream, first chunk, chunks, time it leaves
         self.busy_until = 0.0
 
 
@@ -124,40 +174,54 @@ class Transfer:
         Job id -> contiguous ``uint8`` buffer of the job's size, for the jobs this rank
         sends and receives (checked by the caller).
     window : int
-        Chunks in flight per outgoing link and receive slots per forwarded path.
+        Source chunks in flight per outgoing link, and receive slots per forwarded path
+        (rounded down to an even number); a message carries at most
+        :func:`segment_chunks` chunks.
     link_bw : float, optional
-        Emulated bandwidth of every outgoing link in bytes/s: a chunk leaves only after
-        the time the link would need to carry it.
+        Emulated bandwidth of every outgoing link in bytes/s: a message leaves only once
+        the link has earned the time to carry it (see the module docstring).
     timeout : float
         Seconds before :meth:`run` gives up with :class:`TransferError`.
+    slots : list of ndarray, optional
+        :func:`forwarding_slots` of the same schedule, chunk size and window, to reuse
+        memory across transfers; allocated here when not given.
+    burst_s : float
+        Paced: link time an idle link may make up for later (its token bucket's depth).
+    message_s : float
+        Paced: link time one message carries at most, unless its chunks are overdue.
     """
 
     def __init__(self, comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
                  recv: dict[int, np.ndarray], *, window: int = 4, link_bw: float | None = None,
-                 timeout: float = 60.0) -> None:
+                 timeout: float = 60.0, slots: list[np.ndarray] | None = None, burst_s: float = PACED_BURST_S,
+                 message_s: float = PACED_MESSAGE_S) -> None:
         self.comm, self.window, self.link_bw, self.timeout = comm, window, link_bw, timeout
-        self.send, self.recv = send, recv
+        self.burst_s, self.message_s = burst_s, message_s
+        self.chunk, self.send, self.recv = chunk_size, send, recv
+        self.seg = segment_chunks(window)
+        self.nseg = max(1, window // self.seg)  # segments of slots per forwarded path: 2, or 1 if window is 1
         streams = self.streams = schedule.streams
-        self.unit = [message_size(s, chunk_size, paced=link_bw is not None) for s in streams]
-        self.nchunks = [s.num_chunks(u) for s, u in zip(streams, self.unit)]
+        self.nchunks = [s.num_chunks(chunk_size) for s in streams]
+        self.forwards = [s.prev >= 0 and s.next >= 0 for s in streams]
         self.links: dict[int, _Link] = {s.link: _Link() for s in streams if s.next >= 0}
         #: forwarding slots of every stream this rank forwards (none for the others)
-        self.slots = [np.empty((min(window, c) if s.prev >= 0 and s.next >= 0 else 0, chunk_size), dtype=np.uint8)
-                      for s, c in zip(streams, self.nchunks)]
+        self.slots = forwarding_slots(schedule, chunk_size, window) if slots is None else slots
+        #: chunks of a forwarded path received into each segment of its slots and not yet sent on
+        self.held = [[0] * self.nseg if f else [] for f in self.forwards]
         #: chunks this rank holds, in order (all of them at the source)
         self.ready = [c if s.prev < 0 else 0 for s, c in zip(streams, self.nchunks)]
-        self.got = [np.zeros(c if s.prev >= 0 else 0, dtype=bool) for s, c in zip(streams, self.nchunks)]
-        self.sent = [0] * len(streams)     # chunks handed to a link
-        self.posted = [0] * len(streams)   # receives posted
+        self.sent = [0] * len(streams)       # chunks handed to a link
+        self.receiving = [False] * len(streams)  # a receive is posted (one at a time: message sizes vary)
         self.queued = [False] * len(streams)
         # one slot per request in flight, reused once it completes (Testsome sets it to
         # REQUEST_NULL in place), so nothing is rebuilt per completion
         self.requests: list = []
-        self.what: list[tuple[int, int, int] | None] = []  # (kind, stream, chunk) per request slot
+        self.statuses: list = []
+        self.what: list[tuple[int, int, int, int] | None] = []  # (kind, stream, first chunk, chunks) per request
         self.free: list[int] = []
         self.remaining = sum(c for s, c in zip(streams, self.nchunks) if s.next >= 0) + \
             sum(c for s, c in zip(streams, self.nchunks) if s.prev >= 0)
-        self.chunks_sent = self.chunks_forwarded = 0
+        self.chunks_sent = self.chunks_forwarded = self.messages = 0
 
     def run(self) -> TransferResult:
         """Move the bytes; returns when this rank's chunks have all been sent and received.
@@ -172,15 +236,16 @@ class Transfer:
 
         for k, s in enumerate(self.streams):
             if s.prev >= 0:
-                for _ in range(min(self.window, self.nchunks[k])):
-                    self._post_recv(k)
+                self._post_recv(k)
             else:
                 self._enqueue(k)
         start = time.perf_counter()
+        for link in self.links.values():
+            link.busy_until = start
         idle = 0
         while self.remaining:
             now = time.perf_counter()
-            done = MPI.Request.Testsome(self.requests) if self.requests else None
+            done = MPI.Request.Testsome(self.requests, self.statuses) if self.requests else None
             if done:
                 self._completed(done)
             moved, deadline = self._pump(now)
@@ -194,53 +259,80 @@ class Transfer:
             time.sleep(min(idle_pause(idle), max(0.0, deadline - now)))
         return TransferResult(recv=self.recv, elapsed_s=time.perf_counter() - start, chunks_sent=self.chunks_sent,
                               chunks_forwarded=self.chunks_forwarded,
-                              buffer_bytes=sum(b.nbytes for b in self.slots))
+                              buffer_bytes=sum(b.nbytes for b in self.slots), messages=self.messages)
 
     def _completed(self, done: list[int]) -> None:
         """Free the completed requests' slots and act on what each completion allows."""
-        for d in done:
-            kind, k, i = self.what[d]  # type: ignore[misc]
+        from mpi4py import MPI
+
+        for j, d in enumerate(done):  # Testsome fills the statuses in the order of ``done``
+            kind, k, i, m = self.what[d]  # type: ignore[misc]
             self.what[d] = None
             self.free.append(d)
-            self.remaining -= 1
-            s = self.streams[k]
             if kind == _SEND:
-                self.links[s.link].inflight -= 1
-                if s.prev >= 0 and self.posted[k] < self.nchunks[k]:
-                    self._post_recv(k)  # the slot of chunk i is free again
-            elif kind == _FORWARD_RECV:
-                got = self.got[k]
-                got[i] = True
-                while self.ready[k] < self.nchunks[k] and got[self.ready[k]]:
-                    self.ready[k] += 1
+                self.remaining -= m
+                if self.forwards[k]:
+                    self.held[k][(i // self.seg) % self.nseg] -= m
+                    if not self.receiving[k]:
+                        self._post_recv(k)  # the slots may be free again
+                else:
+                    self.links[self.streams[k].link].inflight -= m
+                continue
+            m = -(-self.statuses[j].Get_count(MPI.BYTE) // self.chunk)  # whole chunks, the last may be short
+            self.remaining -= m
+            self.receiving[k] = False
+            if kind == _FORWARD_RECV:
+                self.held[k][(i // self.seg) % self.nseg] += m
+                self.ready[k] += m
                 self._enqueue(k)
-            elif self.posted[k] < self.nchunks[k]:
-                self._post_recv(k)
+            else:
+                self.ready[k] += m  # the destination counts what arrived the same way
+            self._post_recv(k)
 
-    def _add(self, request: Any, what: tuple[int, int, int]) -> None:
+    def _add(self, request: Any, what: tuple[int, int, int, int]) -> None:
+        from mpi4py import MPI
+
         if self.free:
             j = self.free.pop()
             self.requests[j], self.what[j] = request, what
         else:
             self.requests.append(request)
+            self.statuses.append(MPI.Status())
             self.what.append(what)
 
-    def _chunk_bytes(self, k: int, i: int) -> int:
-        return min(self.unit[k], self.streams[k].nbytes - i * self.unit[k])
+    def _span(self, k: int, i: int, m: int) -> tuple[int, int]:
+        """Byte range of chunks ``i .. i + m - 1`` of stream ``k``, relative to the path's start."""
+        return i * self.chunk, min((i + m) * self.chunk, self.streams[k].nbytes)
+
+    def _slot_view(self, k: int, i: int, m: int) -> np.ndarray:
+        """The slots of chunks ``i .. i + m - 1`` of forwarded stream ``k`` (one segment, so consecutive)."""
+        first = i % (self.seg * self.nseg)
+        lo, hi = self._span(k, i, m)
+        return self.slots[k][first:first + m].reshape(-1)[:hi - lo]
 
     def _post_recv(self, k: int) -> None:
+        """Post the receive of the path's next message, if there is one and room for it.
+
+        A message never crosses a segment boundary, so a forwarder receives up to the end
+        of the current segment of its slots, once the chunks held in that segment before
+        have been sent on; the destination receives up to the end of the path.
+        """
         from mpi4py import MPI
 
-        s, i = self.streams[k], self.posted[k]
-        size = self._chunk_bytes(k, i)
-        if s.next >= 0:
-            slots = self.slots[k]
-            buf, kind = slots[i % len(slots)][:size], _FORWARD_RECV
+        s, i = self.streams[k], self.ready[k]
+        if i >= self.nchunks[k]:
+            return
+        if self.forwards[k]:
+            if i % self.seg == 0 and self.held[k][(i // self.seg) % self.nseg]:
+                return  # the segment's previous chunks are still on their way out
+            m = min(self.seg - i % self.seg, self.nchunks[k] - i)
+            buf, kind = self._slot_view(k, i, m), _FORWARD_RECV
         else:
-            start = s.offset + i * self.unit[k]
-            buf, kind = self.recv[s.job][start:start + size], _FINAL_RECV
-        self._add(self.comm.Irecv([buf, MPI.BYTE], source=s.prev, tag=s.path), (kind, k, i))
-        self.posted[k] += 1
+            lo = s.offset + i * self.chunk
+            buf, kind = self.recv[s.job][lo:s.offset + s.nbytes], _FINAL_RECV
+            m = self.nchunks[k] - i
+        self._add(self.comm.Irecv([buf, MPI.BYTE], source=s.prev, tag=s.path), (kind, k, i, m))
+        self.receiving[k] = True
 
     def _enqueue(self, k: int) -> None:
         if not self.queued[k] and self.sent[k] < self.ready[k]:
@@ -250,62 +342,96 @@ class Transfer:
     def _progress_of(self, k: int) -> float:
         return self.sent[k] / self.nchunks[k]
 
-    def _start_send(self, k: int, i: int, size: int) -> None:
+    def _start_send(self, k: int, i: int, m: int) -> None:
         from mpi4py import MPI
 
         s = self.streams[k]
-        if s.prev < 0:
-            start = s.offset + i * self.unit[k]
-            buf = self.send[s.job][start:start + size]
-            self.chunks_sent += 1
+        if self.forwards[k]:
+            buf = self._slot_view(k, i, m)
+            self.chunks_forwarded += m
         else:
-            slots = self.slots[k]
-            buf = slots[i % len(slots)][:size]
-            self.chunks_forwarded += 1
-        self._add(self.comm.Isend([buf, MPI.BYTE], dest=s.next, tag=s.path), (_SEND, k, i))
+            lo, hi = self._span(k, i, m)
+            buf = self.send[s.job][s.offset + lo:s.offset + hi]
+            self.chunks_sent += m
+            self.links[s.link].inflight += m
+        self.messages += 1
+        self._add(self.comm.Isend([buf, MPI.BYTE], dest=s.next, tag=s.path), (_SEND, k, i, m))
+
+    def _chunk_time(self, k: int, i: int) -> float:
+        lo, hi = self._span(k, i, 1)
+        return (hi - lo) / self.link_bw if self.link_bw is not None else 0.0
 
     def _pump(self, now: float) -> tuple[bool, float]:
         """Start what the links allow; return whether anything started and the next pacing deadline."""
         moved, deadline = False, float("inf")
         for link in self.links.values():
-            chained = False
             while True:
                 if link.pending is not None:
-                    k, i, size, leaves = link.pending
+                    k, i, m, leaves = link.pending
                     if leaves > now:
                         deadline = min(deadline, leaves)
                         break
-                    self._start_send(k, i, size)
-                    link.pending, link.busy_until, chained, moved = None, leaves, True, True
-                if link.inflight >= self.window or not link.queue:
+                    self._start_send(k, i, m)
+                    if self.queued[k] and self.sent[k] == self.ready[k]:  # queued again by a receive, now all sent
+                        link.queue.remove(k)
+                        self.queued[k] = False
+                    self._enqueue(k)
+                    link.pending, moved = None, True
+                if not link.queue:
                     break
-                k = min(link.queue, key=self._progress_of)
+                if link.inflight < self.window:
+                    k = min(link.queue, key=self._progress_of)
+                else:  # the window holds source chunks only: forwarded ones always go
+                    fwd = [q for q in link.queue if self.forwards[q]]
+                    if not fwd:
+                        break
+                    k = min(fwd, key=self._progress_of)
                 link.queue.remove(k)
-                i = self.sent[k]
-                self.sent[k] += 1
                 self.queued[k] = False
-                self._enqueue(k)
-                size = self._chunk_bytes(k, i)
-                link.inflight += 1
-                if self.link_bw is None:
-                    leaves = now
-                else:  # back to back behind the previous chunk, or from now if the link was idle
-                    begin = link.busy_until if chained else max(link.busy_until, now)
-                    leaves = begin + size / self.link_bw
-                link.pending = (k, i, size, leaves)
+                link.pending = self._message(link, k, now)
         return moved, deadline
+
+    def _message(self, link: _Link, k: int, now: float) -> tuple[int, int, int, float]:
+        """The next message of stream ``k`` on ``link``: its first chunk, chunks and the time it leaves.
+
+        It takes the stream's next chunk and every further one that is ready, in the same
+        segment (the receiver's slots) and within the window; paced, as long as the
+        message lasts at most ``message_s`` on the link or its chunks were due by ``now``
+        anyway. It leaves once the link has earned the time to carry all of it.
+        """
+        i, m = self.sent[k], 1
+        s = self.streams[k]
+        limit = self.ready[k] - i
+        if not self.forwards[k]:
+            limit = min(limit, self.window - link.inflight)
+        if not s.direct:
+            limit = min(limit, self.seg - i % self.seg)
+        if self.link_bw is None:
+            m, leaves = limit, now
+        else:
+            begin = max(link.busy_until, now - self.burst_s)
+            leaves = begin + self._chunk_time(k, i)
+            while m < limit:
+                after = leaves + self._chunk_time(k, i + m)
+                if after - begin > self.message_s and after > now:
+                    break
+                m, leaves = m + 1, after
+            link.busy_until = leaves
+        self.sent[k] = i + m
+        return k, i, m, leaves
 
 
 def transfer(comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
              recv: dict[int, np.ndarray], *, window: int = 4, link_bw: float | None = None,
-             timeout: float = 60.0) -> TransferResult:
+             timeout: float = 60.0, slots: list[np.ndarray] | None = None) -> TransferResult:
     """Run this rank's part of a plan (:class:`Transfer`); every rank of ``comm`` calls it at once."""
-    return Transfer(comm, schedule, chunk_size, send, recv, window=window, link_bw=link_bw, timeout=timeout).run()
+    return Transfer(comm, schedule, chunk_size, send, recv, window=window, link_bw=link_bw, timeout=timeout,
+                    slots=slots).run()
 
 
 def _timeout_message(rank: int, timeout: float, streams, meta) -> str:
-    waiting = sorted({(streams[k].path, streams[k].prev) for kind, k, _ in meta if kind != _SEND})
-    sending = sorted({(streams[k].path, streams[k].next) for kind, k, _ in meta if kind == _SEND})
+    waiting = sorted({(streams[k].path, streams[k].prev) for kind, k, *_ in meta if kind != _SEND})
+    sending = sorted({(streams[k].path, streams[k].next) for kind, k, *_ in meta if kind == _SEND})
     parts = []
     if waiting:
         parts.append("waiting for " + ", ".join(f"path {p} from rank {r}" for p, r in waiting[:5])

@@ -1,11 +1,13 @@
-"""Run under mpiexec: how fast this machine's MPI moves a plan's chunk messages at best.
+"""Run under mpiexec: how fast this machine's MPI moves a plan's hops at best.
 
-Every rank posts, at once, every chunk message it would send and receive when replaying
-the plan unpaced (the same messages and sizes as the executor), then waits for all of them.
-Forwarding order is ignored and no Python runs between messages, so no executor that
-sends one MPI message per chunk can be faster: the time is a floor for the replay.
+Every rank posts, at once, every message it would send and receive when replaying the plan
+unpaced, each hop of a path cut into messages of ``--message-size`` bytes (default: one
+message per hop), then waits for all of them. Forwarding order is ignored (a forwarder
+sends bytes it has not received yet) and no Python runs between messages, so it is a floor
+for any store-and-forward replay with messages of that size: with whole hops, every byte
+is copied once per hop and nothing else.
 
-    mpiexec -n N python benchmarks/chunk_floor.py PLAN.json OUT.json [--chunk-size B] [--repeat R]
+    mpiexec -n N python benchmarks/message_floor.py PLAN.json OUT.json [--message-size B] [--repeat R]
 """
 
 from __future__ import annotations
@@ -19,23 +21,21 @@ from mpi4py import MPI
 
 from optiq.plan import load_plan
 from optiq.runtime import compile_schedule
-from optiq.runtime.transport import message_size
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("plan")
     ap.add_argument("out")
-    ap.add_argument("--chunk-size", type=int)
+    ap.add_argument("--message-size", type=int, help="bytes per message (default: one message per hop)")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     plan = load_plan(args.plan)
-    chunk = args.chunk_size or plan.chunk_size
+    unit = args.message_size or max(int(plan.path_bytes.max()), 1)
     streams = compile_schedule(plan, comm.Get_rank()).streams
     pieces = []  # (stream, offset, size, is_send)
     for k, s in enumerate(streams):
-        unit = message_size(s, chunk, paced=False)
         for off in range(0, s.nbytes, unit):
             size = min(unit, s.nbytes - off)
             if s.next >= 0:
