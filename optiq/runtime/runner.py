@@ -221,6 +221,8 @@ def format_report(report: RunReport) -> str:
         if t is not None:
             check = {None: "not checked", True: "yes", False: "NO"}[t.verified]
             lines.append(f"{t.name:16} {t.min_s:10.4f} {t.median_s:10.4f} {t.throughput_Bps / 1e9:8.3f}  {check}")
+    lines.append(f"{r.messages:,} MPI messages per transfer (chunks ready together on a path travel together), "
+                 f"{r.chunks_forwarded:,} chunks forwarded")
     lines.append(f"predicted (flow level, {r.predicted_at}): {r.predicted_time_s:.4f} s; "
                  f"measured median / predicted = {r.measured_over_predicted:.2f}")
     if r.baseline is not None:
