@@ -357,10 +357,6 @@ class Transfer:
         self.messages += 1
         self._add(self.comm.Isend([buf, MPI.BYTE], dest=s.next, tag=s.path), (_SEND, k, i, m))
 
-    def _chunk_time(self, k: int, i: int) -> float:
-        lo, hi = self._span(k, i, 1)
-        return (hi - lo) / self.link_bw if self.link_bw is not None else 0.0
-
     def _pump(self, now: float) -> tuple[bool, float]:
         """Start what the links allow; return whether anything started and the next pacing deadline."""
         moved, deadline = False, float("inf")
@@ -399,7 +395,7 @@ class Transfer:
         message lasts at most ``message_s`` on the link or its chunks were due by ``now``
         anyway. It leaves once the link has earned the time to carry all of it.
         """
-        i, m = self.sent[k], 1
+        i = self.sent[k]
         s = self.streams[k]
         limit = self.ready[k] - i
         if not self.forwards[k]:
@@ -410,13 +406,10 @@ class Transfer:
             m, leaves = limit, now
         else:
             begin = max(link.busy_until, now - self.burst_s)
-            leaves = begin + self._chunk_time(k, i)
-            while m < limit:
-                after = leaves + self._chunk_time(k, i + m)
-                if after - begin > self.message_s and after > now:
-                    break
-                m, leaves = m + 1, after
-            link.busy_until = leaves
+            per_chunk = self.chunk / self.link_bw  # only a path's last chunk may be shorter
+            m = max(1, min(limit, int(max(self.message_s, now - begin) / per_chunk)))
+            lo, hi = self._span(k, i, m)
+            leaves = link.busy_until = begin + (hi - lo) / self.link_bw
         self.sent[k] = i + m
         return k, i, m, leaves
 
