@@ -39,9 +39,12 @@ soon as nothing moved, so oversubscribed ranks leave the cores to the ranks with
 Measured (``benchmarks/executor.py``; 8 ranks on 2 cores, 2x2x2 all-to-all of 8 MiB
 pairs, MPICH 5), against ``MPI_Alltoallv``: one message per chunk could not beat
 0.17-0.21 s at 64 KiB whatever the loop did (every message posted at once, no Python
-between them), against 0.046 s for Alltoallv; MPI's cost per message, with its handshake
-between ranks that share cores, set the pace. Runs of chunks in 4 MiB messages take
-0.085-0.095 s, and a neighbour exchange (one hop) runs at 0.8-0.95 of Alltoallv. Also
+between them), against 0.04-0.06 s for Alltoallv; MPI's cost per message, with its
+handshake between ranks that share cores, set the pace. Runs of chunks in messages of up
+to 4 MiB take 0.085-0.095 s (0.48-0.63 of Alltoallv's throughput; 2 MiB messages 0.098 s,
+8 MiB 0.085 s), and a neighbour exchange (one hop) runs at 0.98-1.06 of Alltoallv. Paced
+at 25-100 MB/s per link the 4x4 replays of ``benchmarks/executor.py`` take 1.01-1.12 x
+their predicted time. Also
 measured and dropped: one message per neighbour and round built from an ``hindexed``
 datatype (9.8 s: MPICH moves non-contiguous data through a pipeline that needs both ranks
 scheduled at every step); rounds of one contiguous message per chunk (0.6-0.9 s, the ranks
