@@ -93,7 +93,8 @@ class Executor:
     plan : Plan
     window : int, optional
         Source chunks in flight per outgoing link, and receive slots per path this rank
-        forwards; a message carries at most half of it. By default :func:`default_window`,
+        forwards; a message carries at most half of it. Every rank must pass the same
+        value (senders cut messages at the receivers' slot segments). By default :func:`default_window`,
         halved on every rank until each rank's forwarding slots take at most
         :data:`FORWARDING_BYTES`.
     link_bw : float, optional
@@ -104,8 +105,9 @@ class Executor:
     Raises
     ------
     PlanError
-        If the communicator is too small for the plan, an argument is out of range, or the
-        plan has more paths than the MPI library has tags (``MPI.TAG_UB``).
+        If the communicator is too small for the plan, an argument is out of range, the
+        ranks asked for different windows, or the plan has more paths than the MPI library
+        has tags (``MPI.TAG_UB``).
     """
 
     def __init__(self, comm: Any, plan: Plan, *, window: int | None = None, link_bw: float | None = None,
@@ -125,7 +127,13 @@ class Executor:
             raise PlanError(f"the plan has {plan.paths.num_paths:,} paths, one MPI tag each, but this MPI library's "
                             f"largest tag is {tag_ub:,}")
         self.schedule: RankSchedule = compile_schedule(plan, comm.Get_rank())
-        if window is None:  # every rank must use the same window: senders cut messages at the receivers' segments
+        # every rank must use the same window: senders cut messages at the receivers' segments
+        asked = -1 if window is None else window
+        lowest, highest = comm.allreduce(asked, op=MPI.MIN), comm.allreduce(asked, op=MPI.MAX)
+        if lowest != highest:
+            shown = sorted({"default" if w < 0 else str(w) for w in (lowest, highest)})
+            raise PlanError(f"the window must be the same on every rank, got {' and '.join(shown)}")
+        if window is None:
             window = comm.allreduce(_within_budget(self.schedule, chunk, default_window(chunk, link_bw)), op=MPI.MIN)
         self.plan, self.window, self.link_bw, self.chunk_size = plan, window, link_bw, chunk
         #: forwarding memory, allocated once and reused by every run

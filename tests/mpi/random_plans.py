@@ -13,6 +13,7 @@ import numpy as np
 from mpi4py import MPI
 
 from optiq import Demands, Plan, from_spec
+from optiq.errors import PlanError
 from optiq.paths import PathSet
 from optiq.runtime import Executor, fill_send_buffers, find_mismatches, predicted_time
 
@@ -103,6 +104,13 @@ def main() -> int:
             failures.append(f"cyclic plan, rank {rank}: {result.messages} messages for {chunks} chunks, "
                             "chunks ready together were not sent together")
         checked += 1
+    if size > 1:
+        try:
+            Executor(comm, cyclic_plan(size, 4096), window=None if rank == 0 else 2)
+            failures.append(f"rank {rank}: different windows on different ranks were accepted")
+        except PlanError as e:
+            if "same on every rank" not in str(e):
+                failures.append(f"rank {rank}: unexpected error for different windows: {e}")
     failures = [f for fs in comm.gather(failures, root=0) or [] for f in fs]
     roles_seen = comm.reduce(roles_seen, op=MPI.SUM, root=0)
     if rank == 0:
