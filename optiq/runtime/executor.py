@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import PlanError, TransferError
 from ..plan import Plan, load_plan
 from .schedule import RankSchedule, compile_schedule
-from .transport import TransferResult, forwarding_slots, segment_chunks, transfer
+from .transport import TransferResult, forwarding_slots, path_slots, transfer
 
 if TYPE_CHECKING:
     from typing import Any
@@ -60,7 +60,7 @@ def default_window(chunk_size: int, link_bw: float | None) -> int:
 def _within_budget(schedule: RankSchedule, chunk_size: int, window: int) -> int:
     """``window``, halved until this rank's forwarding slots take at most :data:`FORWARDING_BYTES`."""
     forwarded = [s.num_chunks(chunk_size) for s in schedule.streams if s.prev >= 0 and s.next >= 0]
-    while window > WINDOW and sum(min(2 * segment_chunks(window), c) for c in forwarded) * chunk_size > FORWARDING_BYTES:
+    while window > WINDOW and sum(min(path_slots(window), c) for c in forwarded) * chunk_size > FORWARDING_BYTES:
         window //= 2
     return window
 
@@ -118,8 +118,6 @@ class Executor:
         chunk = plan.chunk_size if chunk_size is None else int(chunk_size)
         if chunk < 1:
             raise PlanError(f"chunk size must be a positive number of bytes, got {chunk}")
-        if window is not None and window < 1:
-            raise PlanError(f"window must be at least 1 chunk, got {window}")
         from mpi4py import MPI
 
         tag_ub = comm.Get_attr(MPI.TAG_UB)
@@ -128,11 +126,13 @@ class Executor:
                             f"largest tag is {tag_ub:,}")
         self.schedule: RankSchedule = compile_schedule(plan, comm.Get_rank())
         # every rank must use the same window: senders cut messages at the receivers' segments
-        asked = -1 if window is None else window
+        asked = math.inf if window is None else window
         lowest, highest = comm.allreduce(asked, op=MPI.MIN), comm.allreduce(asked, op=MPI.MAX)
         if lowest != highest:
-            shown = sorted({"default" if w < 0 else str(w) for w in (lowest, highest)})
+            shown = sorted({"default" if w == math.inf else str(w) for w in (lowest, highest)})
             raise PlanError(f"the window must be the same on every rank, got {' and '.join(shown)}")
+        if window is not None and window < 1:
+            raise PlanError(f"window must be at least 1 chunk, got {window}")
         if window is None:
             window = comm.allreduce(_within_budget(self.schedule, chunk, default_window(chunk, link_bw)), op=MPI.MIN)
         self.plan, self.window, self.link_bw, self.chunk_size = plan, window, link_bw, chunk

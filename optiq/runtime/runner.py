@@ -147,10 +147,10 @@ def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: 
         raise ValueError(f"unknown baseline {baseline!r}; choose from {', '.join(BASELINES)}")
     with Executor(comm, plan, window=window, link_bw=link_bw, chunk_size=chunk_size) as executor:
         return _measure(comm, plan, executor, repeat=repeat, warmup=warmup, verify=verify, seed=seed,
-                        window=executor.window, link_bw=link_bw, baseline=baseline, timeout=timeout)
+                        baseline=baseline, timeout=timeout)
 
 
-def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, window, link_bw, baseline, timeout) -> RunReport:
+def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, baseline, timeout) -> RunReport:
     from mpi4py import MPI
 
     sched = executor.schedule
@@ -192,11 +192,12 @@ def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, window, link
         a2a = AlltoallvBaseline(comm, plan)
         a2a.pack(send)
         base_timing = repeated("MPI_Alltoallv", a2a.run, a2a.unpack)
-    predicted, at = predicted_time(plan, link_bw)
+    predicted, at = predicted_time(plan, executor.link_bw)
     return RunReport(method=plan.method, topology=plan.topology.name, plan_fingerprint=plan.fingerprint,
                      ranks=comm.Get_size(),
                      jobs=plan.demands.num_jobs, paths=int((plan.path_bytes > 0).sum()),
-                     chunk_size=executor.chunk_size, window=window, link_bw_Bps=link_bw, predicted_time_s=predicted,
+                     chunk_size=executor.chunk_size, window=executor.window, link_bw_Bps=executor.link_bw,
+                     predicted_time_s=predicted,
                      predicted_at=at, repeats=repeat, warmup=warmup, plan=plan_timing, baseline=base_timing,
                      chunks_forwarded=int(comm.allreduce(stats["forwarded"], op=MPI.SUM)),
                      buffer_bytes_max=int(comm.allreduce(stats["buffer"], op=MPI.MAX)),

@@ -65,7 +65,7 @@ from ..errors import TransferError
 from ..waiting import idle_pause
 from .schedule import RankSchedule
 
-__all__ = ["TransferResult", "Transfer", "transfer", "segment_chunks", "forwarding_slots"]
+__all__ = ["TransferResult", "Transfer", "transfer", "segment_chunks", "path_slots", "forwarding_slots"]
 
 _SEND, _FORWARD_RECV, _FINAL_RECV = 0, 1, 2
 #: Paced: link time an idle link may make up for (seconds), so that ranks which wake late
@@ -80,9 +80,9 @@ PACED_MESSAGE_S = 0.005
 def segment_chunks(window: int) -> int:
     """Most chunks one message carries: half the window (one if the window is 1).
 
-    A forwarder's slots of a path are two segments of this many chunks (one if the
-    window is 1); no message crosses a segment boundary of its path, so every message
-    lands in consecutive slots.
+    A forwarder's slots of a path are whole segments of this many chunks
+    (:func:`path_slots`); no message crosses a segment boundary of its path, so every
+    message lands in consecutive slots.
 
     Examples
     --------
@@ -92,12 +92,23 @@ def segment_chunks(window: int) -> int:
     return max(1, window // 2)
 
 
+def path_slots(window: int) -> int:
+    """Slots a forwarder keeps per path: the window rounded down to whole segments.
+
+    Examples
+    --------
+    >>> path_slots(1), path_slots(3), path_slots(4), path_slots(5)
+    (1, 3, 4, 4)
+    """
+    seg = segment_chunks(window)
+    return seg * (window // seg)
+
+
 def forwarding_slots(schedule: RankSchedule, chunk_size: int, window: int) -> list[np.ndarray]:
-    """Memory for the chunks this rank forwards: two segments of slots per forwarded path.
+    """Memory for the chunks this rank forwards: :func:`path_slots` slots per forwarded path.
 
     One ``(slots, chunk_size)`` array per stream of ``schedule`` (empty unless the rank
-    forwards it), with ``2 * segment_chunks(window)`` slots (one if the window is 1), or
-    fewer when the path has fewer chunks. The pages are written once here, so a transfer
+    forwards it), with fewer slots when the path has fewer chunks. The pages are written once here, so a transfer
     that reuses them does not pay for the kernel mapping them in.
 
     Examples
@@ -107,8 +118,7 @@ def forwarding_slots(schedule: RankSchedule, chunk_size: int, window: int) -> li
     >>> [a.shape for a in forwarding_slots(RankSchedule(1, (s,), {}, {}), 1000, 4)]
     [(4, 1000)]
     """
-    seg = segment_chunks(window)
-    ring = seg * max(1, window // seg)
+    ring = path_slots(window)
     slots = [np.empty((min(ring, s.num_chunks(chunk_size)) if s.prev >= 0 and s.next >= 0 else 0, chunk_size),
                       dtype=np.uint8) for s in schedule.streams]
     for buf in slots:
@@ -202,7 +212,7 @@ class Transfer:
         self.burst_s, self.message_s = burst_s, message_s
         self.chunk, self.send, self.recv = chunk_size, send, recv
         self.seg = segment_chunks(window)
-        self.nseg = max(1, window // self.seg)  # segments of slots per forwarded path: 2, or 1 if window is 1
+        self.nseg = path_slots(window) // self.seg  # segments of slots per forwarded path
         streams = self.streams = schedule.streams
         self.nchunks = [s.num_chunks(chunk_size) for s in streams]
         self.forwards = [s.prev >= 0 and s.next >= 0 for s in streams]
@@ -309,7 +319,7 @@ class Transfer:
 
     def _slot_view(self, k: int, i: int, m: int) -> np.ndarray:
         """The slots of chunks ``i .. i + m - 1`` of forwarded stream ``k`` (one segment, so consecutive)."""
-        first = i % (self.seg * self.nseg)
+        first = i % (self.seg * self.nseg)  # slots cycle through the segments
         lo, hi = self._span(k, i, m)
         return self.slots[k][first:first + m].reshape(-1)[:hi - lo]
 
@@ -371,9 +381,6 @@ class Transfer:
                         deadline = min(deadline, leaves)
                         break
                     self._start_send(k, i, m)
-                    if self.queued[k] and self.sent[k] == self.ready[k]:  # queued again by a receive, now all sent
-                        link.queue.remove(k)
-                        self.queued[k] = False
                     self._enqueue(k)
                     link.pending, moved = None, True
                 if not link.queue:
