@@ -80,6 +80,18 @@ def test_default_window_shrinks_to_the_forwarding_budget(tmp_path, monkeypatch):
     assert slot_bytes <= 3 * 2**20 < sum(a.nbytes for a in forwarding_slots(sched, chunk, 2 * window))
 
 
+@pytest.mark.parametrize("chunk", [4096, 65536, 2**20])
+@pytest.mark.parametrize("link_bw", [1e6, 25e6, 50e6, 100e6, 200e6, 1e9, 1e10])
+def test_paced_default_window_cuts_segments_into_whole_messages(chunk, link_bw):
+    from optiq.runtime.executor import MAX_DEFAULT_WINDOW, WINDOW, default_window
+    from optiq.runtime.transport import paced_message_chunks, segment_chunks
+
+    window = default_window(chunk, link_bw)
+    per_message, seg = paced_message_chunks(chunk, link_bw), segment_chunks(window)
+    assert WINDOW <= window <= MAX_DEFAULT_WINDOW
+    assert seg % per_message == 0 or seg < per_message  # no short message closes a segment
+
+
 def test_mismatch_names_job_and_offset():
     got = {2: job_pattern(2, 1000, seed=5)}
     assert find_mismatches(got, seed=5) == []

@@ -65,7 +65,8 @@ from ..errors import TransferError
 from ..waiting import idle_pause
 from .schedule import RankSchedule
 
-__all__ = ["TransferResult", "Transfer", "transfer", "segment_chunks", "path_slots", "forwarding_slots"]
+__all__ = ["TransferResult", "Transfer", "transfer", "segment_chunks", "path_slots", "forwarding_slots",
+           "paced_message_chunks"]
 
 _SEND, _FORWARD_RECV, _FINAL_RECV = 0, 1, 2
 #: Paced: link time an idle link may make up for (seconds), so that ranks which wake late
@@ -90,6 +91,17 @@ def segment_chunks(window: int) -> int:
     (1, 2, 2)
     """
     return max(1, window // 2)
+
+
+def paced_message_chunks(chunk_size: int, link_bw: float, message_s: float = PACED_MESSAGE_S) -> int:
+    """Chunks a paced message carries when none are overdue: ``message_s`` of link time, at least one.
+
+    Examples
+    --------
+    >>> paced_message_chunks(65536, 25e6), paced_message_chunks(65536, 200e6)
+    (1, 15)
+    """
+    return max(1, int(message_s * link_bw / chunk_size))
 
 
 def path_slots(window: int) -> int:
@@ -212,6 +224,7 @@ class Transfer:
         self.burst_s, self.message_s = burst_s, message_s
         self.chunk, self.send, self.recv = chunk_size, send, recv
         self.seg = segment_chunks(window)
+        self.paced_chunks = 1 if link_bw is None else paced_message_chunks(chunk_size, link_bw, message_s)
         self.nseg = path_slots(window) // self.seg  # segments of slots per forwarded path
         streams = self.streams = schedule.streams
         self.nchunks = [s.num_chunks(chunk_size) for s in streams]
@@ -416,8 +429,8 @@ class Transfer:
             m, leaves = limit, now
         else:
             begin = max(link.busy_until, now - self.burst_s)
-            per_chunk = self.chunk / self.link_bw  # only a path's last chunk may be shorter
-            m = max(1, min(limit, int(max(self.message_s, now - begin) / per_chunk)))
+            overdue = int((now - begin) * self.link_bw / self.chunk)  # only a path's last chunk may be shorter
+            m = max(1, min(limit, max(self.paced_chunks, overdue)))
             lo, hi = self._span(k, i, m)
             leaves = link.busy_until = begin + (hi - lo) / self.link_bw
         self.sent[k] = i + m
