@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["MAX_IDLE_SLEEP_S", "YIELDS", "idle_pause", "wait_politely", "wait_all"]
+__all__ = ["MAX_IDLE_SLEEP_S", "YIELDS", "idle_pause", "wait_politely", "wait_all", "start_together"]
 
 #: The longest pause between two tests of a request (seconds).
 MAX_IDLE_SLEEP_S = 2e-3
@@ -55,3 +55,18 @@ def wait_all(requests: Sequence[Any]) -> None:
 def wait_politely(request: Any) -> None:
     """Wait for one non-blocking MPI request (:func:`wait_all`)."""
     wait_all([request])
+
+
+def start_together(comm: Any) -> None:
+    """A barrier that every rank of ``comm`` leaves at nearly the same moment, for timing.
+
+    A polite barrier (:func:`wait_politely`) lets early ranks sleep, but each then leaves
+    whenever its back-off ends, up to :data:`MAX_IDLE_SLEEP_S` after the last arrival. So a
+    second barrier follows that only yields the CPU between tests: every rank is awake
+    when it starts, and the last one to arrive releases them all within a few scheduler
+    switches.
+    """
+    wait_politely(comm.Ibarrier())
+    request = comm.Ibarrier()
+    while not request.Test():
+        os.sched_yield()

@@ -130,6 +130,12 @@ def test_application_messages_with_the_executors_tags_are_not_disturbed_and_any_
 
 
 @pytest.mark.mpi
+def test_start_together_is_a_barrier_on_any_communicator():
+    proc, _ = launch(4, MPI_SCRIPTS / "start_together.py")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("spec", ["fattree:k=2,n=2", "torus:2x2", "cluster:hosts=4,edges=2,cores=1"])
 def test_simulated_and_counted_copies_equal_the_executors_forwarded_chunks(tmp_path, spec):
     plan, path = small_plan(tmp_path, spec, "heu2", chunk_size=4096)

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import OptiqError
 from .cost import algorithms
 from .fit import Sample
-from ..waiting import wait_all
+from ..waiting import start_together
 from .algorithms import allreduce, exchange
 
 if TYPE_CHECKING:
@@ -27,17 +27,13 @@ if TYPE_CHECKING:
 __all__ = ["run_microbenchmarks", "bench_algorithms", "AlgorithmTiming"]
 
 
-def _barrier(comm) -> None:
-    wait_all([comm.Ibarrier()])
-
-
 def _timed(comm, run: Callable[[], object], repeat: int, warmup: int) -> tuple[float, list[float]]:
     """Median (and all) of the slowest rank's time of ``run``."""
     from mpi4py import MPI
 
     times = []
     for i in range(warmup + repeat):
-        _barrier(comm)
+        start_together(comm)
         t0 = time.perf_counter()
         run()
         elapsed = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)

@@ -11,7 +11,7 @@ import numpy as np
 from ..plan import Plan
 from .baseline import AlltoallvBaseline
 from .executor import Executor
-from ..waiting import wait_politely
+from ..waiting import start_together, wait_politely
 from .verify import fill_send_buffers, find_mismatches
 
 if TYPE_CHECKING:
@@ -130,7 +130,8 @@ def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: 
             baseline: str = "none", timeout: float = 60.0) -> RunReport:
     """Run the plan ``warmup + repeat`` times (and the baseline likewise); all ranks call it.
 
-    Every repeat starts after a barrier; its time is the slowest rank's. The report is the
+    Every repeat starts after a barrier that the ranks leave together
+    (:func:`~optiq.waiting.start_together`); its time is the slowest rank's. The report is the
     same on every rank.
 
     Raises
@@ -165,7 +166,7 @@ def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, baseline, ti
         for it in range(warmup + repeat):
             for buf in received().values():
                 buf.fill(0)
-            wait_politely(comm.Ibarrier())
+            start_together(comm)
             local = run_once()
             elapsed = _allreduce(comm, local, MPI.MAX)
             if it >= warmup:
