@@ -42,15 +42,18 @@ pairs, MPICH 5), against ``MPI_Alltoallv``: one message per chunk could not beat
 between them), against 0.04-0.06 s for Alltoallv; MPI's cost per message, with its
 handshake between ranks that share cores, set the pace. Runs of chunks in messages of up
 to 4 MiB take 0.085-0.095 s (0.48-0.63 of Alltoallv's throughput; 2 MiB messages 0.098 s,
-8 MiB 0.085 s), and a neighbour exchange (one hop) runs at 0.98-1.06 of Alltoallv. Paced
-at 25-100 MB/s per link the 4x4 replays of ``benchmarks/executor.py`` take 1.01-1.12 x
-their predicted time. Also
-measured and dropped: one message per neighbour and round built from an ``hindexed``
-datatype (9.8 s: MPICH moves non-contiguous data through a pipeline that needs both ranks
-scheduled at every step); rounds of one contiguous message per chunk (0.6-0.9 s, the ranks
-fall into lockstep); spinning or yielding instead of sleeping (no better); fresh forwarding
-memory per run (page faults cost 0.05 s a run, so :func:`forwarding_slots` are allocated
-and touched once per executor).
+8 MiB 0.085 s), and a neighbour exchange (one hop, 0.02 s) runs at 0.73-1.15 of
+Alltoallv. Paced, the 4x4 replays of ``benchmarks/executor.py`` (16 ranks) take
+1.00-1.11 x their predicted time at 25-100 MB/s per link but 1.15-1.46 x at 200 MB/s:
+the last bytes of every path leave its source when the predicted time is up and still
+cross up to three forwarders, and a hop takes 1-3 ms (median) once 16 ranks share 2 cores
+at that rate, against 0.7 ms at 50 MB/s. Also measured and dropped: one message per
+neighbour and round built from an ``hindexed`` datatype (9.8 s: MPICH moves
+non-contiguous data through a pipeline that needs both ranks scheduled at every step);
+rounds of one contiguous message per chunk (0.6-0.9 s, the ranks fall into lockstep);
+spinning or yielding instead of sleeping, shorter sleeps, or waking the receiver through
+a socket at every message (no better); fresh forwarding memory per run (page faults cost
+0.05 s a run, so :func:`forwarding_slots` are allocated and touched once per executor).
 """
 
 from __future__ import annotations
