@@ -221,7 +221,7 @@ def test_the_run_report_follows_the_shared_schema(tmp_path):
     report = RunReport(method="opt", topology="torus 2x2", plan_fingerprint="f" * 16, ranks=4, jobs=2, paths=3,
                        chunk_size=4096, window=4, link_bw_Bps=None, predicted_time_s=0.1, predicted_at="x",
                        repeats=3, warmup=1, plan=timing, baseline=Timing("MPI_Alltoallv", [0.1], 1000, None),
-                       chunks_forwarded=0, buffer_bytes_max=0)
+                       chunks_forwarded=0, buffer_bytes_max=0, messages=0)
     data = report.to_dict()
     assert tuple(data) == REPORT_KEYS and tuple(data["baseline"])[1:] == TIMING_KEYS
     path = tmp_path / "r.json"

@@ -90,7 +90,7 @@ class RunReport:
     baseline: Timing | None
     chunks_forwarded: int
     buffer_bytes_max: int
-    messages: int = 0
+    messages: int
 
     @property
     def measured_over_predicted(self) -> float:

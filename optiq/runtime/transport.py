@@ -10,9 +10,9 @@ in order.
 **Messages carry runs of chunks.** Chunks of a path that are ready together travel in one
 message: unpaced, everything the sender holds (up to the limits below); paced, as much as
 the link carries in ``message_s`` (one chunk at slow rates), plus whatever is overdue. A
-forwarder's slots of a path are two *segments* of ``window // 2`` chunks and no message
-crosses a segment boundary, so a message always lands in consecutive slots and is sent on
-from them without a copy. Each rank has one receive posted per path at a time, for the
+forwarder's slots of a path are whole *segments* of ``window // 2`` chunks (two for an
+even window, :func:`path_slots`) and no message crosses a segment boundary, so a message
+always lands in consecutive slots and is sent on from them without a copy. Each rank has one receive posted per path at a time, for the
 rest of the current segment (the destination: for the rest of the path), and learns from
 the status how many chunks came. A message to the destination from the source itself (a
 path of one rank hop) is limited by the window only.
@@ -168,7 +168,7 @@ class TransferResult:
     chunks_sent: int
     chunks_forwarded: int
     buffer_bytes: int
-    messages: int = 0
+    messages: int
 
 
 class _Link:
@@ -203,7 +203,7 @@ class Transfer:
         sends and receives (checked by the caller).
     window : int
         Source chunks in flight per outgoing link, and receive slots per forwarded path
-        (rounded down to an even number); a message carries at most
+        (rounded down to whole segments, :func:`path_slots`); a message carries at most
         :func:`segment_chunks` chunks.
     link_bw : float, optional
         Emulated bandwidth of every outgoing link in bytes/s: a message leaves only once
@@ -248,8 +248,8 @@ class Transfer:
         self.statuses: list = []
         self.what: list[tuple[int, int, int, int] | None] = []  # (kind, stream, first chunk, chunks) per request
         self.free: list[int] = []
-        self.remaining = sum(c for s, c in zip(streams, self.nchunks) if s.next >= 0) + \
-            sum(c for s, c in zip(streams, self.nchunks) if s.prev >= 0)
+        # every chunk is sent once where the stream has a next rank and received once where it has a previous one
+        self.remaining = sum(c * ((s.next >= 0) + (s.prev >= 0)) for s, c in zip(streams, self.nchunks))
         self.chunks_sent = self.chunks_forwarded = self.messages = 0
 
     def run(self) -> TransferResult:
@@ -432,7 +432,7 @@ class Transfer:
             m, leaves = limit, now
         else:
             begin = max(link.busy_until, now - self.burst_s)
-            overdue = int((now - begin) * self.link_bw / self.chunk)  # only a path's last chunk may be shorter
+            overdue = int((now - begin) * self.link_bw / self.chunk)  # chunks the link has earned the time for
             m = max(1, min(limit, max(self.paced_chunks, overdue)))
             lo, hi = self._span(k, i, m)
             leaves = link.busy_until = begin + (hi - lo) / self.link_bw
