@@ -130,8 +130,8 @@ def test_application_messages_with_the_executors_tags_are_not_disturbed_and_any_
 
 
 @pytest.mark.mpi
-def test_start_together_is_a_barrier_on_any_communicator():
-    proc, _ = launch(4, MPI_SCRIPTS / "start_together.py")
+def test_start_together_is_a_barrier_and_allreduce_asleep_never_yields_on_any_communicator():
+    proc, _ = launch(4, MPI_SCRIPTS / "waits.py")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import OptiqError
 from .cost import algorithms
 from .fit import Sample
-from ..waiting import start_together
+from ..waiting import allreduce_asleep, start_together
 from .algorithms import allreduce, exchange
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def _timed(comm, run: Callable[[], object], repeat: int, warmup: int) -> tuple[f
         start_together(comm)
         t0 = time.perf_counter()
         run()
-        elapsed = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+        elapsed = allreduce_asleep(comm, time.perf_counter() - t0, MPI.MAX)
         if i >= warmup:
             times.append(elapsed)
     return float(np.median(times)), times

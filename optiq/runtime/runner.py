@@ -11,7 +11,7 @@ import numpy as np
 from ..plan import Plan
 from .baseline import AlltoallvBaseline
 from .executor import Executor
-from ..waiting import start_together, wait_politely
+from ..waiting import allreduce_asleep, start_together
 from .verify import fill_send_buffers, find_mismatches
 
 if TYPE_CHECKING:
@@ -168,14 +168,14 @@ def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, baseline, ti
                 buf.fill(0)
             start_together(comm)
             local = run_once()
-            elapsed = _allreduce(comm, local, MPI.MAX)
+            elapsed = allreduce_asleep(comm, local, MPI.MAX)
             if it >= warmup:
                 times.append(elapsed)
             if verify and not problems:
                 problems = [f"rank {comm.Get_rank()}, repeat {it}: {m}" for m in find_mismatches(received(), seed)]
         verified = None
         if verify:
-            verified = bool(_allreduce(comm, not problems, MPI.MIN))
+            verified = bool(allreduce_asleep(comm, not problems, MPI.MIN))
             problems = [m for ms in comm.allgather(problems[:3]) for m in ms]
         return Timing(name, times, bytes_total, verified, problems)
 
@@ -203,12 +203,6 @@ def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, baseline, ti
                      chunks_forwarded=int(comm.allreduce(stats["forwarded"], op=MPI.SUM)),
                      buffer_bytes_max=int(comm.allreduce(stats["buffer"], op=MPI.MAX)),
                      messages=int(comm.allreduce(stats["messages"], op=MPI.SUM)))
-
-
-def _allreduce(comm, value: float, op) -> float:
-    buf, out = np.array([value], dtype=np.float64), np.empty(1, dtype=np.float64)
-    wait_politely(comm.Iallreduce(buf, out, op=op))
-    return float(out[0])
 
 
 def format_report(report: RunReport) -> str:

@@ -1,0 +1,54 @@
+"""Run under mpiexec: the waits of :mod:`optiq.waiting` on any communicator.
+
+Ranks arrive 0-60 ms apart, on COMM_WORLD and on a split of it.
+- :func:`~optiq.waiting.start_together` is a barrier: no rank leaves before the last one
+  of its communicator arrived (the ranks share a node, so ``time.monotonic`` is one clock).
+- :func:`~optiq.waiting.allreduce_asleep` gives the maximum and the minimum over the
+  communicator, and the ranks that wait never yield the CPU (they sleep instead).
+Exit code 0 and "ok" on rank 0 if so.
+"""
+
+import os
+import time
+
+from mpi4py import MPI
+
+from optiq import waiting
+from optiq.waiting import allreduce_asleep, start_together
+
+world = MPI.COMM_WORLD
+failures = []
+yields = 0
+real_yield = os.sched_yield
+
+
+def counting_yield() -> None:
+    global yields
+    yields += 1
+    real_yield()
+
+
+for comm in (world, world.Split(world.Get_rank() % 2, 0)):
+    rank, size = comm.Get_rank(), comm.Get_size()
+    time.sleep(0.02 * (rank % 4))
+    arrived = time.monotonic()
+    start_together(comm)
+    left = time.monotonic()
+    last = comm.allreduce(arrived, op=MPI.MAX)
+    if left < last:
+        failures.append(f"rank {world.Get_rank()} left {last - left:.4f} s before the last rank arrived")
+
+    time.sleep(0.02 * (rank % 4))
+    waiting.os.sched_yield = counting_yield  # type: ignore[attr-defined]
+    try:
+        got = (allreduce_asleep(comm, rank + 0.5, MPI.MAX), allreduce_asleep(comm, rank + 0.5, MPI.MIN))
+    finally:
+        waiting.os.sched_yield = real_yield  # type: ignore[attr-defined]
+    if got != (size - 0.5, 0.5):
+        failures.append(f"rank {world.Get_rank()}: allreduce_asleep gave {got}, not {(size - 0.5, 0.5)}")
+    if yields:
+        failures.append(f"rank {world.Get_rank()} yielded {yields} times in allreduce_asleep")
+failures = [f for fs in world.allgather(failures) for f in fs]
+if world.Get_rank() == 0:
+    print("\n".join(failures) or "ok")
+raise SystemExit(1 if failures else 0)
