@@ -44,16 +44,22 @@ handshake between ranks that share cores, set the pace. Runs of chunks in messag
 to 4 MiB take 0.085-0.095 s (0.48-0.63 of Alltoallv's throughput; 2 MiB messages 0.098 s,
 8 MiB 0.085 s), and a neighbour exchange (one hop, 0.02 s) runs at 0.73-1.15 of
 Alltoallv. Paced, the 4x4 replays of ``benchmarks/executor.py`` (16 ranks) take
-1.00-1.11 x their predicted time at 25-100 MB/s per link but 1.15-1.46 x at 200 MB/s:
-the last bytes of every path leave its source when the predicted time is up and still
-cross up to three forwarders, and a hop takes 1-3 ms (median) once 16 ranks share 2 cores
-at that rate, against 0.7 ms at 50 MB/s. Also measured and dropped: one message per
-neighbour and round built from an ``hindexed`` datatype (9.8 s: MPICH moves
-non-contiguous data through a pipeline that needs both ranks scheduled at every step);
-rounds of one contiguous message per chunk (0.6-0.9 s, the ranks fall into lockstep);
-spinning or yielding instead of sleeping, shorter sleeps, or waking the receiver through
-a socket at every message (no better); fresh forwarding memory per run (page faults cost
-0.05 s a run, so :func:`forwarding_slots` are allocated and touched once per executor).
+1.00-1.07 x their predicted time at 25-100 MB/s per link but 1.11-1.28 x at 200 MB/s.
+There the opt replay needs more CPU than 2 cores give in its predicted 0.056 s (112 ms):
+118-123 ms of CPU time per run summed over the ranks, of which about 60 ms are MPI's
+copies of its 197 MiB of rank hops, 30 ms Python between MPI calls and 20 ms 650-900
+sleeps (25-32 us of CPU each on this VM). So ranks wait for a core, a hop takes 1-3 ms
+(median) against 0.7 ms at 50 MB/s, and the last bytes of every path, which leave their
+source when the predicted time is up, still cross up to three forwarders.
+
+Also measured and dropped: one message per neighbour and round built from an
+``hindexed`` datatype (9.8 s: MPICH moves non-contiguous data through a pipeline that
+needs both ranks scheduled at every step); rounds of one contiguous message per chunk
+(0.6-0.9 s, the ranks fall into lockstep); spinning or yielding instead of sleeping,
+shorter or longer sleeps, or waking the receiver through a socket at every message (no
+better); paced messages of 10 ms (no better) or 2.5 ms (worse: 0.070-0.077 s against
+0.066-0.071 s at 200 MB/s); fresh forwarding memory per run (page faults cost 0.05 s a
+run, so :func:`forwarding_slots` are allocated and touched once per executor).
 """
 
 from __future__ import annotations
