@@ -229,6 +229,9 @@ class Transfer:
                  recv: dict[int, np.ndarray], *, window: int = 4, link_bw: float | None = None,
                  timeout: float = 60.0, slots: list[np.ndarray] | None = None, burst_s: float = PACED_BURST_S,
                  message_s: float = PACED_MESSAGE_S) -> None:
+        from mpi4py import MPI
+
+        self._byte, self._status, self._testsome = MPI.BYTE, MPI.Status, MPI.Request.Testsome  # bound once: hot loop
         self.comm, self.window, self.link_bw, self.timeout = comm, window, link_bw, timeout
         self.burst_s, self.message_s = burst_s, message_s
         self.chunk, self.send, self.recv = chunk_size, send, recv
@@ -267,8 +270,6 @@ class Transfer:
             On timeout, naming the paths and ranks still waited for. Requests are left
             outstanding then: treat the communicator as broken and abort.
         """
-        from mpi4py import MPI
-
         for k, s in enumerate(self.streams):
             if s.prev >= 0:
                 self._post_recv(k)
@@ -280,7 +281,7 @@ class Transfer:
         idle = 0
         while self.remaining:
             now = time.perf_counter()
-            done = MPI.Request.Testsome(self.requests, self.statuses) if self.requests else None
+            done = self._testsome(self.requests, self.statuses) if self.requests else None
             if done:
                 self._completed(done)
             moved, deadline = self._pump(now)
@@ -298,8 +299,6 @@ class Transfer:
 
     def _completed(self, done: list[int]) -> None:
         """Free the completed requests' slots and act on what each completion allows."""
-        from mpi4py import MPI
-
         for j, d in enumerate(done):  # Testsome fills the statuses in the order of ``done``
             kind, k, i, m = self.what[d]  # type: ignore[misc]
             self.what[d] = None
@@ -313,7 +312,7 @@ class Transfer:
                 else:
                     self.links[self.streams[k].link].inflight -= m
                 continue
-            m = -(-self.statuses[j].Get_count(MPI.BYTE) // self.chunk)  # whole chunks, the last may be short
+            m = -(-self.statuses[j].Get_count(self._byte) // self.chunk)  # whole chunks, the last may be short
             self.remaining -= m
             self.receiving[k] = False
             if kind == _FORWARD_RECV:
@@ -325,14 +324,12 @@ class Transfer:
             self._post_recv(k)
 
     def _add(self, request: Any, what: tuple[int, int, int, int]) -> None:
-        from mpi4py import MPI
-
         if self.free:
             j = self.free.pop()
             self.requests[j], self.what[j] = request, what
         else:
             self.requests.append(request)
-            self.statuses.append(MPI.Status())
+            self.statuses.append(self._status())
             self.what.append(what)
 
     def _span(self, k: int, i: int, m: int) -> tuple[int, int]:
@@ -352,8 +349,6 @@ class Transfer:
         of the current segment of its slots, once the chunks held in that segment before
         have been sent on; the destination receives up to the end of the path.
         """
-        from mpi4py import MPI
-
         s, i = self.streams[k], self.ready[k]
         if i >= self.nchunks[k]:
             return
@@ -366,7 +361,7 @@ class Transfer:
             lo = s.offset + i * self.chunk
             buf, kind = self.recv[s.job][lo:s.offset + s.nbytes], _FINAL_RECV
             m = self.nchunks[k] - i
-        self._add(self.comm.Irecv([buf, MPI.BYTE], source=s.prev, tag=s.path), (kind, k, i, m))
+        self._add(self.comm.Irecv([buf, self._byte], source=s.prev, tag=s.path), (kind, k, i, m))
         self.receiving[k] = True
 
     def _enqueue(self, k: int) -> None:
@@ -378,8 +373,6 @@ class Transfer:
         return self.sent[k] / self.nchunks[k]
 
     def _start_send(self, k: int, i: int, m: int) -> None:
-        from mpi4py import MPI
-
         s = self.streams[k]
         if self.forwards[k]:
             buf = self._slot_view(k, i, m)
@@ -390,7 +383,7 @@ class Transfer:
             self.chunks_sent += m
             self.links[s.link].inflight += m
         self.messages += 1
-        self._add(self.comm.Isend([buf, MPI.BYTE], dest=s.next, tag=s.path), (_SEND, k, i, m))
+        self._add(self.comm.Isend([buf, self._byte], dest=s.next, tag=s.path), (_SEND, k, i, m))
 
     def _pump(self, now: float) -> tuple[bool, float]:
         """Start what the links allow; return whether anything started and the next pacing deadline."""
