@@ -48,11 +48,11 @@ and a neighbour exchange (one hop, 0.02 s) runs at 0.79-1.19 of Alltoallv. Paced
 4x4 replays of ``benchmarks/executor.py`` (16 ranks) take 1.00-1.09 x their predicted
 time at 25-100 MB/s per link but 1.09-1.28 x at 200 MB/s.
 There the opt replay needs more CPU than 2 cores give in its predicted 0.056 s (112 ms):
-118-123 ms of CPU time per run summed over the ranks, of which about 60 ms are MPI's
-copies of its 197 MiB of rank hops, 30 ms Python between MPI calls and 20 ms 650-900
-sleeps (25-32 us of CPU each on this VM). So ranks wait for a core, a hop takes 1-3 ms
-(median) against 0.7 ms at 50 MB/s, and the last bytes of every path, which leave their
-source when the predicted time is up, still cross up to three forwarders.
+114-123 ms of CPU time per run summed over the ranks, of which about 60 ms are MPI's
+copies of its 197 MiB of rank hops, 25-30 ms Python between MPI calls and 20-25 ms
+650-950 sleeps (25-32 us of CPU each on this VM). So ranks wait for a core, a hop takes
+1-3 ms (median) against 0.7 ms at 50 MB/s, and the last bytes of every path, which leave
+their source when the predicted time is up, still cross up to three forwarders.
 
 Also measured and dropped: one message per neighbour and round built from an
 ``hindexed`` datatype (9.8 s: MPICH moves non-contiguous data through a pipeline that
