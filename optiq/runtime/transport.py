@@ -12,10 +12,11 @@ message: unpaced, everything the sender holds (up to the limits below); paced, a
 the link carries in ``message_s`` (one chunk at slow rates), plus whatever is overdue. A
 forwarder's slots of a path are whole *segments* of ``window // 2`` chunks (two for an
 even window, :func:`path_slots`) and no message crosses a segment boundary, so a message
-always lands in consecutive slots and is sent on from them without a copy. Each rank has one receive posted per path at a time, for the
-rest of the current segment (the destination: for the rest of the path), and learns from
-the status how many chunks came. A message to the destination from the source itself (a
-path of one rank hop) is limited by the window only.
+always lands in consecutive slots and is sent on from them without a copy. Each rank has
+one receive posted per path at a time, for the rest of the current segment (the
+destination: for the rest of the path), and learns from the status how many chunks came.
+A message to the destination from the source itself (a path of one rank hop) is limited
+by the window only.
 
 Why it cannot deadlock: a forwarder posts a path's receive into a segment only once the
 chunks it held there before have been sent on, which needs room one hop later; these waits
@@ -131,8 +132,8 @@ def forwarding_slots(schedule: RankSchedule, chunk_size: int, window: int) -> li
     """Memory for the chunks this rank forwards: :func:`path_slots` slots per forwarded path.
 
     One ``(slots, chunk_size)`` array per stream of ``schedule`` (empty unless the rank
-    forwards it), with fewer slots when the path has fewer chunks. The pages are written once here, so a transfer
-    that reuses them does not pay for the kernel mapping them in.
+    forwards it), with fewer slots when the path has fewer chunks. The pages are written
+    once here, so a transfer that reuses them does not pay for the kernel mapping them in.
 
     Examples
     --------
