@@ -20,13 +20,15 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["MAX_IDLE_SLEEP_S", "YIELDS", "idle_pause", "wait_politely", "wait_all", "start_together",
-           "allreduce_asleep"]
+__all__ = ["MAX_IDLE_SLEEP_S", "YIELDS", "START_LEAD_S", "idle_pause", "wait_politely", "wait_all",
+           "start_together", "sleep_until", "allreduce_asleep"]
 
 #: The longest pause between two tests of a request (seconds).
 MAX_IDLE_SLEEP_S = 2e-3
 #: Fruitless tests answered by yielding the CPU before a wait starts sleeping.
 YIELDS = 1000
+#: Seconds from the last rank's arrival to the moment :func:`start_together` agrees on.
+START_LEAD_S = 5e-4
 
 
 def idle_pause(idle: int) -> float:
@@ -67,19 +69,55 @@ def wait_politely(request: Any, yields: int = YIELDS) -> None:
     wait_all([request], yields)
 
 
-def start_together(comm: Any) -> None:
-    """A barrier that every rank of ``comm`` leaves at nearly the same moment, for timing.
+def start_together(comm: Any, lead_s: float = START_LEAD_S) -> float:
+    """A barrier after which the ranks of ``comm`` start a timed step at one agreed moment.
 
-    A polite barrier (:func:`wait_politely`) lets early ranks sleep, but each then leaves
-    whenever its back-off ends, up to :data:`MAX_IDLE_SLEEP_S` after the last arrival. So a
-    second barrier follows that only yields the CPU between tests: every rank is awake
-    when it starts, and the last one to arrive releases them all within a few scheduler
-    switches.
+    Once every rank has arrived (a polite barrier, :func:`wait_politely`), the ranks of
+    each host agree on the moment ``lead_s`` after the last of them came out of it, on
+    :func:`time.perf_counter` (one clock per host), and each sleeps until then. Returns
+    that moment: time the step from it, and a rank that gets its core late is late
+    against the same clock as the others (the executor's links earn their bytes from it).
+
+    Leaving a barrier is no common start when ranks share cores: the first ranks out start
+    working and the others queue for a core. With 16 ranks on 2 cores they left up to
+    2.5-3.4 ms apart, and the 4x4 opt replay of ``benchmarks/executor.py`` at 200 MB/s per
+    link took 1.127 x its predicted time timed from each rank's own start, 1.100 x timed
+    from the agreed moment with a lead of 0.5 ms (1.104 with 0.2 ms, 1.101 with 1 ms,
+    1.110 with 2 ms; medians of 5-6 launches taken in turn).
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> start = start_together(MPI.COMM_SELF)
+    >>> time.perf_counter() >= start
+    True
     """
+    from mpi4py import MPI
+
     wait_politely(comm.Ibarrier())
-    request = comm.Ibarrier()
-    while not request.Test():
-        os.sched_yield()
+    host = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        start = allreduce_asleep(host, time.perf_counter(), MPI.MAX) + lead_s
+    finally:
+        host.Free()
+    sleep_until(start)
+    return start
+
+
+def sleep_until(moment: float | None) -> float:
+    """Sleep until ``moment`` (a :func:`time.perf_counter` value) and return it; ``None`` means now.
+
+    Examples
+    --------
+    >>> later = time.perf_counter() + 0.01
+    >>> sleep_until(later) == later <= time.perf_counter()
+    True
+    """
+    if moment is None:
+        return time.perf_counter()
+    while (ahead := moment - time.perf_counter()) > 0:
+        time.sleep(ahead)
+    return moment
 
 
 def allreduce_asleep(comm: Any, value: float, op: Any) -> float:

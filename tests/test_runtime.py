@@ -106,6 +106,22 @@ def test_predicted_time_counts_only_paced_links(tmp_path):
     assert predicted_time(plan, 1e6)[0] == pytest.approx(plan.link_bytes[host_links].max() / 1e6)
 
 
+def test_a_transfer_starts_at_the_agreed_moment_and_is_timed_from_it():
+    import time
+
+    from mpi4py import MPI
+
+    from optiq.runtime import RankSchedule
+    from optiq.runtime.transport import Transfer
+
+    idle = RankSchedule(0, (), {}, {})  # nothing to move: its time is its wait for the start
+    past = time.perf_counter() - 1.0
+    assert Transfer(MPI.COMM_SELF, idle, 1024, {}, {}).run(start_at=past).elapsed_s >= 1.0
+    soon = time.perf_counter() + 0.05
+    result = Transfer(MPI.COMM_SELF, idle, 1024, {}, {}).run(start_at=soon)
+    assert time.perf_counter() >= soon and 0 <= result.elapsed_s < 0.05
+
+
 def test_run_without_enough_ranks_is_a_clear_error(tmp_path, capsys):
     _, path = small_plan(tmp_path)
     assert main(["run", str(path)]) == 1
@@ -130,7 +146,7 @@ def test_application_messages_with_the_executors_tags_are_not_disturbed_and_any_
 
 
 @pytest.mark.mpi
-def test_start_together_is_a_barrier_and_allreduce_asleep_never_yields_on_any_communicator():
+def test_start_together_agrees_on_a_start_and_allreduce_asleep_never_yields_on_any_communicator():
     proc, _ = launch(4, MPI_SCRIPTS / "waits.py")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
 

@@ -33,8 +33,7 @@ def _timed(comm, run: Callable[[], object], repeat: int, warmup: int) -> tuple[f
 
     times = []
     for i in range(warmup + repeat):
-        start_together(comm)
-        t0 = time.perf_counter()
+        t0 = start_together(comm)
         run()
         elapsed = allreduce_asleep(comm, time.perf_counter() - t0, MPI.MAX)
         if i >= warmup:

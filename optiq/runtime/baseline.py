@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from ..plan import Plan
+from ..waiting import sleep_until
 
 if TYPE_CHECKING:
     from typing import Any
@@ -52,11 +53,11 @@ class AlltoallvBaseline:
             self.send_buf[pos:pos + n] = send[j].reshape(-1).view(np.uint8)
             pos += n
 
-    def run(self) -> float:
-        """One ``Alltoallv``; returns this rank's seconds in the call."""
+    def run(self, start_at: float | None = None) -> float:
+        """One ``Alltoallv``; returns this rank's seconds from ``start_at`` (default: the call) to its end."""
         from mpi4py import MPI
 
-        start = time.perf_counter()
+        start = sleep_until(start_at)
         self.comm.Alltoallv([self.send_buf, (self.send_counts, _displacements(self.send_counts)), MPI.BYTE],
                             [self.recv_buf, (self.recv_counts, _displacements(self.recv_counts)), MPI.BYTE])
         return time.perf_counter() - start

@@ -168,7 +168,7 @@ class Executor:
         return {j: np.empty(n, dtype=np.uint8) for j, n in self.schedule.recv_jobs.items()}
 
     def run(self, send: Mapping[int, np.ndarray], recv: Mapping[int, np.ndarray] | None = None, *,
-            timeout: float = 60.0) -> TransferResult:
+            timeout: float = 60.0, start_at: float | None = None) -> TransferResult:
         """Move this rank's bytes; all ranks call it together.
 
         Parameters
@@ -180,6 +180,10 @@ class Executor:
             Job id -> receive buffer likewise; allocated when not given.
         timeout : float
             Seconds before the transfer is abandoned with :class:`TransferError`.
+        start_at : float, optional
+            The moment the ranks agreed to start at (:func:`~optiq.waiting.start_together`):
+            the emulated links earn their bytes from it and the elapsed time counts from it.
+            By default, when the call begins.
 
         Returns
         -------
@@ -198,7 +202,7 @@ class Executor:
         recv_views = _byte_views(self.empty_recv_buffers() if recv is None else recv, sched.recv_jobs, "receive",
                                  sched.rank)
         return transfer(self.comm, sched, self.chunk_size, send_views, recv_views, window=self.window,
-                        link_bw=self.link_bw, timeout=timeout, slots=self.slots)
+                        link_bw=self.link_bw, timeout=timeout, slots=self.slots, start_at=start_at)
 
 
 def run_plan(comm: Any, plan: Plan, send: Mapping[int, np.ndarray], recv: Mapping[int, np.ndarray] | None = None, *,

@@ -130,9 +130,9 @@ def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: 
             baseline: str = "none", timeout: float = 60.0) -> RunReport:
     """Run the plan ``warmup + repeat`` times (and the baseline likewise); all ranks call it.
 
-    Every repeat starts after a barrier that the ranks leave together
-    (:func:`~optiq.waiting.start_together`); its time is the slowest rank's. The report is the
-    same on every rank.
+    Every repeat starts at a moment the ranks agree on after a barrier
+    (:func:`~optiq.waiting.start_together`); its time runs from that moment to the end of the
+    slowest rank. The report is the same on every rank.
 
     Raises
     ------
@@ -160,14 +160,14 @@ def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, baseline, ti
     recv = executor.empty_recv_buffers()
     bytes_total = int(plan.demands.nbytes.sum())
 
-    def repeated(name: str, run_once: Callable[[], float], received: Callable[[], dict[int, np.ndarray]]) -> Timing:
+    def repeated(name: str, run_once: Callable[[float], float],
+                 received: Callable[[], dict[int, np.ndarray]]) -> Timing:
         times: list[float] = []
         problems: list[str] = []
         for it in range(warmup + repeat):
             for buf in received().values():
                 buf.fill(0)
-            start_together(comm)
-            local = run_once()
+            local = run_once(start_together(comm))
             elapsed = allreduce_asleep(comm, local, MPI.MAX)
             if it >= warmup:
                 times.append(elapsed)
@@ -181,8 +181,8 @@ def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, baseline, ti
 
     stats = {}
 
-    def run_plan_once() -> float:
-        result = executor.run(send, recv, timeout=timeout)
+    def run_plan_once(start: float) -> float:
+        result = executor.run(send, recv, timeout=timeout, start_at=start)
         stats["forwarded"], stats["buffer"], stats["messages"] = \
             result.chunks_forwarded, result.buffer_bytes, result.messages
         return result.elapsed_s

@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TransferError
-from ..waiting import idle_pause
+from ..waiting import idle_pause, sleep_until
 from .schedule import RankSchedule
 
 __all__ = ["TransferResult", "Transfer", "transfer", "segment_chunks", "path_slots", "forwarding_slots",
@@ -160,7 +160,8 @@ class TransferResult:
         Job id -> received bytes (``uint8`` array), for the jobs this rank is the
         destination of.
     elapsed_s : float
-        This rank's wall time from start to its last completed message.
+        This rank's wall time from the start (``start_at``, or the call) to its last
+        completed message.
     chunks_sent : int
         Chunks this rank sent as a source.
     chunks_forwarded : int
@@ -264,8 +265,15 @@ class Transfer:
         self.remaining = sum(c * ((s.next >= 0) + (s.prev >= 0)) for s, c in zip(streams, self.nchunks))
         self.chunks_sent = self.chunks_forwarded = self.messages = 0
 
-    def run(self) -> TransferResult:
+    def run(self, start_at: float | None = None) -> TransferResult:
         """Move the bytes; returns when this rank's chunks have all been sent and received.
+
+        Parameters
+        ----------
+        start_at : float, optional
+            The :func:`time.perf_counter` moment the ranks agreed to start at
+            (:func:`~optiq.waiting.start_together`): nothing moves before it, links earn
+            their bytes from it and the elapsed time counts from it. By default, now.
 
         Raises
         ------
@@ -273,12 +281,12 @@ class Transfer:
             On timeout, naming the paths and ranks still waited for. Requests are left
             outstanding then: treat the communicator as broken and abort.
         """
+        start = sleep_until(start_at)
         for k, s in enumerate(self.streams):
             if s.prev >= 0:
                 self._post_recv(k)
             else:
                 self._enqueue(k)
-        start = time.perf_counter()
         for link in self.links.values():
             link.busy_until = start
         idle = 0
@@ -444,10 +452,11 @@ class Transfer:
 
 def transfer(comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
              recv: dict[int, np.ndarray], *, window: int = 4, link_bw: float | None = None,
-             timeout: float = 60.0, slots: list[np.ndarray] | None = None) -> TransferResult:
+             timeout: float = 60.0, slots: list[np.ndarray] | None = None,
+             start_at: float | None = None) -> TransferResult:
     """Run this rank's part of a plan (:class:`Transfer`); every rank of ``comm`` calls it at once."""
     return Transfer(comm, schedule, chunk_size, send, recv, window=window, link_bw=link_bw, timeout=timeout,
-                    slots=slots).run()
+                    slots=slots).run(start_at)
 
 
 def _timeout_message(rank: int, timeout: float, streams, meta) -> str:

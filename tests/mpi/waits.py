@@ -1,8 +1,9 @@
 """Run under mpiexec: the waits of :mod:`optiq.waiting` on any communicator.
 
 Ranks arrive 0-60 ms apart, on COMM_WORLD and on a split of it.
-- :func:`~optiq.waiting.start_together` is a barrier: no rank leaves before the last one
-  of its communicator arrived (the ranks share a node, so ``time.monotonic`` is one clock).
+- :func:`~optiq.waiting.start_together` is a barrier that agrees on a start: every rank
+  of the communicator gets the same moment, after the last one arrived, and none leaves
+  before it (the ranks share a node, so ``time.perf_counter`` is one clock).
 - :func:`~optiq.waiting.allreduce_asleep` gives the maximum and the minimum over the
   communicator, and the ranks that wait never yield the CPU (they sleep instead).
 Exit code 0 and "ok" on rank 0 if so.
@@ -30,12 +31,15 @@ def counting_yield() -> None:
 for comm in (world, world.Split(world.Get_rank() % 2, 0)):
     rank, size = comm.Get_rank(), comm.Get_size()
     time.sleep(0.02 * (rank % 4))
-    arrived = time.monotonic()
-    start_together(comm)
-    left = time.monotonic()
+    arrived = time.perf_counter()
+    start = start_together(comm)
+    left = time.perf_counter()
     last = comm.allreduce(arrived, op=MPI.MAX)
-    if left < last:
-        failures.append(f"rank {world.Get_rank()} left {last - left:.4f} s before the last rank arrived")
+    if not last < start <= left:
+        failures.append(f"rank {world.Get_rank()}: the last rank arrived at {last:.4f}, the agreed start is "
+                        f"{start:.4f}, the rank left at {left:.4f}")
+    if comm.allreduce(start, op=MPI.MIN) != comm.allreduce(start, op=MPI.MAX):
+        failures.append(f"rank {world.Get_rank()}: the ranks agreed on different starts")
 
     time.sleep(0.02 * (rank % 4))
     os.sched_yield = counting_yield  # what optiq.waiting calls to yield
