@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import os
 import time
 
+import numpy as np
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
@@ -69,7 +71,7 @@ def wait_politely(request: Any, yields: int = YIELDS) -> None:
     wait_all([request], yields)
 
 
-def start_together(comm: Any, lead_s: float = START_LEAD_S) -> float:
+def start_together(comm: Any, lead_s: float = START_LEAD_S, host: Any = None) -> float:
     """A barrier after which the ranks of ``comm`` start a timed step at one agreed moment.
 
     Once every rank has arrived (a polite barrier, :func:`wait_politely`), the ranks of
@@ -77,6 +79,8 @@ def start_together(comm: Any, lead_s: float = START_LEAD_S) -> float:
     :func:`time.perf_counter` (one clock per host), and each sleeps until then. Returns
     that moment: time the step from it, and a rank that gets its core late is late
     against the same clock as the others (the executor's links earn their bytes from it).
+    The agreement is waited for by yielding, not sleeping, so that every rank is awake
+    and learns the moment within a few scheduler switches.
 
     Leaving a barrier is no common start when ranks share cores: the first ranks out start
     working and the others queue for a core. With 16 ranks on 2 cores they left up to
@@ -84,6 +88,20 @@ def start_together(comm: Any, lead_s: float = START_LEAD_S) -> float:
     link took 1.127 x its predicted time timed from each rank's own start, 1.100 x timed
     from the agreed moment with a lead of 0.5 ms (1.104 with 0.2 ms, 1.101 with 1 ms,
     1.110 with 2 ms; medians of 5-6 launches taken in turn).
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+    lead_s : float
+        Seconds from the last rank's arrival to the agreed moment.
+    host : mpi4py.MPI.Comm, optional
+        The ranks of ``comm`` on this rank's host (``comm.Split_type(MPI.COMM_TYPE_SHARED)``),
+        for a caller that starts many steps; split (and freed) here when not given.
+
+    Returns
+    -------
+    float
+        The agreed moment, a :func:`time.perf_counter` value this rank has reached.
 
     Examples
     --------
@@ -95,11 +113,18 @@ def start_together(comm: Any, lead_s: float = START_LEAD_S) -> float:
     from mpi4py import MPI
 
     wait_politely(comm.Ibarrier())
-    host = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    own = host is None
+    if own:
+        host = comm.Split_type(MPI.COMM_TYPE_SHARED)
     try:
-        start = allreduce_asleep(host, time.perf_counter(), MPI.MAX) + lead_s
+        latest = np.empty(1, dtype=np.float64)
+        request = host.Iallreduce(np.array([time.perf_counter()]), latest, op=MPI.MAX)
+        while not request.Test():
+            os.sched_yield()  # every rank stays awake, so all learn the start within a few switches
     finally:
-        host.Free()
+        if own:
+            host.Free()
+    start = float(latest[0]) + lead_s
     sleep_until(start)
     return start
 
@@ -128,8 +153,6 @@ def allreduce_asleep(comm: Any, value: float, op: Any) -> float:
     ranks on 2 cores the 4x4 opt replay of ``benchmarks/executor.py`` at 200 MB/s per link
     took 0.070-0.075 s when this wait yielded 1000 times first, 0.066-0.067 s without.
     """
-    import numpy as np
-
     buf, out = np.array([value], dtype=np.float64), np.empty(1, dtype=np.float64)
     wait_politely(comm.Iallreduce(buf, out, op=op), yields=0)
     return float(out[0])

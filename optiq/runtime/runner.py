@@ -146,12 +146,18 @@ def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: 
         raise ValueError(f"need repeat >= 1 and warmup >= 0, got repeat={repeat}, warmup={warmup}")
     if baseline not in BASELINES:
         raise ValueError(f"unknown baseline {baseline!r}; choose from {', '.join(BASELINES)}")
+    from mpi4py import MPI
+
     with Executor(comm, plan, window=window, link_bw=link_bw, chunk_size=chunk_size) as executor:
-        return _measure(comm, plan, executor, repeat=repeat, warmup=warmup, verify=verify, seed=seed,
-                        baseline=baseline, timeout=timeout)
+        host = comm.Split_type(MPI.COMM_TYPE_SHARED)  # the ranks that share a clock (start_together)
+        try:
+            return _measure(comm, plan, executor, host, repeat=repeat, warmup=warmup, verify=verify, seed=seed,
+                            baseline=baseline, timeout=timeout)
+        finally:
+            host.Free()
 
 
-def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, baseline, timeout) -> RunReport:
+def _measure(comm, plan, executor, host, *, repeat, warmup, verify, seed, baseline, timeout) -> RunReport:
     from mpi4py import MPI
 
     sched = executor.schedule
@@ -167,7 +173,7 @@ def _measure(comm, plan, executor, *, repeat, warmup, verify, seed, baseline, ti
         for it in range(warmup + repeat):
             for buf in received().values():
                 buf.fill(0)
-            local = run_once(start_together(comm))
+            local = run_once(start_together(comm, host=host))
             elapsed = allreduce_asleep(comm, local, MPI.MAX)
             if it >= warmup:
                 times.append(elapsed)
