@@ -84,10 +84,11 @@ def start_together(comm: Any, lead_s: float = START_LEAD_S, host: Any = None) ->
 
     Leaving a barrier is no common start when ranks share cores: the first ranks out start
     working and the others queue for a core. With 16 ranks on 2 cores they left up to
-    2.5-3.4 ms apart, and the 4x4 opt replay of ``benchmarks/executor.py`` at 200 MB/s per
-    link took 1.127 x its predicted time timed from each rank's own start, 1.100 x timed
-    from the agreed moment with a lead of 0.5 ms (1.104 with 0.2 ms, 1.101 with 1 ms,
-    1.110 with 2 ms; medians of 5-6 launches taken in turn).
+    2.5-3.4 ms apart (they still start 0-4 ms after the agreed moment, but the links of a
+    late rank have earned their bytes from it), and the 4x4 opt replay of
+    ``benchmarks/executor.py`` at 200 MB/s per link took 1.164 x its predicted time timed
+    from each rank's own start, 1.117 x timed from the agreed moment (medians of 5 launches
+    taken in turn; a lead of 0.2, 1 or 2 ms did no better than 0.5 ms).
 
     Parameters
     ----------
