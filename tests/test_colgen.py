@@ -36,7 +36,8 @@ def test_gap_stops_early_and_is_honest():
     loose = column_generation(t, d, gap=0.2)
     assert loose.iterations <= exact.iterations
     assert loose.history[-1].gap <= 0.2
-    assert loose.lower_bound_s <= exact.time_s * (1 + 1e-9) <= loose.time_s * (1 + 1e-9)
+    assert loose.lower_bound_s <= exact.time_s * (1 + 1e-9)
+    assert exact.time_s <= loose.time_s * (1 + 1e-9)  # equal optima may differ in the last bits
 
 
 @pytest.mark.parametrize("busy", [0.0, 0.9, 1.0])

@@ -13,7 +13,7 @@ from scipy.sparse import coo_matrix
 from ..errors import SolverError
 from ..progress import Progress, heartbeat
 from .scaling import lp_coefficients
-from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options, highs_status
+from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options, highs_status, silent_highs
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -70,7 +70,7 @@ def solve_lp(topology: Topology, demands: Demands, paths: PathSet, *, solver: st
     lp.a_matrix_.start_ = a.indptr
     lp.a_matrix_.index_ = a.indices
     lp.a_matrix_.value_ = a.data
-    h = highspy.Highs()
+    h = silent_highs()
     for name, value in options.items():
         h.setOptionValue(name, value)
     h.passModel(lp)

@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import SolverError
 from ..paths.pathset import csr_positions
 from ..progress import Progress, heartbeat
-from .solution import FIRST_ORDER, LPStatus, highs_options, highs_status
+from .solution import FIRST_ORDER, LPStatus, highs_options, highs_status, silent_highs
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -146,7 +146,7 @@ class RestrictedLP:
         lp.a_matrix_.start_ = np.array([0, J], dtype=np.int32)
         lp.a_matrix_.index_ = np.arange(J, dtype=np.int32)
         lp.a_matrix_.value_ = -np.ones(J)
-        self.highs = highspy.Highs()
+        self.highs = silent_highs()
         self.tolerance = float(tolerance)
         self._use(solver)
         self.highs.passModel(lp)

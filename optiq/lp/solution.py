@@ -12,7 +12,8 @@ import numpy as np
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVER", "highs_options", "highs_status"]
+__all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVER", "highs_options", "highs_status",
+           "silent_highs"]
 
 #: HiGHS LP algorithms optiq exposes: ``ipm`` is interior point followed by crossover to a
 #: vertex; ``ipm-nox`` interior point without crossover; ``pdlp`` and ``hipdlp`` the two
@@ -31,6 +32,26 @@ FIRST_ORDER = ("pdlp", "hipdlp")
 #: of 8,113 for the same optimum, at about twice the solve time. Fewer paths mean fewer
 #: chunks to forward. ``ipm-nox`` and ``pdlp`` skip that step when only the time matters.
 DEFAULT_SOLVER = "ipm"
+
+
+def silent_highs() -> Any:
+    """A ``highspy.Highs`` instance that prints nothing, not even HiGHS's banner.
+
+    From highspy 1.16 ``Highs()`` prints the banner itself (its constructor enables the
+    Python callbacks, a HiGHS call), before any option can be set. So only the compiled
+    class under it is initialised, and silenced at once; optiq uses no callbacks.
+
+    Examples
+    --------
+    >>> silent_highs().getOptionValue("output_flag")[1]
+    False
+    """
+    import highspy
+
+    highs = highspy.Highs.__new__(highspy.Highs)
+    super(highspy.Highs, highs).__init__()
+    highs.setOptionValue("output_flag", False)
+    return highs
 
 
 def highs_options(solver: str, time_limit: float | None) -> dict:
