@@ -46,8 +46,9 @@ to 4 MiB take 0.08-0.11 s (0.39-0.62 of Alltoallv's throughput; 2 MiB messages 0
 8 MiB 0.085 s), 1.09-1.37 x the 0.068-0.079 s that MPI alone takes to move every hop of
 the plan as one message with no Python between them (``benchmarks/message_floor.py``),
 and a neighbour exchange (one hop, 0.02 s) runs at 0.79-1.19 of Alltoallv. Paced, the
-4x4 replays of ``benchmarks/executor.py`` (16 ranks) take 1.00-1.09 x their predicted
-time at 25-100 MB/s per link but 1.09-1.28 x at 200 MB/s.
+4x4 replays of ``benchmarks/executor.py`` (16 ranks, timed from the moment the ranks
+agreed to start, :func:`~optiq.waiting.start_together`) take 1.00-1.07 x their predicted
+time at 25-100 MB/s per link but 1.08-1.19 x at 200 MB/s.
 There the opt replay needs more CPU than 2 cores give in its predicted 0.056 s (112 ms):
 114-123 ms of CPU time per run summed over the ranks, of which about 60 ms are MPI's
 copies of its 197 MiB of rank hops, 25-30 ms Python between MPI calls and 20-25 ms
