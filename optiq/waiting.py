@@ -118,8 +118,8 @@ def start_together(comm: Any, lead_s: float = START_LEAD_S, host: Any = None) ->
     if own:
         host = comm.Split_type(MPI.COMM_TYPE_SHARED)
     try:
-        latest = np.empty(1, dtype=np.float64)
-        request = host.Iallreduce(np.array([time.perf_counter()]), latest, op=MPI.MAX)
+        arrived, latest = np.array([time.perf_counter()]), np.empty(1, dtype=np.float64)
+        request = host.Iallreduce(arrived, latest, op=MPI.MAX)
         while not request.Test():
             os.sched_yield()  # every rank stays awake, so all learn the start within a few switches
     finally:
