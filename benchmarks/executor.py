@@ -82,6 +82,11 @@ def main() -> None:
         run(args, size, Path(tmp))
 
 
+def median_index(values: list[float]) -> int:
+    """Index of the median of ``values`` (the upper one of an even count)."""
+    return sorted(range(len(values)), key=values.__getitem__)[len(values) // 2]
+
+
 def against_alltoallv(plan, ranks: int, work: Path, args) -> None:
     """The unpaced executor at every chunk size against MPI_Alltoallv on the same jobs, same launch.
 
@@ -98,7 +103,7 @@ def against_alltoallv(plan, ranks: int, work: Path, args) -> None:
         floors.append(hop_floor(plan, ranks, work, args.repeat))
     for chunk in chunks:
         ratios = [r["throughput_Bps"] / r["baseline"]["throughput_Bps"] for r in reports[chunk]]
-        mid = sorted(range(len(ratios)), key=ratios.__getitem__)[len(ratios) // 2]
+        mid = median_index(ratios)
         r, base = reports[chunk][mid], reports[chunk][mid]["baseline"]
         print(f"    {'executor, default plan, chunk ' + chunk:34} {r['elapsed_s']:9.4f} "
               f"{r['throughput_Bps'] / 1e9:7.3f} {r['verified']}  window {r['window']}, "
@@ -162,7 +167,7 @@ def paced(plans: dict, unpaced: dict, rate: str, work: Path, args) -> None:
             reports[method].append(replay(plan, 16, work, "--link-bw", rate, "--verify", "--repeat", args.repeat))
     for method, rs in reports.items():
         ratios = [r["measured_over_predicted"] for r in rs]
-        r = rs[sorted(range(len(rs)), key=ratios.__getitem__)[len(rs) // 2]]
+        r = rs[median_index(ratios)]
         print(f"    {rate:>9} {method:8} {r['paths']:5d} {unpaced[method]:9.4f} {r['predicted_time_s']:11.4f} "
               f"{r['elapsed_s']:10.4f} {r['measured_over_predicted']:9.3f} {r['messages']:8d} {str(r['verified']):8}  "
               + ", ".join(f"{x:.3f}" for x in ratios))
@@ -173,6 +178,7 @@ def paced(plans: dict, unpaced: dict, rate: str, work: Path, args) -> None:
         print(f"    {rate:>9} {method} over default: measured speedup {float(np.median(speedups)):.2f}x "
               f"(launches: {', '.join(f'{x:.2f}' for x in speedups)}), "
               f"predicted {predicted['default'] / predicted[method]:.2f}x")
+
 
 if __name__ == "__main__":
     main()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import os
+import sys
 import time
 
 import numpy as np
@@ -118,14 +119,11 @@ def start_together(comm: Any, lead_s: float = START_LEAD_S, host: Any = None) ->
     if own:
         host = comm.Split_type(MPI.COMM_TYPE_SHARED)
     try:
-        arrived, latest = np.array([time.perf_counter()]), np.empty(1, dtype=np.float64)
-        request = host.Iallreduce(arrived, latest, op=MPI.MAX)
-        while not request.Test():
-            os.sched_yield()  # every rank stays awake, so all learn the start within a few switches
+        # yielding only: every rank stays awake, so all learn the start within a few switches
+        start = _allreduce(host, time.perf_counter(), MPI.MAX, yields=sys.maxsize) + lead_s
     finally:
         if own:
             host.Free()
-    start = float(latest[0]) + lead_s
     sleep_until(start)
     return start
 
@@ -154,6 +152,10 @@ def allreduce_asleep(comm: Any, value: float, op: Any) -> float:
     ranks on 2 cores the 4x4 opt replay of ``benchmarks/executor.py`` at 200 MB/s per link
     took 0.070-0.075 s when this wait yielded 1000 times first, 0.066-0.067 s without.
     """
+    return _allreduce(comm, value, op, yields=0)
+
+
+def _allreduce(comm: Any, value: float, op: Any, yields: int) -> float:
     buf, out = np.array([value], dtype=np.float64), np.empty(1, dtype=np.float64)
-    wait_politely(comm.Iallreduce(buf, out, op=op), yields=0)
+    wait_politely(comm.Iallreduce(buf, out, op=op), yields=yields)
     return float(out[0])
