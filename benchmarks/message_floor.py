@@ -25,6 +25,7 @@ from mpi4py import MPI
 
 from optiq.plan import load_plan
 from optiq.runtime import compile_schedule
+from optiq.runtime.memory import job_buffers
 from optiq.waiting import allreduce_asleep, start_together, wait_all
 
 
@@ -47,10 +48,12 @@ def main() -> None:
                 pieces.append((k, off, size, True))
             if s.prev >= 0:
                 pieces.append((k, off, size, False))
-    # memory like the executor's: a source sends from its own buffer per path, a forwarder
-    # from what it receives, every page written before the clock starts
-    inbox = [np.ones(s.nbytes, np.uint8) if s.prev >= 0 else None for s in streams]
-    outbox = [np.ones(s.nbytes, np.uint8) if s.prev < 0 else inbox[k] for k, s in enumerate(streams)]
+    # memory like the executor's (on huge pages): a source sends from its own buffer per
+    # path, a forwarder from what it receives, every page written before the clock starts
+    inbox = job_buffers({k: s.nbytes for k, s in enumerate(streams) if s.prev >= 0})
+    outbox = {**job_buffers({k: s.nbytes for k, s in enumerate(streams) if s.prev < 0}), **inbox}
+    for buf in outbox.values():
+        buf.fill(1)
     times = []
     for it in range(args.repeat + 1):
         start = start_together(comm)

@@ -92,6 +92,35 @@ def test_paced_default_window_cuts_segments_into_whole_messages(chunk, link_bw):
     assert seg % per_message == 0 or seg < per_message  # no short message closes a segment
 
 
+@pytest.mark.parametrize("nbytes", [0, 1, 2**21 - 1, 2**21, 5 * 2**20 + 3])
+def test_huge_page_buffers_are_aligned_and_whole(nbytes):
+    from optiq.runtime.memory import HUGE_PAGE, huge_page_buffer
+
+    buf = huge_page_buffer(nbytes)
+    assert buf.dtype == np.uint8 and buf.nbytes == nbytes and buf.flags.writeable and buf.flags.c_contiguous
+    if nbytes >= HUGE_PAGE:
+        assert buf.ctypes.data % HUGE_PAGE == 0
+    buf[:] = 7  # every byte is ours to write
+    assert int(buf.sum()) == 7 * nbytes
+    with pytest.raises(ValueError, match="-1 bytes"):
+        huge_page_buffer(-1)
+
+
+def test_job_buffers_are_disjoint_aligned_views():
+    from optiq.runtime.memory import BUFFER_ALIGN, job_buffers
+
+    sizes = {9: 3 * 2**20 + 5, 2: 0, 4: 1, 7: 4096, 1: 2**21}
+    bufs = job_buffers(sizes)
+    assert list(bufs) == list(sizes) and {j: b.nbytes for j, b in bufs.items()} == sizes
+    base = min(b.ctypes.data for b in bufs.values())
+    spans = sorted((b.ctypes.data, b.ctypes.data + b.nbytes) for b in bufs.values())
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:]))
+    assert all((b.ctypes.data - base) % BUFFER_ALIGN == 0 for b in bufs.values())
+    for j, b in bufs.items():
+        b[:] = j
+    assert all((b == j).all() for j, b in bufs.items())  # no buffer wrote into another
+
+
 def test_mismatch_names_job_and_offset():
     got = {2: job_pattern(2, 1000, seed=5)}
     assert find_mismatches(got, seed=5) == []

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..plan import Plan
 from ..waiting import sleep_until
+from .memory import huge_page_buffer
 
 if TYPE_CHECKING:
     from typing import Any
@@ -21,7 +22,9 @@ class AlltoallvBaseline:
     """``MPI_Alltoallv`` over the plan's demands on ``comm``.
 
     Jobs between the same pair of ranks are packed back to back in job order. Packing the
-    send buffer and unpacking the receive buffer happen outside the timed call.
+    send buffer and unpacking the receive buffer happen outside the timed call. Both
+    buffers are on huge pages like the executor's (:mod:`optiq.runtime.memory`), so the
+    two are compared on the same memory.
 
     Parameters
     ----------
@@ -42,8 +45,8 @@ class AlltoallvBaseline:
                                        minlength=size).astype(np.int64)
         self.recv_counts = np.bincount(src[dst == rank], weights=dem.nbytes[dst == rank],
                                        minlength=size).astype(np.int64)
-        self.send_buf = np.empty(int(self.send_counts.sum()), dtype=np.uint8)
-        self.recv_buf = np.empty(int(self.recv_counts.sum()), dtype=np.uint8)
+        self.send_buf = huge_page_buffer(int(self.send_counts.sum()))  # as the executor's (fair copies)
+        self.recv_buf = huge_page_buffer(int(self.recv_counts.sum()))
 
     def pack(self, send: dict[int, np.ndarray]) -> None:
         """Copy this rank's job buffers into the packed send buffer."""

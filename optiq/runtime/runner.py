@@ -161,8 +161,7 @@ def _measure(comm, plan, executor, host, *, repeat, warmup, verify, seed, baseli
     from mpi4py import MPI
 
     sched = executor.schedule
-    send = fill_send_buffers(sched.send_jobs, seed) if verify else \
-        {j: np.zeros(n, dtype=np.uint8) for j, n in sched.send_jobs.items()}
+    send = fill_send_buffers(sched.send_jobs, seed if verify else None)
     recv = executor.empty_recv_buffers()
     bytes_total = int(plan.demands.nbytes.sum())
 

@@ -76,6 +76,7 @@ import numpy as np
 
 from ..errors import TransferError
 from ..waiting import idle_pause, sleep_until
+from .memory import job_buffers
 from .schedule import RankSchedule
 
 __all__ = ["TransferResult", "Transfer", "transfer", "segment_chunks", "path_slots", "forwarding_slots",
@@ -139,8 +140,9 @@ def forwarding_slots(schedule: RankSchedule, chunk_size: int, window: int) -> li
     """Memory for the chunks this rank forwards: :func:`path_slots` slots per forwarded path.
 
     One ``(slots, chunk_size)`` array per stream of ``schedule`` (empty unless the rank
-    forwards it), with fewer slots when the path has fewer chunks. The pages are written
-    once here, so a transfer that reuses them does not pay for the kernel mapping them in.
+    forwards it), with fewer slots when the path has fewer chunks, all in one region on
+    huge pages (:mod:`optiq.runtime.memory`). The pages are written once here, so a
+    transfer that reuses them does not pay for the kernel mapping them in.
 
     Examples
     --------
@@ -150,8 +152,9 @@ def forwarding_slots(schedule: RankSchedule, chunk_size: int, window: int) -> li
     [(4, 1000)]
     """
     ring = path_slots(window)
-    slots = [np.empty((min(ring, s.num_chunks(chunk_size)) if s.prev >= 0 and s.next >= 0 else 0, chunk_size),
-                      dtype=np.uint8) for s in schedule.streams]
+    sizes = {k: (min(ring, s.num_chunks(chunk_size)) if s.prev >= 0 and s.next >= 0 else 0) * chunk_size
+             for k, s in enumerate(schedule.streams)}
+    slots = [buf.reshape(-1, chunk_size) for buf in job_buffers(sizes).values()]
     for buf in slots:
         buf.fill(0)
     return slots

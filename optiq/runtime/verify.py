@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .memory import job_buffers
+
 __all__ = ["job_pattern", "fill_send_buffers", "find_mismatches"]
 
 
@@ -22,9 +24,22 @@ def job_pattern(job: int, nbytes: int, seed: int = 0) -> np.ndarray:
     return np.frombuffer(np.random.default_rng([seed, job]).bytes(nbytes), dtype=np.uint8).copy()
 
 
-def fill_send_buffers(send_jobs: dict[int, int], seed: int = 0) -> dict[int, np.ndarray]:
-    """Send buffers for the given ``job -> bytes``, filled with :func:`job_pattern`."""
-    return {j: job_pattern(j, n, seed) for j, n in send_jobs.items()}
+def fill_send_buffers(send_jobs: dict[int, int], seed: int | None = 0) -> dict[int, np.ndarray]:
+    """Send buffers for the given ``job -> bytes`` on huge pages, filled with :func:`job_pattern`.
+
+    With ``seed=None`` they are filled with zeros instead: every page is still written, so
+    MPI reads real memory, not the kernel's shared zero page.
+
+    Examples
+    --------
+    >>> bufs = fill_send_buffers({2: 100, 5: 10})
+    >>> bool((bufs[5] == job_pattern(5, 10)).all()), int(fill_send_buffers({2: 100}, None)[2].sum())
+    (True, 0)
+    """
+    bufs = job_buffers(send_jobs)
+    for j, buf in bufs.items():
+        buf[:] = 0 if seed is None else job_pattern(j, buf.size, seed)
+    return bufs
 
 
 def find_mismatches(recv: dict[int, np.ndarray], seed: int = 0, *, limit: int = 5) -> list[str]:
