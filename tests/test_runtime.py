@@ -1,6 +1,7 @@
 """The executor: schedules in process; byte-exact replay and failure handling under mpiexec."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -104,6 +105,25 @@ def test_huge_page_buffers_are_aligned_and_whole(nbytes):
     assert int(buf.sum()) == 7 * nbytes
     with pytest.raises(ValueError, match="-1 bytes"):
         huge_page_buffer(-1)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux's /proc/self/smaps")
+def test_huge_page_buffers_are_private_memory():
+    """Anonymous private memory, the kind that gets huge pages: not shared memory (shmem)."""
+    from optiq.runtime.memory import huge_page_buffer
+
+    buf = huge_page_buffer(4 * 2**20)
+    buf.fill(1)
+    lo, hi, anonymous_kib, inside = buf.ctypes.data, buf.ctypes.data + buf.nbytes, 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:
+                start, end = (int(x, 16) for x in head.split("-"))
+                inside = start < hi and end > lo
+            elif inside and head == "Anonymous:":
+                anonymous_kib += int(line.split()[1])
+    assert anonymous_kib * 1024 >= buf.nbytes
 
 
 def test_job_buffers_are_disjoint_aligned_views():

@@ -59,10 +59,12 @@ def huge_page_buffer(nbytes: int) -> np.ndarray:
     """
     if nbytes < 0:
         raise ValueError(f"a buffer cannot have {nbytes} bytes")
-    if nbytes < HUGE_PAGE:
+    if nbytes < HUGE_PAGE or not hasattr(mmap, "MAP_PRIVATE"):
         return np.empty(nbytes, dtype=np.uint8)
     whole = -(-nbytes // HUGE_PAGE) * HUGE_PAGE
-    region = mmap.mmap(-1, whole + HUGE_PAGE)  # anonymous; page-aligned, so one huge page of slack to align
+    # private: mmap's default, a shared mapping, is shmem, which gets no huge pages (nor does CMA
+    # copy it as fast); page-aligned, so one huge page of slack to align the start
+    region = mmap.mmap(-1, whole + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     if hasattr(mmap, "MADV_HUGEPAGE"):
         region.madvise(mmap.MADV_HUGEPAGE)
     raw = np.frombuffer(region, dtype=np.uint8)
