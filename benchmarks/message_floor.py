@@ -1,15 +1,18 @@
-"""Run under mpiexec: how fast this machine's MPI moves a plan's hops at best.
+"""Run under mpiexec: how fast this machine's MPI moves a plan's hops, with nothing else.
 
 Every rank posts, at once, every message it would send and receive when replaying the plan
 unpaced, each hop of a path cut into messages of ``--message-size`` bytes (default: one
 message per hop), then waits for all of them. Forwarding order is ignored (a forwarder
-sends bytes it has not received yet) and no Python runs between messages, so it is a floor
-for any store-and-forward replay with messages of that size: with whole hops, every byte
-is copied once per hop and nothing else. The memory is the executor's: a source sends
-from a buffer of its own per path and a forwarder from the one it receives into, every
-page written beforehand. (Sending everything from one shared buffer, never written, made
-this "floor" 0.050-0.061 s instead of 0.066-0.086 s for the 2x2x2 all-to-all of
-``executor.py``: its pages stay in cache.)
+sends bytes it has not received yet) and no Python runs between messages: with whole
+hops, every byte is copied once per hop and nothing else. The memory is of the executor's
+kind (:mod:`optiq.runtime.memory`): a source sends from a buffer of its own per path and a
+forwarder from the one it receives into, a whole path long, every page written beforehand.
+
+It is a floor for replays whose forwarders read every byte from memory, not for the
+executor: its forwarding slots are reused, and a chunk is often still in the cache when
+the next hop reads it. On huge pages the executor took 0.85-1.11 x this time. (Sending
+everything from one shared buffer, never written, made this 0.050-0.061 s instead of
+0.066-0.086 s for the 2x2x2 all-to-all of ``executor.py``: its pages stay in cache.)
 
     mpiexec -n N python benchmarks/message_floor.py PLAN.json OUT.json [--message-size B] [--repeat R]
 """
