@@ -182,7 +182,9 @@ class Executor:
             Job id -> send buffer (a contiguous numpy array of any dtype, viewed as bytes,
             holding exactly the job's bytes) for every job whose source is this rank.
         recv : mapping, optional
-            Job id -> receive buffer likewise; allocated when not given.
+            Job id -> receive buffer likewise; allocated when not given
+            (:meth:`empty_recv_buffers`). MPI copies from and into buffers on huge pages
+            faster (:func:`optiq.runtime.memory.job_buffers` makes them).
         timeout : float
             Seconds before the transfer is abandoned with :class:`TransferError`.
         start_at : float, optional
