@@ -82,6 +82,11 @@ def job_buffers(sizes: Mapping[int, int]) -> dict[int, np.ndarray]:
     Each buffer starts :data:`BUFFER_ALIGN`-aligned and none overlaps another; the pages
     are not touched.
 
+    Raises
+    ------
+    ValueError
+        If a size is negative.
+
     Examples
     --------
     >>> bufs = job_buffers({3: 10, 7: 5000})

@@ -46,19 +46,20 @@ to 4 MiB take 0.044-0.063 s, 0.55-0.63 of Alltoallv's throughput (medians of lau
 single launches 0.43-0.68; 2 MiB messages were slower, 8 MiB no faster), and 0.85-1.01 x
 the time MPI alone takes to move every hop of the plan as one message with no Python
 between them (``benchmarks/message_floor.py``); a neighbour exchange (one hop) runs at
-0.97-1.09 of Alltoallv. The executor keeps the
-cores 91-97% busy with about 60 passes of its loop per rank and transfer: MPI's copies,
-1.71 per byte of this plan against Alltoallv's one, are the cost, and they run faster on
-huge pages (:mod:`optiq.runtime.memory`; 0.46-0.51 of Alltoallv before). Paced, the 4x4
-replays of ``benchmarks/executor.py`` (16 ranks, timed from the moment the ranks agreed
-to start, :func:`~optiq.waiting.start_together`) take 1.00-1.05 x their predicted time
-at 25-100 MB/s per link and 1.02-1.11 x at 200 MB/s.
-There the opt replay needs about all the CPU 2 cores give in its predicted 0.056 s (112 ms):
-before huge pages, 114-123 ms of CPU time per run summed over the ranks, of which about 60 ms are MPI's
-copies of its 197 MiB of rank hops, 25-30 ms Python between MPI calls and 20-25 ms
-650-950 sleeps (25-32 us of CPU each on this VM). So ranks wait for a core, a hop takes
-1-3 ms (median) against 0.7 ms at 50 MB/s, and the last bytes of every path, which leave
-their source when the predicted time is up, still cross up to three forwarders.
+0.97-1.09 of Alltoallv. The executor keeps the cores 91-97% busy with about 60 passes of
+its loop per rank and transfer: MPI's copies, 1.71 per byte of this plan against
+Alltoallv's one, are the cost, and they run faster on huge pages
+(:mod:`optiq.runtime.memory`; 0.46-0.51 of Alltoallv before). Paced, the 4x4 replays of
+``benchmarks/executor.py`` (16 ranks, timed from the moment the ranks agreed to start,
+:func:`~optiq.waiting.start_together`) take 1.00-1.05 x their predicted time at 25-100
+MB/s per link and 1.02-1.11 x at 200 MB/s.
+There the opt replay needs about all the CPU 2 cores give in its predicted 0.056 s (112
+ms): before huge pages, 114-123 ms of CPU time per run summed over the ranks, of which
+about 60 ms are MPI's copies of its 197 MiB of rank hops, 25-30 ms Python between MPI
+calls and 20-25 ms 650-950 sleeps (25-32 us of CPU each on this VM). So ranks wait for a
+core, a hop takes 1-3 ms (median) against 0.7 ms at 50 MB/s, and the last bytes of every
+path, which leave their source when the predicted time is up, still cross up to three
+forwarders.
 
 Also measured and dropped: one message per neighbour and round built from an
 ``hindexed`` datatype (9.8 s: MPICH moves non-contiguous data through a pipeline that
