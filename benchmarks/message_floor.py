@@ -10,7 +10,7 @@ forwarder from the one it receives into, a whole path long, every page written b
 
 It is a floor for replays whose forwarders read every byte from memory, not for the
 executor: its forwarding slots are reused, and a chunk is often still in the cache when
-the next hop reads it. On huge pages the executor took 0.85-1.11 x this time. (Sending
+the next hop reads it. On huge pages the executor took 0.85-1.19 x this time. (Sending
 everything from one shared buffer, never written, made this 0.050-0.061 s instead of
 0.066-0.086 s for the 2x2x2 all-to-all of ``executor.py``: its pages stay in cache.)
 

@@ -43,7 +43,7 @@ pairs, MPICH 5), against ``MPI_Alltoallv``: one message per chunk could not beat
 between them), against 0.04-0.06 s for Alltoallv; MPI's cost per message, with its
 handshake between ranks that share cores, set the pace. Runs of chunks in messages of up
 to 4 MiB take 0.044-0.063 s, 0.55-0.63 of Alltoallv's throughput (medians of launches;
-single launches 0.43-0.68; 2 MiB messages were slower, 8 MiB no faster), and 0.85-1.01 x
+single launches 0.43-0.68; 2 MiB messages were slower, 8 MiB no faster), and 0.85-1.19 x
 the time MPI alone takes to move every hop of the plan as one message with no Python
 between them (``benchmarks/message_floor.py``); a neighbour exchange (one hop) runs at
 0.97-1.09 of Alltoallv. The executor keeps the cores 91-97% busy with about 60 passes of
