@@ -21,7 +21,12 @@ def job_pattern(job: int, nbytes: int, seed: int = 0) -> np.ndarray:
     >>> a.dtype, a.size, bool((a == job_pattern(3, 10, seed=1)).all()), bool((a == job_pattern(4, 10, seed=1)).all())
     (dtype('uint8'), 10, True, False)
     """
-    return np.frombuffer(np.random.default_rng([seed, job]).bytes(nbytes), dtype=np.uint8).copy()
+    return _pattern(job, nbytes, seed).copy()
+
+
+def _pattern(job: int, nbytes: int, seed: int) -> np.ndarray:
+    """:func:`job_pattern` as a read-only view of the generator's bytes, for reading or copying once."""
+    return np.frombuffer(np.random.default_rng([seed, job]).bytes(nbytes), dtype=np.uint8)
 
 
 def fill_send_buffers(send_jobs: dict[int, int], seed: int | None = 0) -> dict[int, np.ndarray]:
@@ -38,7 +43,7 @@ def fill_send_buffers(send_jobs: dict[int, int], seed: int | None = 0) -> dict[i
     """
     bufs = job_buffers(send_jobs)
     for j, buf in bufs.items():
-        buf[:] = 0 if seed is None else job_pattern(j, buf.size, seed)
+        buf[:] = 0 if seed is None else _pattern(j, buf.size, seed)
     return bufs
 
 
@@ -62,7 +67,7 @@ def find_mismatches(recv: dict[int, np.ndarray], seed: int = 0, *, limit: int = 
     """
     problems = []
     for j in sorted(recv):
-        bad = np.flatnonzero(recv[j] != job_pattern(j, recv[j].size, seed))
+        bad = np.flatnonzero(recv[j] != _pattern(j, recv[j].size, seed))
         if bad.size:
             problems.append(f"job {j}: {bad.size} of {recv[j].size} bytes differ, first at offset {bad[0]}")
             if len(problems) >= limit:
