@@ -25,6 +25,10 @@ class Metrics:
     that carry bytes count. ``gap`` is ``1 - lower_bound_time_s / predicted_time_s``: how far
     the plan can be from the best possible, at most.
 
+    ``default_time_s`` is the completion time of the same jobs on the machine's default
+    routes (``Topology.default_routing``: a fabric's own forwarding tables, dimension order,
+    ...), as the planner recorded it, else computed.
+
     ``lower_bound_time_s`` is checked, not trusted: the cut bound is recomputed from the
     topology and demands, and the bound stored in the plan counts only if no faster than
     the plan itself (a stored bound above the plan's own time is provably false; it is then
@@ -51,6 +55,7 @@ class Metrics:
     throughput_Bps: float
     lower_bound_time_s: float
     gap: float
+    default_time_s: float = 0.0
     bound_note: str = ""
 
     def to_dict(self) -> dict:
@@ -86,6 +91,9 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True) -> Metrics:
     predicted = float((link_bytes / p.topology.capacity).max())
     total = int(p.demands.total_bytes)
     bound, note = _checked_bound(p, predicted) if check_bound else (float(p.lower_bound_time_s), "")
+    default = p.info.get("default_time_s")
+    if not isinstance(default, (int, float)) or isinstance(default, bool):
+        default = predicted if p.method == "default" else _default_time(p)
     return Metrics(
         method=p.method, jobs=p.demands.num_jobs, total_bytes=total, total_paths=ps.num_paths,
         paths_per_job_max=int(per_job.max()), paths_per_job_avg=float(per_job.mean()),
@@ -95,7 +103,17 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True) -> Metrics:
         paths_per_link_max=int(link_paths.max()), paths_per_link_avg=float(link_paths[used].mean()),
         bytes_per_link_max=float(link_bytes.max()), bytes_per_link_avg=float(link_bytes[used].mean()),
         predicted_time_s=predicted, throughput_Bps=total / predicted if predicted > 0 else float("inf"),
-        lower_bound_time_s=bound, gap=max(0.0, 1.0 - bound / predicted) if predicted > 0 else 0.0, bound_note=note)
+        lower_bound_time_s=bound, gap=max(0.0, 1.0 - bound / predicted) if predicted > 0 else 0.0,
+        default_time_s=float(default), bound_note=note)
+
+
+def _default_time(plan: Plan) -> float:
+    """The busiest link's time when the plan's jobs take the machine's default routes."""
+    from .paths import system_routes
+
+    routes = system_routes(plan.topology, plan.demands)
+    loads = routes.link_loads(plan.demands.nbytes.astype(float), plan.topology.num_links)
+    return float((loads / plan.topology.capacity).max())
 
 
 def _checked_bound(plan, predicted_s: float) -> tuple[float, str]:

@@ -1,10 +1,18 @@
-"""Plain-text tables of plan metrics, laid out like the OPTIQ evaluation table."""
+"""Plain-text tables of plan metrics, laid out like the OPTIQ evaluation table, and of a plan's
+busiest links and jobs by host and switch names."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import numpy as np
+
 from .metrics import Metrics
 
-__all__ = ["metrics_table"]
+if TYPE_CHECKING:
+    from .plan import Plan
+
+__all__ = ["metrics_table", "links_table", "jobs_table"]
 
 _MB = 1e6
 _COLUMNS = [
@@ -13,6 +21,8 @@ _COLUMNS = [
     ("time ms", "predicted completion time", lambda m: f"{m.predicted_time_s * 1e3:.3f}"),
     ("/bound", "time over the lower bound", lambda m: f"{m.predicted_time_s / m.lower_bound_time_s:.3f}"
      if m.lower_bound_time_s > 0 else "-"),
+    ("/default", "time over the default routes' time", lambda m: f"{m.predicted_time_s / m.default_time_s:.3f}"
+     if m.default_time_s > 0 else "-"),
     ("paths", "total paths", lambda m: f"{m.total_paths:,}"),
     ("p/job max", "", lambda m: f"{m.paths_per_job_max}"),
     ("p/job avg", "", lambda m: f"{m.paths_per_job_avg:.2f}"),
@@ -43,3 +53,57 @@ def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None
         out.append(f"lower bound on the completion time: {lb * 1e3:.3f} ms "
                    f"(throughput at most {rows[0].total_bytes / lb / 1e9:.2f} GB/s)")
     return "\n".join(out)
+
+
+def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    """Columns of text, the first ``left`` aligned left, the others right."""
+    widths = [max(len(h), *(len(r[c]) for r in rows)) if rows else len(h) for c, h in enumerate(headers)]
+    line = lambda vals: "  ".join(v.ljust(w) if c < left else v.rjust(w) for c, (v, w) in enumerate(zip(vals, widths)))  # noqa: E731
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def links_table(plan: Plan, count: int) -> str:
+    """The ``count`` busiest links of a plan (by time: bytes over capacity), named.
+
+    Examples
+    --------
+    >>> from optiq import from_spec, make_plan, Demands
+    >>> plan = make_plan(from_spec("cluster:hosts=4,edges=2,cores=1"), Demands([0], [3], [10**6]), "default")
+    >>> print(links_table(plan, 1))
+    link        MB  paths  time ms
+    --------  ----  -----  -------
+    H0 -> S0  1.00      1    0.800
+    """
+    topo = plan.topology
+    loads = plan.link_bytes
+    paths = np.bincount(plan.paths.links, minlength=topo.num_links)
+    busiest = np.argsort(-(loads / topo.capacity), kind="stable")[:count]
+    rows = [[topo.link_label(e), f"{loads[e] / 1e6:.2f}", f"{paths[e]:,}", f"{loads[e] / topo.capacity[e] * 1e3:.3f}"]
+            for e in busiest if loads[e] > 0]
+    return _table(["link", "MB", "paths", "time ms"], rows)
+
+
+def jobs_table(plan: Plan, count: int) -> str:
+    """The ``count`` largest jobs of a plan by host name: bytes, paths and their hops.
+
+    Examples
+    --------
+    >>> from optiq import from_spec, make_plan, Demands
+    >>> plan = make_plan(from_spec("torus:4x4"), Demands([0], [5], [2**20]), "default")
+    >>> print(jobs_table(plan, 5))
+    source  destination    MB  paths  hops
+    ------  -----------  ----  -----  ----
+    H0      H5           1.05      1     2
+    """
+    topo, dem, ps = plan.topology, plan.demands, plan.paths
+    per_job = ps.paths_per_job
+    hops = ps.hops
+    lo = np.full(dem.num_jobs, np.iinfo(np.int64).max)
+    hi = np.zeros(dem.num_jobs, dtype=np.int64)
+    np.minimum.at(lo, ps.job, hops)
+    np.maximum.at(hi, ps.job, hops)
+    order = np.argsort(-dem.nbytes, kind="stable")[:count]
+    names = topo.endpoint_names
+    rows = [[names[dem.src[j]], names[dem.dst[j]], f"{dem.nbytes[j] / 1e6:.2f}", f"{per_job[j]}",
+             f"{lo[j]}" if lo[j] == hi[j] else f"{lo[j]}-{hi[j]}"] for j in order]
+    return _table(["source", "destination", "MB", "paths", "hops"], rows, left=2)

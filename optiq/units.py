@@ -71,20 +71,29 @@ def parse_size(text: str | int | float, *, what: str = "size") -> int:
 
 
 def parse_rate(text: str | int | float, *, what: str = "rate") -> float:
-    """Parse a bandwidth such as ``"1.8GB/s"`` or ``"200MB/s"`` into bytes per second.
+    """Parse a bandwidth such as ``"1.8GB/s"``, ``"200MB/s"`` or ``"100Gb/s"`` into bytes per second.
+
+    Units in bytes end in ``B`` (``KB``, ``MB``, ``GB``, ``MiB``, ...); units in bits end in a
+    lowercase ``b`` or ``bit`` (``Kb``, ``Mb``, ``Gb``, ``Tb``, ``Gbit``) and are divided by 8.
 
     Examples
     --------
     >>> parse_rate("1.8GB/s")
     1800000000.0
+    >>> parse_rate("100Gb/s")
+    12500000000.0
     """
     s = str(text).strip()
     if s.lower().endswith("/s"):
         s = s[:-2]
     m = _SIZE.match(s)
-    if not m or m.group(2).upper() not in _UNITS:
-        raise OptiqError(f"{what} {text!r} is not a rate (examples: 1.8GB/s, 200MB/s)")
-    rate = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    unit = m.group(2) if m else ""
+    bits = unit.endswith("bit") or unit.endswith("b")
+    if bits:
+        unit = unit[:-3] if unit.endswith("bit") else unit[:-1]
+    if not m or unit.upper() not in _UNITS or (bits and (unit.upper() == "B" or "I" in unit.upper())):
+        raise OptiqError(f"{what} {text!r} is not a rate (examples: 1.8GB/s, 200MB/s, 100Gb/s)")
+    rate = float(m.group(1)) * _UNITS[unit.upper()] / (8 if bits else 1)
     if not math.isfinite(rate):
         raise OptiqError(f"{what} {text!r} is not a finite rate")
     if rate <= 0:

@@ -23,14 +23,14 @@ from ..metrics import plan_metrics
 from ..plan import DEFAULT_CHUNK_SIZE, load_plan
 from ..planner import METHODS, CandidatePlanner, make_candidates, make_plan, planner_named
 from ..progress import heartbeat
-from ..report import metrics_table
+from ..report import jobs_table, links_table, metrics_table
 from ..runtime import launcher
 from ..sim import (ChunkModel, fit_chunk_model, load_chunk_model, read_run_samples, simulate_chunks,
                    simulate_direct, simulate_flows)
 from ..topology import from_spec
 from ..units import parse_size
-from ..workloads import (PATTERNS, constant_ratio, destination_sweep, distance_sweep, host_demands, random_pairing,
-                         random_sizes, read_demands, read_qos, read_traffic)
+from ..workloads import (PATTERNS, constant_ratio, destination_sweep, distance_sweep, host_demands, named_hosts,
+                         on_hosts, random_pairing, random_sizes, read_demands, read_qos, read_traffic)
 from .parser import TRACE_OPTIONS
 
 if TYPE_CHECKING:
@@ -68,8 +68,19 @@ def plan(args: argparse.Namespace) -> int:
 
 def evaluate(args: argparse.Namespace) -> int:
     """``optiq eval``: the metrics of a plan file."""
-    m = plan_metrics(load_plan(args.plan))
-    print(dumps(m.to_dict()) if args.json else metrics_table([m]))
+    plan = load_plan(args.plan)
+    m = plan_metrics(plan)
+    if args.json:
+        out = m.to_dict()
+        if args.links or args.jobs:
+            out.update(_named(plan, args.links, args.jobs))
+        print(dumps(out))
+    else:
+        print(metrics_table([m]))
+        print(f"default routes: {plan.topology.default_routing}, {m.default_time_s * 1e3:.3f} ms")
+        for count, table in ((args.links, links_table), (args.jobs, jobs_table)):
+            if count:
+                print("\n" + table(plan, count))
     if m.bound_note:
         print(f"optiq: warning: {m.bound_note}", file=sys.stderr)
     return 0
@@ -235,13 +246,23 @@ def _workload(args, say):
     if stray and not args.traffic:
         named = ", ".join("--" + s.replace("_", "-") for s in stray)
         raise OptiqError(f"{named} {'applies' if len(stray) == 1 else 'apply'} only with --traffic")
+    spec = args.topology
+    if args.routes:
+        if not spec.strip().lower().startswith("ibnet:"):
+            raise OptiqError(f"--routes applies to InfiniBand fabrics (-t ibnet:FILE), not {spec!r}")
+        spec = f"{spec},routes={args.routes}"
     start = time.perf_counter()
-    with heartbeat(say, f"building topology {args.topology}", every=5.0):
-        topology = from_spec(args.topology)
-    P = topology.num_endpoints
-    if say and time.perf_counter() - start > 1:
-        say(f"topology {topology.name}: {topology.num_nodes:,} nodes, {topology.num_links:,} links "
+    with heartbeat(say, f"building topology {spec}", every=5.0):
+        topology = from_spec(spec)
+    if say and (time.perf_counter() - start > 1 or topology.fabric is not None or topology.dragonfly is not None
+                or spec.lower().startswith("slurm:")):
+        say(f"topology {topology.name}: {topology.num_nodes:,} nodes, {topology.num_links:,} links, "
+            f"{_capacity_classes(topology)}; default routes: {topology.default_routing} "
             f"({time.perf_counter() - start:.1f} s)")
+    hosts = named_hosts(topology, args.hosts) if args.hosts else None
+    P = topology.num_endpoints if hosts is None else hosts.size
+    if hosts is not None and say:
+        say(f"--hosts: {hosts.size:,} of {topology.num_endpoints:,} hosts")
     if args.demands:
         if say:
             say(f"reading {args.demands}")
@@ -251,16 +272,16 @@ def _workload(args, say):
             say(f"reading {args.traffic}")
         traffic = read_traffic(args.traffic, unit=args.traffic_unit or 1)
         try:
-            hosts = host_demands(traffic, P, ranks_per_node=args.ranks_per_node or 1,
-                                 selection=args.selection or "linear", placement=args.placement or "block",
-                                 seed=args.seed)
+            placed = host_demands(traffic, topology.num_endpoints, ranks_per_node=args.ranks_per_node or 1,
+                                  selection=args.selection or "linear", placement=args.placement or "block",
+                                  seed=args.seed, hosts=hosts, names=topology.endpoint_names)
         except OptiqError as exc:
             raise type(exc)(f"--traffic {args.traffic} on {topology.name}: {exc}") from None
-        demands = hosts.demands
+        demands = placed.demands
         if say:
-            say(f"{traffic.shape[0]} ranks on {np.unique(hosts.host_of).size} hosts: {demands.num_jobs:,} host pairs, "
-                f"{int(demands.nbytes.sum()):,} bytes over the network, {hosts.intra_host_bytes:,.0f} bytes within "
-                f"hosts (not routed)")
+            say(f"{traffic.shape[0]} ranks on {np.unique(placed.host_of).size} hosts: {demands.num_jobs:,} host "
+                f"pairs, {int(demands.nbytes.sum()):,} bytes over the network, {placed.intra_host_bytes:,.0f} bytes "
+                f"within hosts (not routed)")
     elif args.pattern in PATTERNS:
         demands = constant_ratio(P, args.pattern, nbytes=args.size, num_sources=args.sources, ratio=args.ratio or 8)
     elif args.pattern == "distance":
@@ -279,8 +300,32 @@ def _workload(args, say):
         if not sep:
             raise OptiqError(f"--random-sizes {args.random_sizes!r} must be LOW:HIGH, e.g. 64KiB:8MiB")
         demands = random_sizes(demands, parse_size(low), parse_size(high), seed=args.seed)
+    if hosts is not None and not args.traffic:
+        demands = on_hosts(demands, hosts)
     demands.check_against(topology)
     return topology, demands
+
+
+def _named(plan, links: int, jobs: int) -> dict:
+    """The busiest links and largest jobs of a plan by name, for ``optiq eval --json``."""
+    topo, dem = plan.topology, plan.demands
+    loads = plan.link_bytes
+    busiest = np.argsort(-(loads / topo.capacity), kind="stable")[:links]
+    largest = np.argsort(-dem.nbytes, kind="stable")[:jobs]
+    names = topo.endpoint_names
+    return {"busiest_links": [{"link": int(e), "name": topo.link_label(e), "bytes": float(loads[e]),
+                               "time_s": float(loads[e] / topo.capacity[e])} for e in busiest if loads[e] > 0],
+            "largest_jobs": [{"job": int(j), "src": names[dem.src[j]], "dst": names[dem.dst[j]],
+                              "bytes": int(dem.nbytes[j])} for j in largest]}
+
+
+def _capacity_classes(topology: Topology) -> str:
+    """``"2 link speeds: 384 x 12.5 GB/s, 64 x 6.82 GB/s"``: the links' capacities, most common first."""
+    values, counts = np.unique(topology.capacity, return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    shown = ", ".join(f"{counts[i]:,} x {values[i] / 1e9:.4g} GB/s" for i in order[:4])
+    more = f", {values.size - 4} more" if values.size > 4 else ""
+    return f"{values.size} link speed{'s' if values.size > 1 else ''}: {shown}{more}"
 
 
 def _progress(args):

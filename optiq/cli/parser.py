@@ -30,11 +30,19 @@ PATTERN_CHOICES = PATTERNS + ("distance", "destsize")
 
 def add_workload(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topology", "-t", required=True, help=SPEC_HELP)
+    p.add_argument("--routes", metavar="LFTS",
+                   help="ibnet: the fabric's linear forwarding tables (ibroute, dump_lfts.sh or opensm-lfts.dump "
+                        "output): the default routes follow them (without: OpenSM minhop, emulated)")
+    p.add_argument("--hosts", metavar="HOSTLIST",
+                   help="the hosts the pattern or trace runs on, in order: Slurm host-list syntax "
+                        "(node[001-064,070],gpu[1-4]) or @FILE; names as the topology gives them (H<i> on the "
+                        "built-in ones)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--pattern", choices=PATTERN_CHOICES,
                      help="disjoint/overlap/subset: first P/16 endpoints each to RATIO others (docs in "
                           "optiq.workloads.patterns); distance: needs --position; destsize: needs --per-source")
-    src.add_argument("--demands", metavar="FILE", help="CSV (src,dst,bytes) or JSON demand file")
+    src.add_argument("--demands", metavar="FILE",
+                     help="CSV (src,dst,bytes) or JSON demand file (with --hosts, ids are positions in the host list)")
     src.add_argument("--traffic", metavar="PATH",
                      help="rank-level traffic: a PFProf directory or .tar.gz, a src_rank,dst_rank,bytes CSV or an "
                           "N x N matrix; mapped to hosts by --ranks-per-node, --selection and --placement")
@@ -64,13 +72,15 @@ def add_trace_options(p: argparse.ArgumentParser, *, placement: bool = True) -> 
         p.add_argument("--selection", choices=SELECTIONS,
                        help="--traffic: which hosts run the ranks (default linear; random uses --seed)")
         p.add_argument("--placement",
-                       help="--traffic: block, cyclic, or a file of 'rank host' lines (default block)")
+                       help="--traffic: block, cyclic, or a file of 'rank host' lines, host an endpoint id or name "
+                            "(default block)")
 
 
 def add_planning(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=types.positive_int, help="lp and heuristics: candidate paths per job (default 16)")
     p.add_argument("--candidates", choices=CANDIDATE_KINDS,
-                   help="lp/heuristics: how candidates are made (auto: diverse up to 2,048 nodes, spread beyond)")
+                   help="lp/heuristics: how candidates are made (auto: valiant on dragonflies, diverse up to 2,048 "
+                        "nodes, spread beyond)")
     p.add_argument("--maxload", type=types.positive_int, help="heu1: paths allowed per link (default 16)")
     p.add_argument("--unit", type=types.size, help="heu2: bytes placed per step (default 1MiB)")
     p.add_argument("--hop-limit", type=types.positive_int, help="longest candidate path (default: network diameter)")
@@ -98,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", required=True, help="plan file to write (JSON)")
     p = sub.add_parser("eval", help="print the metrics of a plan file")
     p.add_argument("plan")
+    p.add_argument("--links", type=types.non_negative_int, default=0, metavar="N",
+                   help="also list the N busiest links by name")
+    p.add_argument("--jobs", type=types.non_negative_int, default=0, metavar="N",
+                   help="also list the N largest jobs by host name")
     p.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     p = sub.add_parser("compare", help="plan one workload with several methods, side by side")
     add_workload(p)
@@ -144,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--traffic", metavar="PATH",
                    help="fattree: a PFProf directory or .tar.gz, a src_rank,dst_rank,bytes CSV or an N x N matrix "
                         "instead of the CG and MILC models")
-    p.add_argument("--topology", "-t", help=f"fattree: a fattree: or cluster: spec (default {FATTREE_TOPOLOGY})")
+    p.add_argument("--topology", "-t", help=f"fattree: a fattree:, cluster:, ibnet: or slurm: spec (default "
+                                           f"{FATTREE_TOPOLOGY})")
     p.add_argument("--seed", type=types.non_negative_int, help="fattree: seed of the random selection (default 0)")
     add_trace_options(p, placement=False)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")

@@ -11,7 +11,9 @@ normalised to linear / block / D-mod-K, as in the paper's figures.
 The traffic is the CG and MILC models of :mod:`optiq.workloads.traffic` (1 MiB per
 exchange), or a measured trace: ``optiq experiment fattree --traffic PATH`` takes a PFProf
 directory or tarball, a rank-triple CSV or a matrix (:func:`optiq.workloads.read_traffic`),
-and ``--topology`` any fat-tree or cluster spec.
+and ``--topology`` any fat-tree or cluster spec, or a fabric (``ibnet:``, routed by its
+forwarding tables or minhop; the routing column then says ``default``) or a Slurm
+``topology.conf``. Every row names the hosts used (a host list) and its busiest link.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from ..errors import WorkloadError
 from ..planner import make_plan, planner_named
-from ..topology import from_spec
+from ..topology import compress_hostlist, from_spec
 from ..workloads import host_demands, milc_traffic, nas_cg_traffic, read_traffic
 from .registry import register
 
@@ -39,12 +41,12 @@ RANKS_PER_NODE = 8
 def _plot(rows, ax):
     labels = sorted({(r["app"], r["selection"], r["placement"]) for r in rows})
     x = np.arange(len(labels))
-    for i, routing in enumerate(("dmodk", "dynamic")):
+    for i, routing in enumerate(dict.fromkeys(r["routing"] for r in rows)):
         vals = [next(r["normalised_max_load"] for r in rows if (r["app"], r["selection"], r["placement"]) == lab
                      and r["routing"] == routing) for lab in labels]
         ax.bar(x + (i - 0.5) * 0.4, vals, width=0.4, label=routing)
     ax.set_xticks(x, [f"{a}\n{s}/{p}" for a, s, p in labels], fontsize=7)
-    ax.set_ylabel("max link load / linear-block-D-mod-K")
+    ax.set_ylabel("max link load / linear-block-default routes")
     ax.legend()
 
 
@@ -52,9 +54,10 @@ def _plot(rows, ax):
 def fattree_study(quick: bool, say: Callable[[str], None], traffic: str | None = None, topology: str | None = None,
                   ranks_per_node: int = RANKS_PER_NODE, traffic_unit: float = 1.0, seed: int = 0) -> list[dict]:
     spec = topology or DEFAULT_TOPOLOGY
-    if spec.split(":")[0] not in ("fattree", "cluster"):
-        raise WorkloadError(f"the fat-tree study needs a fattree: or cluster: topology, got {spec!r}")
+    if spec.split(":")[0] not in ("fattree", "cluster", "ibnet", "slurm"):
+        raise WorkloadError(f"the fat-tree study needs a fattree:, cluster:, ibnet: or slurm: topology, got {spec!r}")
     topo = from_spec(spec)
+    default = "dmodk" if topo.default_routing == "D-mod-K" else "default"
     apps = [("CG", nas_cg_traffic()), ("MILC", milc_traffic())] if traffic is None else \
         [(_trace_name(traffic), read_traffic(traffic, unit=traffic_unit))]
     rows = []
@@ -67,16 +70,19 @@ def fattree_study(quick: bool, say: Callable[[str], None], traffic: str | None =
                                          selection=selection, placement=placement, seed=seed)
                 except WorkloadError as exc:
                     raise WorkloadError(f"{traffic or app} on {topo.name}: {exc}") from None
-                for routing, method in (("dmodk", "default"), ("dynamic", "dynamic")):
+                used = compress_hostlist(topo.endpoint_names[h] for h in dict.fromkeys(hosts.host_of.tolist()))
+                for routing, method in ((default, "default"), ("dynamic", "dynamic")):
                     say(f"{app} {selection}/{placement} {routing}")
                     plan = make_plan(topo, hosts.demands, planner_named(method, k=4 if quick else 8)[0])
-                    load = float(plan.link_bytes.max())
+                    busiest = int(np.argmax(plan.link_bytes))
+                    load = float(plan.link_bytes[busiest])
                     base = load if base is None else base
                     rows.append({"app": app, "topology": topo.name, "ranks": matrix.shape[0],
                                  "selection": selection, "placement": placement, "routing": routing,
                                  "network_bytes": int(hosts.demands.nbytes.sum()),
                                  "intra_host_bytes": round(hosts.intra_host_bytes),
-                                 "max_link_bytes": load, "normalised_max_load": load / base})
+                                 "max_link_bytes": load, "normalised_max_load": load / base,
+                                 "busiest_link": topo.link_label(busiest), "hosts": used})
     return rows
 
 

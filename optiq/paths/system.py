@@ -26,6 +26,8 @@ from .pathset import PathSet
 from .torus import bgq_dimension_order, dimension_order_walk
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..workloads import Demands
     from ..topology import Topology
 
@@ -112,6 +114,18 @@ def dmodk_routes(topology: Topology, demands: Demands) -> PathSet:
     return PathSet.from_lists(rows, np.arange(demands.num_jobs), demands.num_jobs)
 
 
-def system_routes(topology: Topology, demands: Demands) -> PathSet:
-    """The default route of every job: dimension order on tori and meshes, D-mod-K elsewhere."""
+def system_routes(topology: Topology, demands: Demands, *, progress: Callable[[str], None] | None = None) -> PathSet:
+    """The default route of every job, as the machine routes it (``topology.default_routing``):
+    an InfiniBand fabric's forwarding tables, or OpenSM's minhop emulated
+    (:mod:`optiq.paths.fabric`, reporting to ``progress``); a dragonfly's minimal routes
+    (:mod:`optiq.paths.dragonfly`); dimension order on tori and meshes; D-mod-K elsewhere."""
+    if topology.fabric is not None:
+        from .fabric import forwarding_routes, minhop_tables
+
+        tables = topology.fabric.forwarding or minhop_tables(topology, progress=progress)
+        return forwarding_routes(topology, demands, tables)
+    if topology.dragonfly is not None:
+        from .dragonfly import dragonfly_routes
+
+        return dragonfly_routes(topology, demands)
     return torus_routes(topology, demands) if topology.is_torus else dmodk_routes(topology, demands)

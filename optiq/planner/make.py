@@ -145,14 +145,13 @@ def plan_memory_estimate(topology: Topology, demands: Demands, method: str | Pla
 
 
 def _no_worse_than_default(topology: Topology, demands: Demands, planner: Planner, paths: PathSet,
-                           nbytes: np.ndarray, record: PlanRecord) -> tuple[PathSet, np.ndarray]:
+                           nbytes: np.ndarray, record: PlanRecord, default: PathSet) -> tuple[PathSet, np.ndarray]:
     """The plan, or the machine's default routes when those finish sooner (and say so).
 
     ``opt`` and ``lp`` fall back to the default routes (``info["fallback"]`` records both
     times); a heuristic's plan is kept, with a warning.
     """
-    default = system_routes(topology, demands)
-    default_s = float((default.link_loads(demands.nbytes.astype(float), topology.num_links) / topology.capacity).max())
+    default_s = float(record.default_time_s or 0.0)
     own_s = float((paths.link_loads(np.asarray(nbytes, dtype=float), topology.num_links) / topology.capacity).max())
     if default_s >= own_s * (1 - 1e-9):
         return paths, nbytes
@@ -188,9 +187,13 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
                   sizes=None if qos is None else qos.effective_sizes(demands), bound_s=bound.time_s,
                   bound_from=bound.cut, candidates=candidates, progress=progress, workers=workers, record=record)
     ctx.say(f"cut lower bound {bound.time_s * 1e3:.4f} ms ({bound.cut})")
+    default = system_routes(topology, demands, progress=progress)
+    record.default_routing = topology.default_routing
+    record.default_time_s = float((default.link_loads(demands.nbytes.astype(float), topology.num_links)
+                                   / topology.capacity).max())
     paths, nbytes = planner.run(ctx)
     if not isinstance(planner, SystemRoutes) and qos is None:
-        paths, nbytes = _no_worse_than_default(topology, demands, planner, paths, nbytes, record)
+        paths, nbytes = _no_worse_than_default(topology, demands, planner, paths, nbytes, record, default)
     if qos is not None:
         record.qos_shares = dict(qos.shares)
         if record.lp_time_s is not None:

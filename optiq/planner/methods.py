@@ -30,7 +30,7 @@ from ..errors import PlanError, SolverError
 from ..heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGStatus, column_generation
-from ..paths import PathSet, diverse_paths, spread_paths, system_routes, torus_paths
+from ..paths import PathSet, diverse_paths, spread_paths, system_routes, torus_paths, valiant_paths
 from ..paths.workers import Workers
 from ..topology import Topology
 from ..workloads import Demands
@@ -41,9 +41,11 @@ __all__ = ["Context", "Planner", "CandidatePlanner", "SystemRoutes", "ColumnGene
 
 #: How fixed candidate paths are made: ``diverse`` (per-job penalties, best quality),
 #: ``spread`` (shared penalties, one Dijkstra per source and round), ``torus`` (from
-#: coordinates on tori and meshes: seconds for a whole Blue Gene/Q), or ``auto``: diverse
-#: up to 2,048 nodes, spread up to 16,384, then torus on tori and spread elsewhere.
-CANDIDATE_KINDS = ("auto", "diverse", "spread", "torus")
+#: coordinates on tori and meshes: seconds for a whole Blue Gene/Q), ``valiant`` (on
+#: dragonflies: the minimal route and Valiant paths through random intermediate groups),
+#: or ``auto``: valiant on dragonflies, else diverse up to 2,048 nodes, spread up to
+#: 16,384, then torus on tori and spread elsewhere.
+CANDIDATE_KINDS = ("auto", "diverse", "spread", "torus", "valiant")
 
 
 def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str = "auto", *,
@@ -54,13 +56,19 @@ def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str
     Raises
     ------
     PlanError
-        For an unknown ``kind``, or ``torus`` on a topology that is not a torus or mesh.
+        For an unknown ``kind``, ``torus`` on a topology that is not a torus or mesh, or
+        ``valiant`` on one that is not a dragonfly.
     """
     if kind not in CANDIDATE_KINDS:
         raise PlanError(f"unknown candidate kind {kind!r}; expected one of {', '.join(CANDIDATE_KINDS)}")
     if kind == "auto":
         n = topology.num_nodes
-        kind = "diverse" if n <= 2048 else "spread" if n <= 16384 or not topology.is_torus else "torus"
+        kind = ("valiant" if topology.dragonfly is not None else "diverse" if n <= 2048
+                else "spread" if n <= 16384 or not topology.is_torus else "torus")
+    if kind == "valiant":
+        if topology.dragonfly is None:
+            raise PlanError(f"valiant candidates need a dragonfly, not {topology.name!r}")
+        return valiant_paths(topology, demands, k, seed=seed)
     if kind == "torus":
         if not topology.is_torus:
             raise PlanError(f"torus candidates need a torus or mesh, not {topology.name!r}")
@@ -121,7 +129,8 @@ class Planner:
 
 @dataclass(frozen=True)
 class SystemRoutes(Planner):
-    """The machine's own routes (dimension order on tori, D-mod-K on fat-trees), one per job."""
+    """The machine's own routes (``Topology.default_routing``: dimension order on tori, a fabric's
+    forwarding tables, minimal routes on dragonflies, D-mod-K on other fat-trees), one per job."""
 
     name: ClassVar[str] = "default"
 

@@ -42,6 +42,8 @@ class PlanRecord:
     maxload: int | None = None
     unit: int | None = None
     fallback: dict[str, float] | None = None
+    default_routing: str | None = None
+    default_time_s: float | None = None
     qos_shares: dict[str, float] | None = None
     qos_throughput_Bps: dict[str, float] | None = None
     warnings: list[str] = field(default_factory=list)

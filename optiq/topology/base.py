@@ -14,7 +14,12 @@ from scipy.sparse.csgraph import shortest_path
 from ..errors import TopologyError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from numpy.typing import ArrayLike
+
+    from .dragonfly import DragonflyShape
+    from .ibnet import Fabric
 
 __all__ = ["Topology"]
 
@@ -48,6 +53,15 @@ class Topology:
         For tori: the dimension and direction (+1/-1) of every link.
     node_labels : list, optional
         For graphs read from networkx: the original label of every node.
+    names : list of str, optional
+        The name of every node (fabrics: ``S-<guid>`` and ``H-<guid>``); default ``H<i>``
+        for endpoint ``i`` and ``S<j>`` for the ``j``-th other node (graphs: their labels).
+    host_names : list of str, optional
+        The name of every endpoint when it is not its node name (fabrics: the host names).
+    fabric : Fabric, optional
+        InfiniBand port numbers, LIDs and forwarding tables (:mod:`optiq.topology.ibnet`).
+    dragonfly : DragonflyShape, optional
+        Groups, routers and global links of a dragonfly (:mod:`optiq.topology.dragonfly`).
 
     Raises
     ------
@@ -67,6 +81,10 @@ class Topology:
     link_dim: np.ndarray | None = field(default=None, repr=False)
     link_sign: np.ndarray | None = field(default=None, repr=False)
     node_labels: list | None = field(default=None, repr=False)
+    names: list[str] | None = field(default=None, repr=False)
+    host_names: list[str] | None = field(default=None, repr=False)
+    fabric: Fabric | None = field(default=None, repr=False)
+    dragonfly: DragonflyShape | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.link_src = np.asarray(self.link_src, dtype=np.int64)
@@ -90,6 +108,9 @@ class Topology:
         loops = np.flatnonzero(self.link_src == self.link_dst)
         if loops.size:
             raise TopologyError(f"link {loops[0]} is a self-loop at node {self.link_src[loops[0]]}")
+        for given, count, what in ((self.names, n, "names"), (self.host_names, self.num_endpoints, "host_names")):
+            if given is not None and len(given) != count:
+                raise TopologyError(f"topology {self.name!r}: {len(given)} {what} for {count} nodes")
 
     def __repr__(self) -> str:
         return (f"Topology({self.name!r}, nodes={self.num_nodes}, endpoints={self.num_endpoints}, "
@@ -133,6 +154,104 @@ class Topology:
     def links_between(self, u: int, v: int) -> list[int]:
         """Ids of every link from ``u`` to ``v`` (more than one for parallel links)."""
         return self._pair_index.get((int(u), int(v)), [])
+
+    @cached_property
+    def node_names(self) -> list[str]:
+        """The name of every node: given (fabrics: ``S-<guid>``, ``H-<guid>``), the labels of a
+        graph when they are distinct, else ``H<i>`` for endpoint ``i`` and ``S<j>`` for the
+        ``j``-th other node.
+
+        Examples
+        --------
+        >>> from optiq.topology import cluster
+        >>> t = cluster(4, 2, 1)
+        >>> t.node_names
+        ['H0', 'H1', 'H2', 'H3', 'S0', 'S1', 'S2']
+        """
+        if self.names is not None:
+            return list(self.names)
+        if self.node_labels is not None:
+            labels = [str(v) for v in self.node_labels]
+            if len(set(labels)) == len(labels):
+                return labels
+        e = self.num_endpoints
+        return [f"H{i}" for i in range(e)] + [f"S{j}" for j in range(self.num_nodes - e)]
+
+    @property
+    def endpoint_names(self) -> list[str]:
+        """The name of every endpoint (fabrics: host names), in endpoint order."""
+        return list(self.host_names) if self.host_names is not None else self.node_names[: self.num_endpoints]
+
+    @cached_property
+    def _name_index(self) -> dict[str, int]:
+        index = {name: v for v, name in enumerate(self.node_names)}
+        if self.host_names is not None:
+            index.update((name, v) for v, name in enumerate(self.host_names))
+        return index
+
+    def node_named(self, name: str) -> int:
+        """The node id of a node or host name.
+
+        Raises
+        ------
+        TopologyError
+            Naming the unknown name (and close names, if any).
+
+        Examples
+        --------
+        >>> from optiq.topology import torus
+        >>> torus((4, 4)).node_named("H5")
+        5
+        """
+        try:
+            return self._name_index[name]
+        except (KeyError, TypeError):
+            import difflib
+
+            close = difflib.get_close_matches(str(name), self._name_index, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise TopologyError(f"{self.name} has no node or host named {name!r}{hint}") from None
+
+    def endpoints_named(self, names: Iterable[str]) -> np.ndarray:
+        """Endpoint ids of host names, in their order.
+
+        Raises
+        ------
+        TopologyError
+            For an unknown name, or a name of a node that is not an endpoint (a switch).
+        """
+        names = list(names)
+        ids = np.array([self.node_named(name) for name in names], dtype=np.int64)
+        bad = np.flatnonzero(ids >= self.num_endpoints)
+        if bad.size:
+            raise TopologyError(f"{names[bad[0]]!r} is not a host of {self.name}: it names a switch")
+        return ids
+
+    def label(self, node: int) -> str:
+        """A node's host name if it is an endpoint, else its node name."""
+        return self.endpoint_names[node] if node < self.num_endpoints else self.node_names[node]
+
+    def link_label(self, link: int) -> str:
+        """``tail -> head`` by name, with the tail's port on fabrics (``S-...[17] -> node018``).
+
+        Examples
+        --------
+        >>> from optiq.topology import cluster
+        >>> cluster(4, 2, 1).link_label(0)
+        'H0 -> S0'
+        """
+        u, v = int(self.link_src[link]), int(self.link_dst[link])
+        port = f"[{int(self.fabric.link_port[link])}]" if self.fabric is not None else ""
+        return f"{self.label(u)}{port} -> {self.label(v)}"
+
+    @property
+    def default_routing(self) -> str:
+        """How the machine routes by default, as :func:`optiq.paths.system_routes` follows it."""
+        if self.fabric is not None:
+            return self.fabric.routing
+        if self.dragonfly is not None:
+            return "dragonfly minimal routes"
+        return "dimension order" if self.is_torus else "D-mod-K"
 
     def check_endpoint(self, node: int, *, what: str = "node") -> int:
         """Return ``node`` as an int, or raise :class:`TopologyError` if it is not an endpoint."""

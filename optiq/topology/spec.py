@@ -4,19 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
+import re
+from pathlib import Path
+
 from ..errors import OptiqError, TopologyError
 from ..units import parse_rate
 from .base import Topology
+from .dragonfly import balanced_dragonfly, dragonfly
 from .fattree import cluster, kary_ntree
 from .graph import read_graphml
+from .ibnet import read_ibnetdiscover
+from .slurm import read_topology_conf
 from .torus import bgq, mesh, torus
 
 __all__ = ["from_spec", "SPEC_HELP"]
 
 SPEC_HELP = (
     "bgq:NODES (512, 1024, 2048, 4096, 8192, 49152) | torus:AxBx.. | mesh:AxB.. | "
-    "fattree:k=K[,n=N] | cluster:hosts=H,edges=E,cores=C | graphml:FILE; "
-    "append ,bw=RATE (e.g. ,bw=1.8GB/s) to set the link bandwidth")
+    "fattree:k=K[,n=N] | cluster:hosts=H,edges=E,cores=C | dragonfly:p=P,a=A,h=H[,g=G][,global=relative] or "
+    "dragonfly:HOSTS (balanced) | ibnet:FILE[,names=MAP][,routes=LFTS] (ibnetdiscover output) | "
+    "slurm:topology.conf | graphml:FILE; append ,bw=RATE (e.g. ,bw=1.8GB/s) to set the link bandwidth")
 
 
 def _options(text: str, spec: str, allowed: set[str]) -> dict[str, str]:
@@ -47,6 +54,62 @@ def _dims(text: str, spec: str) -> list[int]:
     return dims
 
 
+def _file(text: str, spec: str, what: str) -> str:
+    if not text:
+        raise TopologyError(f"topology {spec!r}: give the {what}, e.g. {spec.split(':')[0]}:FILE")
+    return str(Path(text).expanduser().resolve())
+
+
+def _rate(opts: dict[str, str], key: str, spec: str) -> float | None:
+    if key not in opts:
+        return None
+    try:
+        return parse_rate(opts[key], what="bandwidth" if key == "bw" else key)
+    except OptiqError as exc:
+        raise TopologyError(f"topology {spec!r}: {exc}") from None
+
+
+def _fabric(rest: str, spec: str) -> Topology:
+    """``ibnet:FILE[,names=MAP][,routes=LFTS][,bw=RATE][,SPEED=RATE]``: paths made absolute in the spec."""
+    head, _, tail = rest.partition(",")
+    speeds = {part.partition("=")[0].strip() for part in tail.split(",")
+              if re.fullmatch(r"[A-Z][A-Z0-9]*", part.partition("=")[0].strip())}
+    opts = _options(tail, spec, {"names", "routes", "bw"} | speeds)
+    path = _file(head.strip(), spec, "ibnetdiscover file")
+    files: dict[str, str] = {key: _file(opts[key], spec, key) for key in ("names", "routes") if key in opts}
+    given: dict[str, str] = {**opts, **files}
+    canonical = ",".join([f"ibnet:{path}"] + [f"{k}={v}" for k, v in given.items()])
+    return read_ibnetdiscover(path, names=files.get("names"), routes=files.get("routes"),
+                              bandwidth=_rate(opts, "bw", spec), lane_rates={k: opts[k] for k in speeds},
+                              spec=canonical)
+
+
+def _dragonfly(rest: str, spec: str) -> Topology:
+    """``dragonfly:p=P,a=A,h=H[,g=G][,global=ARR][,bw=RATE][,gbw=RATE]`` or ``dragonfly:HOSTS``."""
+    head, _, tail = rest.partition(",")
+    if head.strip().isdigit():
+        opts = _options(tail, spec, {"global", "bw", "gbw"})
+        extra = _dragonfly_extra(opts, spec)
+        return balanced_dragonfly(int(head), spec=spec, **extra)
+    opts = _options(rest, spec, {"p", "a", "h", "g", "global", "bw", "gbw"})
+    missing = [key for key in ("p", "a", "h") if key not in opts]
+    if missing:
+        raise TopologyError(f"topology {spec!r}: dragonfly needs p=, a= and h= (missing {', '.join(missing)}), "
+                            f"e.g. dragonfly:p=4,a=8,h=4, or a balanced size, e.g. dragonfly:1056")
+    g = _int(opts, "g", 0, spec) if "g" in opts else None
+    return dragonfly(_int(opts, "p", 0, spec), _int(opts, "a", 0, spec), _int(opts, "h", 0, spec), g, spec=spec,
+                     **_dragonfly_extra(opts, spec))
+
+
+def _dragonfly_extra(opts: dict[str, str], spec: str) -> dict[str, Any]:
+    extra: dict[str, Any] = {"arrangement": opts.get("global", "relative")}
+    for key, name in (("bw", "bandwidth"), ("gbw", "global_bandwidth")):
+        rate = _rate(opts, key, spec)
+        if rate is not None:
+            extra[name] = rate
+    return extra
+
+
 def from_spec(spec: str) -> Topology:
     """Build a topology from its spec string.
 
@@ -55,12 +118,18 @@ def from_spec(spec: str) -> Topology:
     spec : str
         One of ``bgq:NODES``, ``torus:AxBx..``, ``mesh:AxB..``, ``fattree:k=K[,n=N]`` (a
         k-ary n-tree, ``n`` defaults to 3), ``cluster:hosts=H,edges=E,cores=C`` (defaults
-        20, 4, 2) or ``graphml:FILE``. Every kind but graphml accepts ``,bw=RATE``.
+        20, 4, 2), ``dragonfly:p=P,a=A,h=H[,g=G][,global=absolute|relative|circulant]
+        [,gbw=RATE]`` or ``dragonfly:HOSTS`` (the balanced one of that size,
+        :mod:`optiq.topology.dragonfly`), ``ibnet:FILE[,names=MAP][,routes=LFTS]
+        [,SPEED=RATE]`` (``ibnetdiscover`` output, :mod:`optiq.topology.ibnet`),
+        ``slurm:FILE`` (a tree-plugin ``topology.conf``, :mod:`optiq.topology.slurm`) or
+        ``graphml:FILE``. Every kind but graphml accepts ``,bw=RATE``.
 
     Returns
     -------
     Topology
-        With ``spec`` set to the given string, so a plan can rebuild it.
+        With ``spec`` set to the string that rebuilds it (the given one; for ``ibnet:``
+        and ``slurm:`` with absolute file names), so a plan can rebuild it.
 
     Raises
     ------
@@ -80,6 +149,17 @@ def from_spec(spec: str) -> Topology:
     kind = kind.strip().lower()
     if kind == "graphml":
         return read_graphml(rest, spec=spec)
+    if kind == "ibnet":
+        return _fabric(rest, spec)
+    if kind == "dragonfly":
+        return _dragonfly(rest, spec)
+    if kind == "slurm":
+        head, _, tail = rest.partition(",")
+        opts = _options(tail, spec, {"bw"})
+        path = _file(head.strip(), spec, "topology.conf")
+        bw = _rate(opts, "bw", spec)
+        return read_topology_conf(path, spec=f"slurm:{path}" + (f",bw={opts['bw']}" if "bw" in opts else ""),
+                                  **({} if bw is None else {"bandwidth": bw}))
     head, _, tail = rest.partition(",")
     if kind in ("fattree", "cluster"):
         head, tail = "", rest

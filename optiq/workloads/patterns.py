@@ -70,15 +70,21 @@ def constant_ratio(num_endpoints: int, pattern: str = "disjoint", *, nbytes: int
     S = P // 16 if num_sources is None else int(num_sources)
     if S < 1 or ratio < 1:
         raise WorkloadError(f"pattern {pattern!r} on {P} endpoints needs at least 1 source and ratio >= 1 "
-                            f"(got {S} sources, ratio {ratio}); use at least 16 endpoints")
+                            f"(got {S} sources, ratio {ratio}); with P/16 sources it needs at least 16 endpoints, "
+                            f"or give --sources")
     block = S * ratio
     if pattern == "disjoint":
         if S + block > P:
-            raise WorkloadError(f"disjoint: {S} sources + {block} destinations exceed {P} endpoints")
+            raise WorkloadError(f"disjoint: {S} sources + {S} x {ratio} destinations = {S + block} endpoints, but "
+                                f"there are {P}: it needs sources x (ratio + 1) <= endpoints")
         src, dst = _block_pairs(np.arange(S), P - block, ratio)
     elif pattern == "overlap":
-        if S // 2 + block > P or S // 2 == S:
-            raise WorkloadError(f"overlap: {S} sources and {block} destinations do not fit {P} endpoints")
+        if S < 2:
+            raise WorkloadError(f"overlap: needs at least 2 sources (a lone source would send to itself), got {S} "
+                                f"on {P} endpoints: give --sources 2 or more, or use at least 32 endpoints")
+        if S // 2 + block > P:
+            raise WorkloadError(f"overlap: the {S} x {ratio} destinations start at endpoint {S // 2}, so it needs "
+                                f"{S // 2 + block} endpoints, but there are {P}")
         src, dst = _block_pairs(np.arange(S), S // 2, ratio)
     elif pattern == "subset":
         if block > P or ratio < 2 or S < 2:
@@ -116,9 +122,13 @@ def distance_sweep(num_endpoints: int, position: int, *, nbytes: int = 8 * 2**20
     P = int(num_endpoints)
     S = P // 8 if num_sources is None else int(num_sources)
     start, block = int(position) * S, S * ratio
-    if S < 1 or position < 1 or start + block > P:
+    if S < 1:
+        raise WorkloadError(f"distance sweep on {P} endpoints: P/8 = {S} sources; it needs at least 8 endpoints, or "
+                            f"give --sources")
+    if position < 1 or start + block > P:
         raise WorkloadError(f"distance sweep position {position}: block [{start}, {start + block - 1}] "
-                            f"does not fit after {S} sources in {P} endpoints")
+                            f"does not fit after {S} sources in {P} endpoints: it needs (position + ratio) x sources "
+                            f"<= endpoints")
     src, dst = _block_pairs(np.arange(S), start, ratio)
     return Demands(src, dst, np.full(src.size, nbytes), name=f"distance position {position} on {P}")
 
@@ -140,7 +150,9 @@ def destination_sweep(num_endpoints: int, per_source: int, *, nbytes: int = 8 * 
     end = (25 * P) // 32
     start = end - S * k
     if S < 1 or k < 1 or start < S:
-        raise WorkloadError(f"destination sweep: {S} sources x {k} destinations do not fit below endpoint {end}")
+        raise WorkloadError(f"destination sweep: {S} sources x {k} destinations do not fit between the sources and "
+                            f"endpoint {end} (25/32 of {P}): it needs sources x (destinations + 1) <= 25/32 of the "
+                            f"endpoints; give fewer --sources or --per-source")
     src, dst = _block_pairs(np.arange(S), start, k)
     return Demands(src, dst, np.full(src.size, nbytes), name=f"{S} sources x {k} destinations on {P}")
 

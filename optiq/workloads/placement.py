@@ -11,6 +11,7 @@ never reaches the network: it is reported, not routed.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +51,8 @@ class HostTraffic:
                 f"intra_host_bytes={self.intra_host_bytes:g})")
 
 
-def select_hosts(endpoints: int, count: int, selection: str = "linear", *, seed: int = 0) -> np.ndarray:
+def select_hosts(endpoints: int, count: int, selection: str = "linear", *, seed: int = 0,
+                 pool: str = "the topology has {} endpoints") -> np.ndarray:
     """Choose ``count`` of ``endpoints`` hosts, in increasing order.
 
     Raises
@@ -66,7 +68,7 @@ def select_hosts(endpoints: int, count: int, selection: str = "linear", *, seed:
     if selection not in SELECTIONS:
         raise WorkloadError(f"unknown node selection {selection!r}; choose from {', '.join(SELECTIONS)}")
     if count > endpoints:
-        raise WorkloadError(f"the ranks need {count} hosts, but the topology has {endpoints} endpoints")
+        raise WorkloadError(f"the ranks need {count} hosts, but {pool.format(endpoints)}")
     if selection == "linear":
         return np.arange(count)
     return np.sort(np.random.default_rng(seed).choice(endpoints, count, replace=False))
@@ -86,8 +88,9 @@ def place_ranks(ranks: int, hosts: np.ndarray, ranks_per_node: int, placement: s
     return hosts[slot]
 
 
-def read_rank_hosts(path: str | Path, ranks: int, endpoints: int) -> np.ndarray:
-    """Read an explicit placement: lines ``rank host`` (or ``rank,host``), one per rank.
+def read_rank_hosts(path: str | Path, ranks: int, endpoints: int, names: Sequence[str] | None = None) -> np.ndarray:
+    """Read an explicit placement: lines ``rank host`` (or ``rank,host``), one per rank; the host
+    is an endpoint id or, given the endpoints' ``names``, a host name.
 
     Raises
     ------
@@ -95,6 +98,7 @@ def read_rank_hosts(path: str | Path, ranks: int, endpoints: int) -> np.ndarray:
         If a line is malformed, a rank is missing or repeated, or a host is not an endpoint
         of the topology, naming the file and line.
     """
+    index = {name: i for i, name in enumerate(names)} if names is not None else {}
     name = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
@@ -105,9 +109,14 @@ def read_rank_hosts(path: str | Path, ranks: int, endpoints: int) -> np.ndarray:
         fields = line.split("#")[0].replace(",", " ").split()
         if not fields or (number == 1 and not fields[0].isdigit()):
             continue
-        if len(fields) != 2 or not all(f.isdigit() for f in fields):
-            raise WorkloadError(f"placement file {name!r}, line {number}: expected 'rank host', got {line.strip()!r}")
-        r, h = int(fields[0]), int(fields[1])
+        if len(fields) != 2 or not fields[0].isdigit() or not (fields[1].isdigit() or fields[1] in index):
+            known = " or a host name" if index else ""
+            if len(fields) == 2 and fields[0].isdigit() and index:
+                raise WorkloadError(f"placement file {name!r}, line {number}: no host named {fields[1]!r}")
+            raise WorkloadError(f"placement file {name!r}, line {number}: expected 'rank host' (host an endpoint "
+                                f"id{known}), got {line.strip()!r}")
+        r = int(fields[0])
+        h = int(fields[1]) if fields[1].isdigit() and fields[1] not in index else index[fields[1]]
         if r >= ranks:
             raise WorkloadError(f"placement file {name!r}, line {number}: rank {r}, but the traffic has {ranks} ranks")
         if h >= endpoints:
@@ -124,7 +133,8 @@ def read_rank_hosts(path: str | Path, ranks: int, endpoints: int) -> np.ndarray:
 
 
 def host_demands(traffic: np.ndarray, endpoints: int, *, ranks_per_node: int = 1, selection: str = "linear",
-                 placement: str | Path = "block", seed: int = 0) -> HostTraffic:
+                 placement: str | Path = "block", seed: int = 0, hosts: np.ndarray | None = None,
+                 names: Sequence[str] | None = None) -> HostTraffic:
     """Sum rank traffic per host pair on a topology with ``endpoints`` hosts.
 
     Parameters
@@ -139,6 +149,11 @@ def host_demands(traffic: np.ndarray, endpoints: int, *, ranks_per_node: int = 1
         A path is a rank -> host file (:func:`read_rank_hosts`); selection is then unused.
     seed : int
         Seed of the random selection.
+    hosts : array of int, optional
+        The endpoints the ranks may run on, in order (a host list); selection picks among
+        them, and a placement file may name only them. Default: every endpoint.
+    names : sequence of str, optional
+        The endpoints' names, so a placement file can name hosts.
 
     Returns
     -------
@@ -159,11 +174,19 @@ def host_demands(traffic: np.ndarray, endpoints: int, *, ranks_per_node: int = 1
     if ranks_per_node < 1:
         raise WorkloadError(f"ranks per node must be at least 1, got {ranks_per_node}")
     n = traffic.shape[0]
+    universe = np.arange(endpoints) if hosts is None else np.asarray(hosts, dtype=np.int64)
     if isinstance(placement, str) and placement in PLACEMENTS:
-        hosts = select_hosts(endpoints, math.ceil(n / ranks_per_node), selection, seed=seed)
-        host_of = place_ranks(n, hosts, ranks_per_node, placement)
+        chosen = select_hosts(universe.size, math.ceil(n / ranks_per_node), selection, seed=seed,
+                              **({} if hosts is None else {"pool": "the host list has {}"}))
+        host_of = universe[place_ranks(n, chosen, ranks_per_node, placement)]
     elif Path(placement).is_file():
-        host_of = read_rank_hosts(placement, n, endpoints)
+        host_of = read_rank_hosts(placement, n, endpoints, names)
+        outside = np.flatnonzero(~np.isin(host_of, universe))
+        if hosts is not None and outside.size:
+            r = int(outside[0])
+            label = names[host_of[r]] if names is not None else str(host_of[r])
+            raise WorkloadError(f"placement file {str(placement)!r} puts rank {r} on {label}, which is not in the "
+                                f"host list")
     else:
         raise WorkloadError(f"placement {str(placement)!r} is neither {' nor '.join(PLACEMENTS)} nor a file of "
                             f"'rank host' lines")
