@@ -112,8 +112,7 @@ def _default_time(plan: Plan) -> float:
     from .paths import system_routes
 
     routes = system_routes(plan.topology, plan.demands)
-    loads = routes.link_loads(plan.demands.nbytes.astype(float), plan.topology.num_links)
-    return float((loads / plan.topology.capacity).max())
+    return routes.busiest_link_time(plan.demands.nbytes.astype(float), plan.topology.capacity)
 
 
 def _checked_bound(plan, predicted_s: float) -> tuple[float, str]:

@@ -174,7 +174,7 @@ class Plan:
     @property
     def predicted_time_s(self) -> float:
         """Flow-level completion time: the busiest link's bytes over its capacity."""
-        return float((self.link_bytes / self.topology.capacity).max())
+        return self.paths.busiest_link_time(self.path_bytes, self.topology.capacity)
 
     def used(self) -> "Plan":
         """The same plan without its zero-byte paths."""

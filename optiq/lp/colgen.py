@@ -369,7 +369,7 @@ def _busiest(topology, paths: PathSet, size: np.ndarray, share: np.ndarray) -> f
     share = np.maximum(share, 0.0)
     total = np.bincount(paths.job, weights=share, minlength=size.size)[paths.job]
     per_path = np.where(total > 0, share / np.where(total > 0, total, 1.0), 0.0) * size[paths.job]
-    return float((paths.link_loads(per_path, topology.num_links) / topology.capacity).max())
+    return paths.busiest_link_time(per_path, topology.capacity)
 
 
 def _remaining(deadline: float) -> float | None:

@@ -107,6 +107,17 @@ class PathSet:
         return np.bincount(self.links, weights=np.repeat(np.asarray(path_bytes, float), self.hops),
                            minlength=num_links)
 
+    def busiest_link_time(self, path_bytes: ArrayLike, capacity: np.ndarray) -> float:
+        """Completion time when links share in proportion to the bytes: the busiest link's
+        bytes over its capacity (bytes/s), with ``path_bytes[p]`` on path ``p``.
+
+        Examples
+        --------
+        >>> PathSet.from_lists([[0, 1], [1]], [0, 1], num_jobs=2).busiest_link_time([4, 2], np.array([1.0, 2.0]))
+        4.0
+        """
+        return float((self.link_loads(path_bytes, capacity.size) / capacity).max())
+
     def select(self, mask: ArrayLike) -> "PathSet":
         """The paths where ``mask`` is true (a boolean array over paths), keeping job ids."""
         keep = np.flatnonzero(mask)

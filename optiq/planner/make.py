@@ -152,7 +152,7 @@ def _no_worse_than_default(topology: Topology, demands: Demands, planner: Planne
     times); a heuristic's plan is kept, with a warning.
     """
     default_s = float(record.default_time_s or 0.0)
-    own_s = float((paths.link_loads(np.asarray(nbytes, dtype=float), topology.num_links) / topology.capacity).max())
+    own_s = paths.busiest_link_time(np.asarray(nbytes, dtype=float), topology.capacity)
     if default_s >= own_s * (1 - 1e-9):
         return paths, nbytes
     method = planner.name
@@ -183,14 +183,14 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
                                f"and {'was' if len(unused) == 1 else 'were'} not used")
     start = time.perf_counter()
     bound = cut_lower_bound(topology, demands)
-    ctx = Context(topology=topology, demands=demands, seed=seed,
-                  sizes=None if qos is None else qos.effective_sizes(demands), bound_s=bound.time_s,
-                  bound_from=bound.cut, candidates=candidates, progress=progress, workers=workers, record=record)
-    ctx.say(f"cut lower bound {bound.time_s * 1e3:.4f} ms ({bound.cut})")
     default = system_routes(topology, demands, progress=progress)
     record.default_routing = topology.default_routing
-    record.default_time_s = float((default.link_loads(demands.nbytes.astype(float), topology.num_links)
-                                   / topology.capacity).max())
+    record.default_time_s = default.busiest_link_time(demands.nbytes.astype(float), topology.capacity)
+    ctx = Context(topology=topology, demands=demands, seed=seed,
+                  sizes=None if qos is None else qos.effective_sizes(demands), bound_s=bound.time_s,
+                  bound_from=bound.cut, candidates=candidates, default=default, progress=progress, workers=workers,
+                  record=record)
+    ctx.say(f"cut lower bound {bound.time_s * 1e3:.4f} ms ({bound.cut})")
     paths, nbytes = planner.run(ctx)
     if not isinstance(planner, SystemRoutes) and qos is None:
         paths, nbytes = _no_worse_than_default(topology, demands, planner, paths, nbytes, record, default)

@@ -30,7 +30,7 @@ from ..errors import PlanError, SolverError
 from ..heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGStatus, column_generation
-from ..paths import PathSet, diverse_paths, spread_paths, system_routes, torus_paths, valiant_paths
+from ..paths import PathSet, diverse_paths, spread_paths, torus_paths, valiant_paths
 from ..paths.workers import Workers
 from ..topology import Topology
 from ..workloads import Demands
@@ -89,6 +89,7 @@ class Context:
     bound_s: float            # the best proven lower bound, seconds (the cut bound to start with)
     bound_from: str           # what proves it
     candidates: PathSet | None
+    default: PathSet          # every job's default route (SystemRoutes)
     progress: Callable[[str], None] | None
     workers: Workers
     record: PlanRecord
@@ -139,7 +140,7 @@ class SystemRoutes(Planner):
         return 1
 
     def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
-        return system_routes(ctx.topology, ctx.demands), ctx.demands.nbytes.copy()
+        return ctx.default, ctx.demands.nbytes.copy()
 
 
 @dataclass(frozen=True)

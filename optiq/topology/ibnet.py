@@ -275,10 +275,12 @@ def _parse(text: str, name: str, rates: dict[str, float], any_speed: bool) -> li
             width, gbps = 1, 1.0
         else:
             width_text, speed = link.group(3), link.group(4).upper()
-            if width_text not in _WIDTHS or (speed not in rates and not any_speed):
-                bad = f"width {width_text!r}" if width_text not in _WIDTHS else f"speed {speed!r}"
-                raise TopologyError(f"{where}: unknown link {bad} (known: {', '.join(_WIDTHS)}; "
-                                    f"{', '.join(rates)}); give its lane rate as {speed}=RATE or bw=RATE")
+            if width_text not in _WIDTHS and not any_speed:
+                raise TopologyError(f"{where}: unknown link width {width_text!r} (known: {', '.join(_WIDTHS)}); "
+                                    f"give every link's capacity as bw=RATE")
+            if speed not in rates and not any_speed:
+                raise TopologyError(f"{where}: unknown link speed {speed!r} (known: {', '.join(rates)}); give its "
+                                    f"lane rate as {speed}=RATE (e.g. {speed}=200Gb/s) or every link's as bw=RATE")
             width, gbps = _WIDTHS.get(width_text, 1), rates.get(speed, 1.0)
         current.cables[port] = (peer_letter, peer, peer_port, width * gbps, number, local_lid)
     if not nodes:
