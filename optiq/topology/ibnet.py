@@ -157,7 +157,7 @@ class _Node:
     description: str
     line: int
     lid: int = 0
-    cables: dict[int, tuple] = field(default_factory=dict)  # port -> (peer guid, peer port, width, gbps, line, lid)
+    cables: dict[int, tuple] = field(default_factory=dict)  # port -> (peer kind, guid, port, Gb/s, line, own LID)
 
 
 def read_node_name_map(path: str | Path) -> dict[int, str]:
@@ -352,7 +352,8 @@ def read_ibnetdiscover(path: str | Path, *, names: str | Path | None = None, ban
     node_of.update((adapter.guid, v) for v, h in enumerate(host_order) for adapter in hosts[h])
     by_guid = {node.guid: node for node in nodes}
 
-    rows = [(node_of[node.guid], node.line, port, node.guid, peer, peer_port, min(gbps, by_guid[peer].cables[peer_port][3]))
+    rows = [(node_of[node.guid], node.line, port, node.guid, peer, peer_port,
+             min(gbps, by_guid[peer].cables[peer_port][3]))  # a cable runs at its slower end
             for node in nodes for port, (_, peer, peer_port, gbps, _, _) in node.cables.items()]
     rows.sort(key=lambda r: r[:3])  # by tail node, adapter, port: link ids follow the nodes
     link_of = {(r[3], r[2]): e for e, r in enumerate(rows)}
@@ -361,7 +362,7 @@ def read_ibnetdiscover(path: str | Path, *, names: str | Path | None = None, ban
     gbps = np.array([r[6] for r in rows])
     capacity = np.full(len(rows), float(bandwidth)) if bandwidth is not None else gbps * 1e9 / 8
 
-    first_ports = [hosts[h][0] for h in host_order]
+    first_ports = ordered[: len(host_order)]
     egress_ports = [(adapter.guid, min(adapter.cables)) for adapter in first_ports]
     primary = {key: t for t, key in enumerate(egress_ports)}
     lid_rows: list[tuple[int, int, int, int, int]] = []  # lid, node, link into the port, line, endpoint
