@@ -2,7 +2,8 @@
 
 The pipeline: a :class:`Topology` and :class:`Demands` go to :func:`make_plan`, which picks
 candidate paths and splits every job's bytes over them (LP or heuristic); the resulting
-:class:`Plan` is saved as JSON and measured with :func:`plan_metrics`.
+:class:`Plan` is saved as JSON and measured with :func:`plan_metrics`. An application calls
+:func:`alltoallv` in place of ``MPI_Alltoallv``: it plans at run time and caches.
 """
 
 __version__ = "0.1.0"
@@ -11,9 +12,10 @@ from .errors import OptiqError, OutputError, PathError, PlanError, SolverError, 
 from .metrics import Metrics, plan_metrics
 from .plan import Plan, load_plan
 from .planner import METHODS, make_plan
+from .runtime import alltoallv
 from .topology import Topology, from_spec
 from .workloads import Demands
 
-__all__ = ["Topology", "from_spec", "Demands", "make_plan", "METHODS", "Plan", "load_plan", "plan_metrics",
+__all__ = ["Topology", "from_spec", "Demands", "make_plan", "METHODS", "Plan", "load_plan", "plan_metrics", "alltoallv",
            "Metrics", "OptiqError", "TopologyError", "WorkloadError", "PathError", "PlanError", "SolverError",
            "OutputError"]

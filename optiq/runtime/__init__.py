@@ -1,15 +1,17 @@
 """The executor: replay a plan over MPI with chunked store-and-forward (needs mpi4py).
 
 Run a plan file with ``mpiexec -n N python -m optiq.runtime PLAN.json`` (or ``optiq run``),
-or call :func:`run_plan` / :class:`Executor` from an application with its communicator.
+or from an application: :func:`alltoallv` in place of ``comm.Alltoallv`` (it plans at run
+time and caches), or :func:`run_plan` / :class:`Executor` with a plan made ahead.
 """
 
+from .planned_alltoallv import AlltoallvResult, alltoallv, clear_cache
 from .executor import Executor, bcast_plan, check_comm, run_plan
 from .runner import BASELINES, RunReport, Timing, format_report, measure, predicted_time
 from .schedule import RankSchedule, Stream, compile_schedule
 from .transport import TransferResult
 from .verify import fill_send_buffers, find_mismatches, job_pattern
 
-__all__ = ["run_plan", "Executor", "TransferResult", "measure", "RunReport", "Timing", "format_report",
+__all__ = ["alltoallv", "AlltoallvResult", "clear_cache", "run_plan", "Executor", "TransferResult", "measure", "RunReport", "Timing", "format_report",
            "predicted_time", "compile_schedule", "RankSchedule", "Stream", "check_comm", "bcast_plan", "job_pattern",
            "fill_send_buffers", "find_mismatches", "BASELINES"]
