@@ -52,6 +52,38 @@ def test_fattree_study_traffic_and_routing(tmp_path):
             assert load <= by[(app, sel, place, "dmodk")]
 
 
+@pytest.mark.parametrize("source", ["model", "pfprof"])
+def test_dynamic_routing_halves_cg_linear_block_and_is_never_worse_than_dmodk(tmp_path, source):
+    """Seed 001: dynamic routing cut the busiest link of CG (linear selection, block placement)
+    by 50% against D-mod-K, with the built-in model and with a PFProf trace of it."""
+    from optiq.workloads import nas_cg_traffic
+    from optiq.workloads.traffic import write_pfprof
+
+    argv = ["experiment", "fattree", "--out", str(tmp_path), "-q"]
+    if source == "pfprof":
+        argv += ["--traffic", str(write_pfprof(nas_cg_traffic(), tmp_path / "cg.tgz"))]
+    assert main(argv) == 0
+    rows = list(csv.DictReader(open(tmp_path / "fattree.csv")))
+    by = {(r["app"], r["selection"], r["placement"], r["routing"]): float(r["max_link_bytes"]) for r in rows}
+    for (app, sel, place, routing), load in by.items():
+        if routing == "dynamic":
+            assert load <= by[(app, sel, place, "dmodk")]
+    app = "CG" if source == "model" else "cg"
+    assert by[(app, "linear", "block", "dynamic")] / by[(app, "linear", "block", "dmodk")] == pytest.approx(0.5)
+
+
+def test_cg_transposes_with_npb_exch_proc():
+    from optiq.workloads import nas_cg_traffic
+
+    t = nas_cg_traffic(volume=1)
+    for me in range(128):  # npcols = 16 = 2 nprows: NPB's exch_proc for npcols != nprows
+        partner = 2 * ((me // 2 % 8) * 8 + me // 2 // 8) + me % 2
+        row = set(me // 16 * 16 + ((me % 16) ^ (1 << k)) for k in range(4))
+        assert set(np.flatnonzero(t[me]).tolist()) == row | ({partner} - {me})
+    square = nas_cg_traffic(64, rows=8, volume=1)  # 8 x 8: the plain transpose
+    assert square[3, 3 * 8 % 64 + 3 // 8] == 1 and square[10, (10 % 8) * 8 + 10 // 8] == 1
+
+
 def test_fattree_study_reads_a_traffic_matrix_file(tmp_path, capsys):
     from optiq.workloads import milc_traffic
 

@@ -99,3 +99,23 @@ def test_planner_objects_equal_their_names_and_unused_options_are_said():
         make_plan(t, d, ColumnGeneration(), gap=0.1)
     with pytest.raises(PlanError, match="unknown planner parameter 'speed'"):
         planner_named("opt", speed=2)
+
+
+def test_dynamic_routing_ignores_the_links_every_candidate_shares_and_breaks_ties_to_the_lower_core():
+    from optiq.heuristics import dynamic_routing
+    from optiq.paths import diverse_paths
+    from optiq.topology import cluster
+
+    t = cluster()  # hosts 0-4 on edge 20, 5-9 on edge 21; cores 24 and 25
+    # the heavier job takes the lower core (a tie on empty links); the second leaves the same host:
+    # counting the host's own uplink, which both candidates share, would tie again at core 24
+    d = Demands([0, 0], [5, 6], [100, 50])
+    ps = diverse_paths(t, d, k=4)
+    b = dynamic_routing(t, d, ps)
+    core = {int(ps.job[p]): ps.nodes(p, t)[2] for p in range(ps.num_paths) if b[p] > 0}
+    assert core == {0: 24, 1: 25}
+    # the tie order does not depend on the order of the candidates
+    reversed_ps = PathSet.from_lists([ps.path(p) for p in range(ps.num_paths)][::-1], ps.job[::-1], 2)
+    b = dynamic_routing(t, d, reversed_ps)
+    core = {int(reversed_ps.job[p]): reversed_ps.nodes(p, t)[2] for p in range(reversed_ps.num_paths) if b[p] > 0}
+    assert core == {0: 24, 1: 25}

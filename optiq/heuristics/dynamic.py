@@ -18,11 +18,15 @@ __all__ = ["dynamic_routing"]
 
 
 def dynamic_routing(topology: Topology, demands: Demands, candidates: PathSet, *, progress: Progress | None = None) -> np.ndarray:
-    """Bytes per candidate path chosen by dynamic routing.
+    """Bytes per candidate path chosen by dynamic routing, as the fat-tree study defines it.
 
-    Jobs are routed in order of decreasing bytes (ties: lower job id first). Each takes,
-    among its candidates with the fewest hops, the one whose busiest link (in bytes over
-    capacity, counting the job's own bytes) is least loaded, and sends all its bytes there.
+    Jobs are routed in order of decreasing bytes (ties: lower job id first). Each sends all
+    its bytes on one of its candidates with the fewest hops. The cost of a candidate is its
+    busiest link (bytes over capacity, counting the job's own bytes) among the links that
+    not every such candidate of the job crosses: the links they all share (the pair's own
+    host links) load every choice alike and would hide the differences between the others.
+    Ties go to the first candidate in the order of their node sequences (on a fat-tree:
+    the lower core first).
 
     Examples
     --------
@@ -33,8 +37,7 @@ def dynamic_routing(topology: Topology, demands: Demands, candidates: PathSet, *
     >>> d = Demands([0, 1], [5, 6], [100, 50])      # both cross from edge 20 to edge 21
     >>> ps = diverse_paths(t, d, k=4)
     >>> b = dynamic_routing(t, d, ps)
-    >>> cores = [ps.nodes(p, t)[2] for p in range(ps.num_paths) if b[p] > 0]
-    >>> sorted(cores)                                # one core each
+    >>> [ps.nodes(p, t)[2] for p in range(ps.num_paths) if b[p] > 0]   # one core each
     [24, 25]
     """
     load = np.zeros(topology.num_links)
@@ -46,10 +49,18 @@ def dynamic_routing(topology: Topology, demands: Demands, candidates: PathSet, *
         if done % 1024 == 0:
             tick(done)
         ids, links, offs, hops = job_candidates(candidates, j)
+        shortest = np.flatnonzero(hops == hops.min())
+        paths = [links[offs[p]:offs[p] + hops[p]] for p in shortest]
+        nodes = [tuple(topology.link_dst[path].tolist()) for path in paths]
+        ranked = sorted(range(shortest.size), key=lambda i: nodes[i])  # the fixed order of ties
+        shared = set(paths[0].tolist()).intersection(*(path.tolist() for path in paths[1:]))
         size = float(demands.nbytes[j])
-        worst = np.maximum.reduceat((load[links] + size) / cap[links], offs)
-        worst = np.where(hops == hops.min(), worst, np.inf)
-        best = int(np.argmin(worst))
-        load[links[offs[best]:offs[best] + hops[best]]] += size
-        out[ids[best]] = demands.nbytes[j]
+        best, best_cost = ranked[0], np.inf
+        for i in ranked:
+            own = np.array([e for e in paths[i].tolist() if e not in shared], dtype=np.int64)
+            cost = float(((load[own] + size) / cap[own]).max()) if own.size else 0.0
+            if cost < best_cost:
+                best, best_cost = i, cost
+        load[paths[best]] += size
+        out[ids[shortest[best]]] = demands.nbytes[j]
     return out

@@ -16,9 +16,12 @@ Readers (:func:`read_traffic` picks one from the path):
 
 Models of the applications of seed 001's fat-tree study, from their known structure:
 
-- NAS CG: a 2-D process grid of 8 rows x 16 columns; every rank exchanges with the
-  ranks ``r xor 2^k`` of its row (the recursive-doubling sums) and with its transpose
-  partner, equal volumes.
+- NAS CG: a 2-D process grid of ``rows`` x ``cols`` ranks (8 x 16 for 128, as NPB sets
+  it: ``cols = 2 rows`` for an odd power of two); every rank exchanges with the ranks
+  ``r xor 2^k`` of its row (the recursive-doubling sums) and with its transpose partner,
+  NPB's ``exch_proc``: ``(r mod rows) * rows + r div rows`` on a square grid, else
+  ``2 * ((r div 2 mod rows) * rows + r div 2 div rows) + r mod 2``; all messages of equal
+  size (NPB's are all ``na / cols`` words).
 - MILC: a 4-D lattice of 4x4x4x2 ranks; every rank exchanges halos with its +-1
   neighbours in every dimension (periodic), equal volumes.
 """
@@ -55,7 +58,10 @@ def nas_cg_traffic(ranks: int = 128, rows: int = 8, volume: float = 2**20) -> np
         row, col = divmod(r, cols)
         for k in range(int(np.log2(cols))):
             t[r, row * cols + (col ^ (1 << k))] += volume
-        partner = (col % rows) * cols + (row + rows * (col // rows))  # transpose exchange
+        if cols == rows:  # NPB's transpose exchange partner
+            partner = (r % rows) * rows + r // rows
+        else:
+            partner = 2 * ((r // 2 % rows) * rows + r // 2 // rows) + r % 2
         if partner != r and partner < ranks:
             t[r, partner] += volume
     return t
