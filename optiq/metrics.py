@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -24,6 +25,14 @@ class Metrics:
     chunk once; switches forward in hardware, :mod:`optiq.paths.ranks`). Per-link averages are over the links that carry something. Only paths
     that carry bytes count. ``gap`` is ``1 - lower_bound_time_s / predicted_time_s``: how far
     the plan can be from the best possible, at most.
+
+    ``predicted_time_s`` assumes every link is shared in proportion to the bytes its paths
+    still have to send (what the executor does at every sending rank); ``fair_time_s`` is
+    the same plan on a network that shares every link max-min fairly between the flows
+    crossing it (:func:`optiq.sim.simulate_flows` with ``sharing="equal"``), as switches
+    do: flows alone on a link run ahead and the others fall behind, so it is later, unless
+    the paths are paced at their planned rates (``--pace-paths``), which keeps the
+    predicted time. None when not computed (``fair=False``).
 
     ``default_time_s`` is the completion time of the same jobs on the machine's default
     routes (``Topology.default_routing``: a fabric's own forwarding tables, dimension order,
@@ -56,18 +65,22 @@ class Metrics:
     lower_bound_time_s: float
     gap: float
     default_time_s: float = 0.0
+    fair_time_s: float | None = None
     bound_note: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def plan_metrics(plan: Plan, *, check_bound: bool = True) -> Metrics:
+def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
+                 progress: Callable[[str], None] | None = None) -> Metrics:
     """Compute the :class:`Metrics` of a plan.
 
     ``check_bound=False`` takes the plan's stored lower bound as it is: for a plan this
     process has just made (the planner computed that bound), where recomputing the cut
-    bound would only repeat the work.
+    bound would only repeat the work. ``fair=False`` skips the max-min fair flow
+    simulation of ``fair_time_s`` (seconds for a plan of tens of thousands of paths;
+    ``progress`` hears about it).
 
     Examples
     --------
@@ -91,6 +104,11 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True) -> Metrics:
     predicted = float((link_bytes / p.topology.capacity).max())
     total = int(p.demands.total_bytes)
     bound, note = _checked_bound(p, predicted) if check_bound else (float(p.lower_bound_time_s), "")
+    fair_s = None
+    if fair:
+        from .sim import simulate_flows
+
+        fair_s = simulate_flows(p, "equal", progress=progress).completion_time_s
     default = p.info.get("default_time_s")
     if not isinstance(default, (int, float)) or isinstance(default, bool):
         default = predicted if p.method == "default" else _default_time(p)
@@ -104,7 +122,7 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True) -> Metrics:
         bytes_per_link_max=float(link_bytes.max()), bytes_per_link_avg=float(link_bytes[used].mean()),
         predicted_time_s=predicted, throughput_Bps=total / predicted if predicted > 0 else float("inf"),
         lower_bound_time_s=bound, gap=max(0.0, 1.0 - bound / predicted) if predicted > 0 else 0.0,
-        default_time_s=float(default), bound_note=note)
+        default_time_s=float(default), fair_time_s=fair_s, bound_note=note)
 
 
 def _default_time(plan: Plan) -> float:

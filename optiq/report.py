@@ -19,6 +19,8 @@ _COLUMNS = [
     ("method", "method", lambda m: m.method),
     ("BW GB/s", "predicted throughput", lambda m: f"{m.throughput_Bps / 1e9:.2f}"),
     ("time ms", "predicted completion time", lambda m: f"{m.predicted_time_s * 1e3:.3f}"),
+    ("fair ms", "completion time when links share max-min fairly",
+     lambda m: "-" if m.fair_time_s is None else f"{m.fair_time_s * 1e3:.3f}"),
     ("/bound", "time over the lower bound", lambda m: f"{m.predicted_time_s / m.lower_bound_time_s:.3f}"
      if m.lower_bound_time_s > 0 else "-"),
     ("/default", "time over the default routes' time", lambda m: f"{m.predicted_time_s / m.default_time_s:.3f}"

@@ -230,6 +230,17 @@ def test_run_contract_json(tmp_path):
 
 
 @pytest.mark.mpi
+def test_paced_paths_replay_byte_exact_and_never_beat_their_rates(tmp_path):
+    plan, path = small_plan(tmp_path, "torus:2x2", "opt")
+    out = tmp_path / "out.json"
+    proc, _ = launch(4, "-m", "optiq.runtime", path, "--verify", "--pace-paths", "--json", out, "--repeat", 1)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["verified"] is True
+    assert report["elapsed_s"] >= plan.predicted_time_s * 0.999  # every path at most at its planned rate
+
+
+@pytest.mark.mpi
 def test_paced_run_is_never_faster_than_its_links(tmp_path):
     plan, path = small_plan(tmp_path, "torus:2x2", "default")
     out = tmp_path / "out.json"

@@ -33,6 +33,30 @@ def test_proportional_sharing_is_the_plan_prediction_and_equal_sharing_never_bea
     assert simulate_flows(plan, "equal").completion_time_s >= plan.predicted_time_s * (1 - 1e-9)
 
 
+@pytest.mark.parametrize("name", sorted(SMALL_TOPOLOGIES))
+@pytest.mark.parametrize("method", ["opt", "heu2", "heu1"])
+@pytest.mark.parametrize("sharing", ["equal", "proportional"])
+def test_paced_paths_end_at_the_predicted_time_under_any_sharing(name, method, sharing):
+    topo = SMALL_TOPOLOGIES[name]()
+    plan = make_plan(topo, random_demands(topo, 8, seed=2), method, k=4)
+    paced = simulate_flows(plan, sharing, pace_paths=True, batch=0)
+    moving = plan.path_bytes > 0
+    assert paced.path_finish_s[moving] == pytest.approx(np.full(moving.sum(), plan.predicted_time_s), rel=1e-9)
+    assert paced.completion_time_s == pytest.approx(plan.predicted_time_s, rel=1e-9)
+
+
+def test_fair_sharing_is_reported_beside_the_prediction_and_paced_paths_keep_it(tmp_path, capsys):
+    plan = make_plan(torus((4, 4, 4, 2)), constant_ratio(128, nbytes=2**20), "opt")
+    plan.save(tmp_path / "p.json")
+    assert main(["eval", str(tmp_path / "p.json"), "--json", "-q"]) == 0
+    m = json.loads(capsys.readouterr().out)
+    assert m["fair_time_s"] == pytest.approx(simulate_flows(plan, "equal").completion_time_s)
+    assert m["fair_time_s"] > m["predicted_time_s"] * 1.05   # flows alone on a link run ahead
+    assert main(["simulate", str(tmp_path / "p.json"), "--pace-paths", "--json", "-q"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["pace_paths"] and out["completion_time_s"] == pytest.approx(plan.predicted_time_s, rel=1e-9)
+
+
 def _one_level_at_a_time(weight, paths, capacity):
     """Textbook progressive filling: raise every free flow until the first link fills, freeze, repeat."""
     rate, free, cap = np.zeros(paths.num_paths), weight > 0, capacity.astype(float).copy()

@@ -60,7 +60,7 @@ def plan(args: argparse.Namespace) -> int:
         rates = plan.info["qos_throughput_Bps"]
         print("QoS throughput: " + ", ".join(f"{name} {rate / 1e9:.3f} GB/s (share {qos.shares[name]:g})"
                                              for name, rate in rates.items()))
-    m = plan_metrics(plan, check_bound=False)
+    m = plan_metrics(plan, check_bound=False, fair=False)
     print(f"wrote {args.output}: {args.method}, {m.jobs} jobs, {m.total_paths} paths, predicted "
           f"{m.predicted_time_s * 1e3:.3f} ms (lower bound {m.lower_bound_time_s * 1e3:.3f} ms)")
     return 0
@@ -69,7 +69,7 @@ def plan(args: argparse.Namespace) -> int:
 def evaluate(args: argparse.Namespace) -> int:
     """``optiq eval``: the metrics of a plan file."""
     plan = load_plan(args.plan)
-    m = plan_metrics(plan)
+    m = plan_metrics(plan, progress=_progress(args))
     if args.json:
         out = m.to_dict()
         if args.links or args.jobs:
@@ -78,6 +78,10 @@ def evaluate(args: argparse.Namespace) -> int:
     else:
         print(metrics_table([m]))
         print(f"default routes: {plan.topology.default_routing}, {m.default_time_s * 1e3:.3f} ms")
+        if m.fair_time_s is not None:
+            print(f"links shared max-min fairly: {m.fair_time_s * 1e3:.3f} ms, {m.fair_time_s / m.predicted_time_s:.3f} "
+                  f"x predicted (optiq run --pace-paths sends every path at its planned rate, which keeps the "
+                  f"predicted time)")
         for count, table in ((args.links, links_table), (args.jobs, jobs_table)):
             if count:
                 print("\n" + table(plan, count))
@@ -121,8 +125,10 @@ def simulate(args: argparse.Namespace) -> int:
     """``optiq simulate``: a plan file at flow or chunk level."""
     plan = load_plan(args.plan)
     if args.model == "flow":
-        result = simulate_flows(plan, args.sharing, batch=args.batch, progress=_progress(args))
-        out = {"model": "flow", "sharing": result.sharing, "batch": args.batch, "phases": result.phases}
+        result = simulate_flows(plan, args.sharing, batch=args.batch, pace_paths=args.pace_paths,
+                                progress=_progress(args))
+        out = {"model": "flow", "sharing": result.sharing, "batch": args.batch, "pace_paths": args.pace_paths,
+               "phases": result.phases}
         completion = result.completion_time_s
     else:
         model = load_chunk_model(args.params) if args.params else ChunkModel()

@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", required=True, help="plan file to write (JSON)")
     p = sub.add_parser("eval", help="print the metrics of a plan file")
     p.add_argument("plan")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.add_argument("--links", type=types.non_negative_int, default=0, metavar="N",
                    help="also list the N busiest links by name")
     p.add_argument("--jobs", type=types.non_negative_int, default=0, metavar="N",
@@ -131,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--link-rate", type=types.rate, help="chunk/direct: every link's rate instead of the topology's")
     p.add_argument("--sharing", choices=SHARING, default="equal",
                    help="flow: equal (max-min fair per path) or proportional (weighted by remaining bytes)")
+    p.add_argument("--pace-paths", action="store_true",
+                   help="flow: every path sends at most at its planned rate (its bytes over the predicted time)")
     p.add_argument("--batch", type=types.fraction, default=DEFAULT_BATCH,
                    help=f"flow: fraction of the moving flows that may end before rates are recomputed (default "
                         f"{DEFAULT_BATCH}; 0 = exact)")

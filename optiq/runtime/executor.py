@@ -18,7 +18,7 @@ from .transport import TransferResult, forwarding_slots, paced_message_chunks, p
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Executor", "run_plan", "check_comm", "bcast_plan", "default_window"]
+__all__ = ["Executor", "run_plan", "check_comm", "bcast_plan", "default_window", "predicted_time", "path_rates"]
 
 #: The smallest default window.
 WINDOW = 4
@@ -73,6 +73,33 @@ def _within_budget(schedule: RankSchedule, chunk_size: int, window: int) -> int:
     return window
 
 
+def predicted_time(plan: Plan, link_bw: float | None) -> tuple[float, str]:
+    """Flow-level completion time of ``plan``, at ``link_bw`` on every paced link if given.
+
+    Only links that leave a rank are paced (all links of a torus; on a fat-tree the host
+    uplinks), so with ``link_bw`` the busiest of those sets the prediction.
+    """
+    if link_bw is None:
+        return plan.predicted_time_s, "plan link capacities"
+    topo = plan.topology
+    paced = topo.link_src < topo.num_endpoints
+    return float(plan.link_bytes[paced].max() / link_bw), f"{link_bw:.6g} B/s per paced link"
+
+
+def path_rates(plan: Plan, link_bw: float | None) -> dict[int, float]:
+    """Every path's planned rate: its bytes over the plan's predicted time (at ``link_bw``).
+
+    Examples
+    --------
+    >>> from optiq import from_spec, Demands, make_plan
+    >>> plan = make_plan(from_spec("mesh:3,bw=1MB/s"), Demands([0, 1], [2, 2], [100, 50]), "default")
+    >>> {p: round(r) for p, r in path_rates(plan, None).items()}   # link 1 -> 2 carries 150 bytes: 150 us
+    {0: 666667, 1: 333333}
+    """
+    seconds = predicted_time(plan, link_bw)[0]
+    return {p: float(b) / seconds for p, b in enumerate(plan.path_bytes.tolist())}
+
+
 def check_comm(comm: Any, plan: Plan) -> None:
     """Check that ``comm`` has a rank for every endpoint of ``plan``.
 
@@ -109,6 +136,10 @@ class Executor:
         Emulate links of this many bytes/s (each rank paces what it sends on each link).
     chunk_size : int, optional
         Override the plan's chunk size.
+    pace_paths : bool
+        Send every path at most at its planned rate (:func:`path_rates`), so that a
+        network sharing links max-min fairly keeps the plan's predicted time
+        (:mod:`optiq.runtime.transport`).
 
     Raises
     ------
@@ -119,7 +150,7 @@ class Executor:
     """
 
     def __init__(self, comm: Any, plan: Plan, *, window: int | None = None, link_bw: float | None = None,
-                 chunk_size: int | None = None) -> None:
+                 chunk_size: int | None = None, pace_paths: bool = False) -> None:
         check_comm(comm, plan)
         if link_bw is not None and not link_bw > 0:
             raise PlanError(f"link bandwidth must be positive, got {link_bw}")
@@ -144,6 +175,11 @@ class Executor:
         if window is None:
             window = comm.allreduce(_within_budget(self.schedule, chunk, default_window(chunk, link_bw)), op=MPI.MIN)
         self.plan, self.window, self.link_bw, self.chunk_size = plan, window, link_bw, chunk
+        #: paced paths: the rate of every path this rank is the source of
+        self.path_rate = None
+        if pace_paths:
+            rates = path_rates(plan, link_bw)
+            self.path_rate = {s.path: rates[s.path] for s in self.schedule.streams if s.prev < 0}
         #: forwarding memory, allocated once and reused by every run
         self.slots = forwarding_slots(self.schedule, chunk, window)
         self.comm = comm.Dup()
@@ -209,7 +245,8 @@ class Executor:
         recv_views = _byte_views(self.empty_recv_buffers() if recv is None else recv, sched.recv_jobs, "receive",
                                  sched.rank)
         return transfer(self.comm, sched, self.chunk_size, send_views, recv_views, window=self.window,
-                        link_bw=self.link_bw, timeout=timeout, slots=self.slots, start_at=start_at)
+                        link_bw=self.link_bw, timeout=timeout, slots=self.slots, start_at=start_at,
+                        path_rate=self.path_rate)
 
 
 def run_plan(comm: Any, plan: Plan, send: Mapping[int, np.ndarray], recv: Mapping[int, np.ndarray] | None = None, *,

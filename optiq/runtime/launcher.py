@@ -30,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat", type=argtypes.positive_int, default=3, help="measured repeats (default 3)")
     p.add_argument("--warmup", type=argtypes.non_negative_int, default=1, help="unmeasured runs first (default 1)")
     p.add_argument("--link-bw", type=argtypes.rate, help="emulate links of this bandwidth, e.g. 200MB/s")
+    p.add_argument("--pace-paths", action="store_true",
+                   help="send every path at most at its planned rate (its bytes over the predicted time), so a "
+                        "network that shares links max-min fairly keeps the plan's time")
     p.add_argument("--window", type=argtypes.positive_int,
                    help="source chunks in flight per link and slots per forwarded path; a message carries up to "
                         "half of it (default: 4 MiB messages; with --link-bw, 20 ms of a link's traffic, 4 to 64 "
@@ -67,7 +70,7 @@ def replay(args: argparse.Namespace) -> int:
     with abort_on_failure(comm):
         report = measure(comm, plan, repeat=args.repeat, warmup=args.warmup, verify=args.verify, seed=args.seed,
                          window=args.window, link_bw=args.link_bw, chunk_size=args.chunk_size,
-                         baseline=args.baseline, timeout=timeout)
+                         baseline=args.baseline, timeout=timeout, pace_paths=args.pace_paths)
     failed = [t.name for t in (report.plan, report.baseline) if t is not None and t.verified is False]
     if rank == 0:
         print(format_report(report), flush=True)

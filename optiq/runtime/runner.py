@@ -10,7 +10,7 @@ import numpy as np
 
 from ..plan import Plan
 from .baseline import AlltoallvBaseline
-from .executor import Executor
+from .executor import Executor, predicted_time
 from ..waiting import allreduce_asleep, start_together
 from .verify import fill_send_buffers, find_mismatches
 
@@ -112,22 +112,9 @@ class RunReport:
         return out
 
 
-def predicted_time(plan: Plan, link_bw: float | None) -> tuple[float, str]:
-    """Flow-level completion time of ``plan``, at ``link_bw`` on every paced link if given.
-
-    Only links that leave a rank are paced (all links of a torus; on a fat-tree the host
-    uplinks), so with ``link_bw`` the busiest of those sets the prediction.
-    """
-    if link_bw is None:
-        return plan.predicted_time_s, "plan link capacities"
-    topo = plan.topology
-    paced = topo.link_src < topo.num_endpoints
-    return float(plan.link_bytes[paced].max() / link_bw), f"{link_bw:.6g} B/s per paced link"
-
-
 def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: bool = False, seed: int = 0,
             window: int | None = None, link_bw: float | None = None, chunk_size: int | None = None,
-            baseline: str = "none", timeout: float = 60.0) -> RunReport:
+            baseline: str = "none", timeout: float = 60.0, pace_paths: bool = False) -> RunReport:
     """Run the plan ``warmup + repeat`` times (and the baseline likewise); all ranks call it.
 
     Every repeat starts at a moment the ranks agree on after a barrier
@@ -148,7 +135,8 @@ def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: 
         raise ValueError(f"unknown baseline {baseline!r}; choose from {', '.join(BASELINES)}")
     from mpi4py import MPI
 
-    with Executor(comm, plan, window=window, link_bw=link_bw, chunk_size=chunk_size) as executor:
+    with Executor(comm, plan, window=window, link_bw=link_bw, chunk_size=chunk_size,
+                  pace_paths=pace_paths) as executor:
         host = comm.Split_type(MPI.COMM_TYPE_SHARED)  # the ranks that share a clock (start_together)
         try:
             return _measure(comm, plan, executor, host, repeat=repeat, warmup=warmup, verify=verify, seed=seed,

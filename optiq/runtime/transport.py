@@ -33,6 +33,14 @@ time), and a link that stood idle because a rank woke late catches up by at most
 ``burst_s``. The link serves the ready path that is least far along, so paths sharing it
 finish together, as the flow-level plan assumes.
 
+**Paced paths** (``path_rate``): each path's source also keeps a token bucket of the
+path's own rate (its bytes over the plan's predicted time), and a link serves only paths
+whose bucket has earned a chunk. No path then asks any link for more than the plan gives
+it, so a network that shares links max-min fairly per flow grants every path its rate
+and the plan keeps its predicted time (:func:`optiq.sim.simulate_flows` with
+``pace_paths``); without it, flows alone on their links run ahead and the others fall
+behind.
+
 The progress loop reuses one request slot per message in flight (``Testsome`` sets it to
 ``REQUEST_NULL`` in place) and sleeps with a growing back-off (:mod:`optiq.waiting`) as
 soon as nothing moved, so oversubscribed ranks leave the cores to the ranks with work.
@@ -242,12 +250,15 @@ class Transfer:
         Paced: link time an idle link may make up for later (its token bucket's depth).
     message_s : float
         Paced: link time one message carries at most, unless its chunks are overdue.
+    path_rate : dict, optional
+        Paced paths: path id -> bytes/s its source sends at most (a token bucket per path,
+        like a link's, with the same burst), for the paths this rank is the source of.
     """
 
     def __init__(self, comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
                  recv: dict[int, np.ndarray], *, window: int = 4, link_bw: float | None = None,
                  timeout: float = 60.0, slots: list[np.ndarray] | None = None, burst_s: float = PACED_BURST_S,
-                 message_s: float = PACED_MESSAGE_S) -> None:
+                 message_s: float = PACED_MESSAGE_S, path_rate: dict[int, float] | None = None) -> None:
         from mpi4py import MPI
 
         self._byte, self._status, self._testsome = MPI.BYTE, MPI.Status, MPI.Request.Testsome  # bound once: hot loop
@@ -280,6 +291,10 @@ class Transfer:
         self.remaining = sum(c * ((s.next >= 0) + (s.prev >= 0)) for s, c in zip(streams, self.nchunks))
         self.chunks_sent = self.chunks_forwarded = self.messages = 0
         self.unsent = sum(c for s, c in zip(streams, self.nchunks) if s.next >= 0)  # chunks not handed to MPI yet
+        #: paced paths: the rate of every source stream (None: unpaced) and when its bucket is next empty
+        self.rate = [path_rate.get(s.path) if path_rate and s.prev < 0 and s.next >= 0 else None for s in streams]
+        self.busy_until = [0.0] * len(streams)
+        self.path_paced = any(r is not None for r in self.rate)
 
     def run(self, start_at: float | None = None) -> TransferResult:
         """Move the bytes; returns when this rank's chunks have all been sent and received.
@@ -305,6 +320,7 @@ class Transfer:
                 self._enqueue(k)
         for link in self.links.values():
             link.busy_until = start
+        self.busy_until = [start] * len(self.streams)
         idle = 0
         while self.remaining:
             now = time.perf_counter()
@@ -432,12 +448,18 @@ class Transfer:
                 if not link.queue:
                     break
                 if link.inflight < self.window:
-                    k = min(link.queue, key=self._progress_of)
+                    candidates = link.queue
                 else:  # the window holds source chunks only: forwarded ones always go
-                    fwd = [q for q in link.queue if self.forwards[q]]
-                    if not fwd:
+                    candidates = [q for q in link.queue if self.forwards[q]]
+                    if not candidates:
                         break
-                    k = min(fwd, key=self._progress_of)
+                if self.path_paced:  # a paced path waits for its own bucket, not the link
+                    free = [q for q in candidates if self._path_free(q) <= now]
+                    if not free:
+                        deadline = min(deadline, min(self._path_free(q) for q in candidates))
+                        break
+                    candidates = free
+                k = min(candidates, key=self._progress_of)
                 link.queue.remove(k)
                 self.queued[k] = False
                 link.pending = self._message(link, k, now)
@@ -458,6 +480,10 @@ class Transfer:
             limit = min(limit, self.window - link.inflight)
         if not s.direct:
             limit = min(limit, self.seg - i % self.seg)
+        rate = self.rate[k]
+        if rate is not None:  # a paced path: at most the chunks its bucket has earned
+            begin = max(self.busy_until[k], now - self.burst_s)
+            limit = max(1, min(limit, int((now - begin) * rate / self.chunk)))
         if self.link_bw is None:
             m, leaves = limit, now
         else:
@@ -466,17 +492,31 @@ class Transfer:
             m = max(1, min(limit, max(self.paced_chunks, overdue)))
             lo, hi = self._span(k, i, m)
             leaves = link.busy_until = begin + (hi - lo) / self.link_bw
+        if rate is not None:
+            lo, hi = self._span(k, i, m)
+            path_leaves = self.busy_until[k] = max(self.busy_until[k], now - self.burst_s) + (hi - lo) / rate
+            leaves = max(leaves, path_leaves)
         self.sent[k] = i + m
         return k, i, m, leaves
+
+    def _path_free(self, k: int) -> float:
+        """When stream ``k``'s bucket holds a message: ``message_s`` of its rate, or what is
+        left of the path (0, for a stream whose path is not paced)."""
+        rate = self.rate[k]
+        if rate is None:
+            return 0.0
+        message = max(self.chunk, int(self.message_s * rate / self.chunk) * self.chunk)
+        left = self.streams[k].nbytes - self.sent[k] * self.chunk
+        return max(self.busy_until[k], time.perf_counter() - self.burst_s) + min(message, left) / rate
 
 
 def transfer(comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
              recv: dict[int, np.ndarray], *, window: int = 4, link_bw: float | None = None,
              timeout: float = 60.0, slots: list[np.ndarray] | None = None,
-             start_at: float | None = None) -> TransferResult:
+             start_at: float | None = None, path_rate: dict[int, float] | None = None) -> TransferResult:
     """Run this rank's part of a plan (:class:`Transfer`); every rank of ``comm`` calls it at once."""
     return Transfer(comm, schedule, chunk_size, send, recv, window=window, link_bw=link_bw, timeout=timeout,
-                    slots=slots).run(start_at)
+                    slots=slots, path_rate=path_rate).run(start_at)
 
 
 def _timeout_message(rank: int, timeout: float, streams, meta) -> str:

@@ -9,6 +9,12 @@ next flow's end and the rates are recomputed.
 ``sharing="proportional"`` weighs each flow by its remaining bytes; then the flows on the
 busiest link all end together, at that link's bytes over its capacity, which is the
 plan's flow-level prediction (:attr:`optiq.Plan.predicted_time_s`), and no flow ends later.
+
+``pace_paths``: every path's source sends at most at the path's planned rate (its bytes
+over the predicted time), as the executor does with ``--pace-paths``. A flow that asks
+for less than its fair share gets what it asks for (its cap is a link of its own in the
+progressive filling), and since no link carries more planned rate than its capacity,
+every flow gets exactly its rate under either sharing: the plan ends at its predicted time.
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ class FlowResult:
     sharing: str
 
 
-def simulate_flows(plan: Plan, sharing: str = "equal", *, batch: float = DEFAULT_BATCH,
+def simulate_flows(plan: Plan, sharing: str = "equal", *, batch: float = DEFAULT_BATCH, pace_paths: bool = False,
                    progress: Progress | None = None) -> FlowResult:
     """Simulate ``plan`` at flow level (see the module docstring).
 
@@ -69,6 +75,8 @@ def simulate_flows(plan: Plan, sharing: str = "equal", *, batch: float = DEFAULT
     batch : float
         Fraction of the moving flows that may finish before rates are recomputed
         (:func:`flow_finish_times`); 0 is the exact event-driven model.
+    pace_paths : bool
+        Cap every path at its planned rate (module docstring).
     progress : callable, optional
         Receives the flows finished every couple of seconds.
 
@@ -92,20 +100,24 @@ def simulate_flows(plan: Plan, sharing: str = "equal", *, batch: float = DEFAULT
     ([2.0, 3.0], 3.0)
     >>> simulate_flows(plan, "proportional").job_finish_s.tolist()   # both end at 3 s
     [3.0, 3.0]
+    >>> simulate_flows(plan, pace_paths=True).job_finish_s.tolist()   # 1/3 and 2/3 MB/s: both end at 3 s
+    [3.0, 3.0]
     """
     if sharing not in SHARING:
         raise PlanError(f"unknown sharing {sharing!r}; expected one of {', '.join(SHARING)}")
     if not 0 <= batch <= 1:
         raise PlanError(f"batch must be in [0, 1], got {batch}")
     ps = plan.paths
+    cap = plan.path_bytes / plan.predicted_time_s if pace_paths and plan.predicted_time_s > 0 else None
     finish, phases = flow_finish_times(ps, plan.path_bytes, plan.topology.capacity, sharing, batch=batch,
-                                       progress=progress)
+                                       rate_cap=cap, progress=progress)
     job_finish = np.zeros(plan.demands.num_jobs)
     np.maximum.at(job_finish, ps.job, finish)
     return FlowResult(float(finish.max(initial=0.0)), finish, job_finish, phases, sharing)
 
 
-def flow_finish_times(paths: PathSet, path_bytes: ArrayLike, capacity: np.ndarray, sharing: str = "equal", *, batch: float = DEFAULT_BATCH,
+def flow_finish_times(paths: PathSet, path_bytes: ArrayLike, capacity: np.ndarray, sharing: str = "equal", *,
+                      batch: float = DEFAULT_BATCH, rate_cap: np.ndarray | None = None,
                       progress: Progress | None = None) -> tuple[np.ndarray, int]:
     """Finish time of every path carrying ``path_bytes`` over links of ``capacity``, and the phases.
 
@@ -114,13 +126,21 @@ def flow_finish_times(paths: PathSet, path_bytes: ArrayLike, capacity: np.ndarra
     current rates (all ends at the same instant count as one); in between, a finished
     flow's share of its links stays unused. ``batch=0`` recomputes at every end (exact
     event-driven fluid model); the default is exact below 100 moving flows, and keeps a
-    49,152-node plan of 60,000 paths to a few hundred recomputations.
+    49,152-node plan of 60,000 paths to a few hundred recomputations. ``rate_cap`` (bytes/s
+    per path) caps every path's rate, as a link of its own.
     """
     remaining = np.asarray(path_bytes, dtype=float).copy()
     finish = np.zeros(paths.num_paths)
     now, phases = 0.0, 0
     active = remaining > 0
-    entries = _Entries(paths.path_of_link_entry, paths.links, capacity.size)
+    entry_path, entry_link = paths.path_of_link_entry, paths.links
+    if rate_cap is not None:  # one more link per path: its cap
+        entry_path = np.concatenate((entry_path, np.arange(paths.num_paths)))
+        entry_link = np.concatenate((entry_link, capacity.size + np.arange(paths.num_paths)))
+        order = np.argsort(entry_path, kind="stable")
+        entry_path, entry_link = entry_path[order], entry_link[order]
+        capacity = np.concatenate((capacity, np.asarray(rate_cap, dtype=float)))
+    entries = _Entries(entry_path, entry_link, capacity.size)
     tick = Ticker(progress, "flow simulation: flows finished", int(active.sum()))
     while active.any():
         phases += 1
