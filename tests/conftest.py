@@ -110,3 +110,27 @@ def launch(n: int, *argv, timeout: float = 120) -> tuple[subprocess.CompletedPro
     proc = subprocess.run([mpiexec(), "-n", str(n), sys.executable, *map(str, argv)], capture_output=True,
                           text=True, timeout=timeout)
     return proc, time.perf_counter() - start
+
+
+def arc_flow_least_hop_bytes(topology, demands, time_s: float) -> float:
+    """Independent formulation of the lean step: multicommodity flow on links, every link
+    carrying at most ``capacity * time_s``, fewest bytes times links."""
+    J, L, N = demands.num_jobs, topology.num_links, topology.num_nodes
+    unit = float(demands.nbytes.max())
+    size = demands.nbytes / unit
+    eq = lil_matrix((J * N, J * L))
+    b_eq = np.zeros(J * N)
+    for j in range(J):
+        for e in range(L):
+            eq[j * N + topology.link_src[e], j * L + e] += 1
+            eq[j * N + topology.link_dst[e], j * L + e] -= 1
+        b_eq[j * N + demands.src[j]] = size[j]
+        b_eq[j * N + demands.dst[j]] = -size[j]
+    ub = lil_matrix((L, J * L))
+    for e in range(L):
+        for j in range(J):
+            ub[e, j * L + e] = 1
+    res = linprog(np.ones(J * L), A_ub=ub.tocsr(), b_ub=topology.capacity * time_s / unit * (1 + 1e-9),
+                  A_eq=eq.tocsr(), b_eq=b_eq, method="highs")
+    assert res.status == 0
+    return res.fun * unit

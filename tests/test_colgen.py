@@ -13,7 +13,7 @@ from optiq.planner import make_plan
 from optiq.topology import torus
 from optiq.workloads import constant_ratio
 
-from conftest import SMALL_TOPOLOGIES, all_simple_paths, arc_flow_optimum, random_demands
+from conftest import SMALL_TOPOLOGIES, all_simple_paths, arc_flow_least_hop_bytes, arc_flow_optimum, random_demands
 
 
 @pytest.mark.parametrize("name", sorted(SMALL_TOPOLOGIES))
@@ -162,3 +162,19 @@ def test_first_order_restricted_lps_reach_the_interior_point_optimum():
     fast = column_generation(t, d, gap=0.005, solver="hipdlp")
     assert fast.lower_bound_s <= exact.time_s * (1 + 1e-9)
     assert fast.time_s <= exact.time_s * 1.005 + 1e-15
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_TOPOLOGIES))
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_lean_step_keeps_the_time_and_meets_the_least_hop_bytes_of_an_independent_lp(name, seed):
+    topo = SMALL_TOPOLOGIES[name]()
+    demands = random_demands(topo, 6, seed=seed)
+    plain = make_plan(topo, demands, "opt", lean=False)
+    lean = make_plan(topo, demands, "opt")
+    assert lean.predicted_time_s == pytest.approx(plain.predicted_time_s, rel=1e-6)
+    least = arc_flow_least_hop_bytes(topo, demands, lean.predicted_time_s)
+    hop_bytes = float((lean.path_bytes * lean.paths.hops).sum())
+    assert least * (1 - 1e-6) <= hop_bytes <= 1.02 * least
+    assert hop_bytes <= float((plain.path_bytes * plain.paths.hops).sum()) * (1 + 1e-9)
+    info = lean.info["lean"]
+    assert info["hop_bytes"] <= info["hop_bytes_before"] and info["hop_bytes_bound"] <= least * (1 + 1e-6)

@@ -46,7 +46,7 @@ def test_paced_paths_end_at_the_predicted_time_under_any_sharing(name, method, s
 
 
 def test_fair_sharing_is_reported_beside_the_prediction_and_paced_paths_keep_it(tmp_path, capsys):
-    plan = make_plan(torus((4, 4, 4, 2)), constant_ratio(128, nbytes=2**20), "opt")
+    plan = make_plan(torus((4, 4, 4, 2)), constant_ratio(128, nbytes=2**20), "opt", lean=False)
     plan.save(tmp_path / "p.json")
     assert main(["eval", str(tmp_path / "p.json"), "--json", "-q"]) == 0
     m = json.loads(capsys.readouterr().out)

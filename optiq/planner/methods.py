@@ -30,6 +30,7 @@ from ..errors import PlanError, SolverError
 from ..heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGStatus, column_generation
+from ..lp.lean import lean_plan
 from ..paths import PathSet, diverse_paths, spread_paths, torus_paths, valiant_paths
 from ..paths.workers import Workers
 from ..topology import Topology
@@ -46,6 +47,8 @@ __all__ = ["Context", "Planner", "CandidatePlanner", "SystemRoutes", "ColumnGene
 #: or ``auto``: valiant on dragonflies, else diverse up to 2,048 nodes, spread up to
 #: 16,384, then torus on tori and spread elsewhere.
 CANDIDATE_KINDS = ("auto", "diverse", "spread", "torus", "valiant")
+#: The lean step of ``opt`` is given as long as column generation took, and at least this.
+LEAN_MIN_S = 4.0
 
 
 def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str = "auto", *,
@@ -147,11 +150,14 @@ class SystemRoutes(Planner):
 class ColumnGeneration(Planner):
     """``opt``: column generation on the max-throughput LP until the plan is within ``gap`` of a
     proven lower bound, with paths at most ``hop_slack`` hops over the shortest, or until
-    ``time_limit`` seconds (the best plan so far)."""
+    ``time_limit`` seconds (the best plan so far); then, with ``lean``, the plan of fewest
+    hop-bytes at that time (:func:`optiq.lp.lean.lean_plan`), given as long as the column
+    generation took (at least :data:`LEAN_MIN_S`, within the time limit)."""
 
     gap: float = DEFAULT_GAP
     hop_slack: int = DEFAULT_HOP_SLACK
     time_limit: float | None = None
+    lean: bool = True
     name: ClassVar[str] = "opt"
     solves_lp: ClassVar[bool] = True
 
@@ -167,6 +173,7 @@ class ColumnGeneration(Planner):
 
     def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
         rec, gap = ctx.record, self.gap
+        start = time.perf_counter()
         cg = column_generation(ctx.topology, ctx.demands, gap=gap, hop_slack=self.hop_slack,
                                time_limit=self.time_limit, known_bound_s=ctx.bound_s if ctx.sizes is None else 0.0,
                                sizes=ctx.sizes, seed=ctx.seed, progress=ctx.progress, workers=ctx.workers)
@@ -187,7 +194,28 @@ class ColumnGeneration(Planner):
                                 f"plan is the default routes, {cg.gap:.2%} from the lower bound; allow more time")
         elif cg.gap > gap and cg.status == CGStatus.TIME_LIMIT:
             rec.warnings.append(f"time limit reached {cg.gap:.2%} from the lower bound (target {gap:.2%})")
-        return cg.paths, round_to_bytes(cg.paths, ctx.demands, cg.share)
+        paths, share = cg.paths, cg.share
+        if self.lean and cg.iterations > 0:
+            paths, share = self._lean(ctx, cg, time.perf_counter() - start)
+        return paths, round_to_bytes(paths, ctx.demands, share)
+
+    def _lean(self, ctx: Context, cg: Any, spent: float) -> tuple[PathSet, np.ndarray]:
+        """The lean step within its budget; the plan it gives if no slower, else column generation's."""
+        budget = max(LEAN_MIN_S, spent)
+        if self.time_limit is not None:
+            budget = min(budget, self.time_limit - spent)
+        if budget <= 0:
+            ctx.record.lean = {"status": "no time left within the time limit"}
+            return cg.paths, cg.share
+        ctx.say(f"lean step: the fewest hop-bytes at {cg.time_s * 1e3:.4f} ms, within {budget:.1f} s")
+        lean = lean_plan(ctx.topology, ctx.demands, cg.paths, cg.share, cg.time_s, sizes=ctx.sizes,
+                         hop_slack=self.hop_slack, time_limit=budget, workers=ctx.workers, progress=ctx.progress)
+        kept = lean.time_s <= cg.time_s * (1 + 1e-6) and lean.hop_bytes <= lean.hop_bytes_before
+        ctx.record.lean = {"status": lean.status if kept else "slower: not used",
+                           "hop_bytes_before": lean.hop_bytes_before, "hop_bytes": lean.hop_bytes,
+                           "hop_bytes_bound": lean.bound, "gap": lean.gap, "iterations": lean.iterations}
+        ctx.record.timings["lean_s"] = lean.seconds
+        return (lean.paths, lean.share) if kept else (cg.paths, cg.share)
 
 
 @dataclass(frozen=True)

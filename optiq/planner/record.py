@@ -42,6 +42,7 @@ class PlanRecord:
     maxload: int | None = None
     unit: int | None = None
     fallback: dict[str, float] | None = None
+    lean: dict[str, Any] | None = None
     default_routing: str | None = None
     default_time_s: float | None = None
     qos_shares: dict[str, float] | None = None

@@ -1,0 +1,274 @@
+"""Lean plans: among the plans as fast as a given one, the one that moves the fewest hop-bytes.
+
+An optimal plan of the max-throughput LP is any optimal vertex, and column generation
+stops at the first it finds; it may carry far more link bytes than the same completion
+time needs (every extra hop-byte is a copy at a forwarder and interference with other
+traffic). The second step keeps the time and minimises the bytes on links:
+
+    minimise    sum_p D_j * hops(p) * s_p
+    subject to  sum_{p of j} s_p = 1                     for every job j      (dual pi_j)
+                sum_{p through e} D_j * s_p <= c_e * T    for every link e     (dual -y_e <= 0)
+
+with ``T`` the plan's time. It is solved by column generation too, from the plan's own
+paths: a path of job ``j`` improves it when ``D_j * sum_{e in p} (1 + y_e / c_e) < pi_j``
+(link cost 1 plus the dual price per byte), found by the same least-cost path search, within
+the same hop limit. Link rows are lazy, as in :mod:`optiq.lp.restricted`: the links loaded
+to at least half of ``T`` start as rows, and a solve that overloads another adds its row.
+
+For any ``y >= 0``, ``sum_j D_j * dist_{1 + y/c}(j) - T * sum_e y_e`` is at most the least
+hop-bytes of any plan of time ``T`` (the Lagrangian bound, with paths of any length): the
+step reports its gap against it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..paths import PathSet, least_cost_paths, min_hops
+from ..paths.pathset import path_key
+from ..progress import heartbeat
+from .solution import highs_status, silent_highs, LPStatus
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..paths.workers import Workers
+    from ..topology import Topology
+    from ..workloads import Demands
+
+__all__ = ["LeanResult", "lean_plan", "LEAN_GAP"]
+
+#: Stop when the hop-bytes are within this fraction of the Lagrangian bound.
+LEAN_GAP = 0.005
+#: Links loaded to at least this fraction of the time start as rows.
+INITIAL_ROWS = 0.5
+
+
+@dataclass(frozen=True)
+class LeanResult:
+    """What the lean step found.
+
+    Attributes
+    ----------
+    paths : PathSet
+        The paths that carry data.
+    share : ndarray
+        Every path's fraction of its job.
+    time_s : float
+        The busiest link's time of the lean plan (at most the given time, to the solver's
+        tolerance).
+    hop_bytes_before, hop_bytes : float
+        Bytes times hops of the given plan and of the lean one.
+    bound : float
+        A proven lower bound on the hop-bytes of any plan of the given time.
+    iterations : int
+    seconds : float
+        Wall time of the step.
+    status : str
+        ``"gap reached"``, ``"no improving path"``, ``"time limit"`` or ``"iteration limit"``.
+    """
+
+    paths: PathSet = field(repr=False)
+    share: np.ndarray = field(repr=False)
+    time_s: float
+    hop_bytes_before: float
+    hop_bytes: float
+    bound: float
+    iterations: int
+    seconds: float
+    status: str
+
+    @property
+    def gap(self) -> float:
+        return max(0.0, 1.0 - self.bound / self.hop_bytes) if self.hop_bytes > 0 else 0.0
+
+
+def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.ndarray, time_s: float, *,
+              sizes: np.ndarray | None = None, hop_slack: int = 2, gap: float = LEAN_GAP, minimal: int = 4,
+              time_limit: float | None = None, max_iterations: int = 50, workers: Workers | None = None,
+              progress: Callable[[str], None] | None = None) -> LeanResult:
+    """The plan of fewest hop-bytes no slower than ``time_s`` (module docstring).
+
+    Parameters
+    ----------
+    topology, demands : Topology, Demands
+    paths, share : PathSet, ndarray
+        A plan of time ``time_s``: its paths and every path's fraction of its job.
+    time_s : float
+        The time to keep.
+    sizes : ndarray, optional
+        Bytes per job instead of the demands' (QoS effective sizes).
+    hop_slack : int
+        Priced paths have at most the job's hop distance plus this many links.
+    gap : float
+        Stop within this fraction of the Lagrangian bound.
+    minimal : int
+        Shortest routes per job added to the first columns (spread over the links), so
+        that pricing has less to find.
+    time_limit : float, optional
+        Seconds; the best lean plan found so far is returned (never more hop-bytes than given).
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import Demands
+    >>> t = torus((6,), bandwidth=1.0)
+    >>> d = Demands([0], [1], [6])
+    >>> ps = PathSet.from_lists([[t.links_between(0, 1)[0]],
+    ...                          [t.links_between(0, 5)[0], t.links_between(5, 4)[0], t.links_between(4, 3)[0],
+    ...                           t.links_between(3, 2)[0], t.links_between(2, 1)[0]]], [0, 0], 1)
+    >>> r = lean_plan(t, d, ps, np.array([0.5, 0.5]), 6.0)   # the whole job fits the short way in time
+    >>> r.hop_bytes_before, r.hop_bytes, r.share.tolist()
+    (18.0, 6.0, [1.0])
+    """
+    import highspy
+
+    start = time.perf_counter()
+    deadline = float("inf") if time_limit is None else start + time_limit
+    say = progress or (lambda message: None)
+    size = demands.nbytes.astype(float) if sizes is None else np.asarray(sizes, dtype=float)
+    cap = topology.capacity
+    J, L = demands.num_jobs, topology.num_links
+    unit = float(size.max())  # objective in hop-bytes / unit, rows in load / (c T): both O(1)
+    hop_limit = min_hops(topology, demands.src, demands.dst) + hop_slack
+    before = float(size[paths.job] @ (share * paths.hops))
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = 0, J
+    lp.row_lower_, lp.row_upper_ = np.ones(J), np.ones(J)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.zeros(1, dtype=np.int32)
+    highs = silent_highs()
+    highs.setOptionValue("solver", "simplex")  # warm starts as columns and rows arrive
+    highs.setOptionValue("simplex_strategy", 4)  # primal simplex: new columns keep the basis feasible
+    highs.passModel(lp)
+    row_of_link = np.full(L, -1, dtype=np.int64)
+    columns: list[np.ndarray] = []
+    jobs: list[int] = []
+    known: set[tuple[int, bytes]] = set()
+
+    def add_columns(new_paths: list[np.ndarray], new_jobs: list[int]) -> int:
+        fresh = [(p, j) for p, j in zip(new_paths, new_jobs) if p.size and path_key(j, p) not in known]
+        if not fresh:
+            return 0
+        known.update(path_key(j, p) for p, j in fresh)
+        links = np.concatenate([p for p, _ in fresh])
+        owner = np.repeat(np.arange(len(fresh)), [p.size for p, _ in fresh])
+        job = np.array([j for _, j in fresh], dtype=np.int64)
+        rows = row_of_link[links]
+        on = rows >= 0
+        count = np.bincount(owner[on], minlength=len(fresh)) + 1  # the job row, then the link rows
+        starts = np.concatenate(([0], np.cumsum(count)[:-1]))
+        index = np.empty(int(count.sum()), dtype=np.int32)
+        value = np.empty(index.size)
+        index[starts], value[starts] = job, 1.0
+        rest = np.ones(index.size, dtype=bool)
+        rest[starts] = False
+        index[rest], value[rest] = rows[on], size[job[owner[on]]] / (cap[links[on]] * time_s)
+        cost = size[job] * np.array([p.size for p, _ in fresh]) / unit
+        highs.addCols(len(fresh), cost, np.zeros(len(fresh)), np.full(len(fresh), highspy.kHighsInf), index.size,
+                      starts.astype(np.int32), index, value)
+        columns.extend(p for p, _ in fresh)
+        jobs.extend(job.tolist())
+        return len(fresh)
+
+    def add_rows(links: np.ndarray) -> int:
+        links = np.unique(links[row_of_link[links] < 0])
+        if not links.size:
+            return 0
+        row_of_link[links] = J + np.count_nonzero(row_of_link >= 0) + np.arange(links.size)
+        flat = np.concatenate(columns)
+        col = np.repeat(np.arange(len(columns)), [p.size for p in columns])
+        hit = np.flatnonzero(np.isin(flat, links))
+        order = hit[np.lexsort((col[hit], flat[hit]))]  # by link (row), then column
+        row = np.searchsorted(links, flat[order])
+        starts = np.searchsorted(row, np.arange(links.size)).astype(np.int32)
+        value = size[np.array(jobs)[col[order]]] / (cap[flat[order]] * time_s)
+        highs.addRows(links.size, np.full(links.size, -highspy.kHighsInf), np.ones(links.size), order.size, starts,
+                      col[order].astype(np.int32), value)
+        return int(links.size)
+
+    given = [paths.path(p) for p in range(paths.num_paths)]
+    add_columns(given, paths.job.tolist())
+    if minimal:  # the few shortest routes of every job: where the lean plan ends up mostly
+        short = _shortest_routes(topology, demands, minimal, workers)
+        add_columns([short.path(p) for p in range(short.num_paths)], short.job.tolist())
+    loads = paths.link_loads(share * size[paths.job], L) / cap
+    add_rows(np.flatnonzero(loads >= INITIAL_ROWS * time_s))
+    best_share, best_hop_bytes, bound = None, before, 0.0
+    status, iterations = "iteration limit", 0
+    for it in range(1, max_iterations + 1):
+        iterations = it
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            status = "time limit"
+            break
+        highs.setOptionValue("time_limit", float("inf") if deadline == float("inf") else highs.getRunTime() + left)
+        with heartbeat(progress, f"lean LP ({len(columns):,} paths)"):
+            highs.run()
+        solved = highs_status(highs.getModelStatus())
+        if solved != LPStatus.OPTIMAL:
+            status = "time limit" if solved == LPStatus.TIME_LIMIT else "solver failed"
+            break
+        sol = highs.getSolution()
+        x = np.maximum(np.asarray(sol.col_value), 0.0)
+        job_of = np.array(jobs)
+        total = np.bincount(job_of, weights=x, minlength=J)
+        s = x / total[job_of]
+        hops = np.array([p.size for p in columns])
+        link_loads = np.bincount(np.concatenate(columns), weights=np.repeat(s * size[job_of], hops), minlength=L) / cap
+        over = np.flatnonzero((row_of_link < 0) & (link_loads > time_s * (1 + 1e-9)))
+        if over.size:  # a link without a row was overloaded: give it (and the nearly full ones) a row
+            add_rows(np.flatnonzero((row_of_link < 0) & (link_loads >= 0.9 * time_s)))
+            continue
+        hop_bytes = float(size[job_of] @ (s * hops))
+        if hop_bytes < best_hop_bytes or best_share is None:
+            best_share, best_hop_bytes = s, hop_bytes
+        row_dual = np.asarray(sol.row_dual)
+        pi = row_dual[:J] * unit  # hop-bytes a job's row is worth
+        price = np.zeros(L)  # hop-bytes a link's row is worth (>= 0)
+        has = row_of_link >= 0
+        price[has] = np.maximum(-row_dual[row_of_link[has]], 0.0) * unit
+        cost = 1.0 + price / (cap * time_s)  # per byte on a link: one hop, plus its price
+        for mode in ("penalty", "exact"):  # the cheap search first; the exact one proves there is nothing
+            found, path_cost, free_cost = least_cost_paths(topology, demands.src, demands.dst, cost, hop_limit,
+                                                           too_long=mode, progress=progress, what="lean pricing",
+                                                           workers=workers)
+            reduced = size * path_cost - pi
+            improving = np.flatnonzero((reduced < -1e-9 * np.abs(pi).max()) & (np.array([p.size for p in found]) > 0))
+            if improving.size:
+                break
+        bound = max(bound, float(size @ free_cost - price.sum()))
+        current = max(0.0, 1.0 - bound / best_hop_bytes)
+        say(f"lean step {it}: {best_hop_bytes:.6g} hop-bytes (given {before:.6g}), bound {bound:.6g}, gap "
+            f"{current:.2%}; +{improving.size:,} paths, {time.perf_counter() - start:.1f} s")
+        if current <= gap:
+            status = "gap reached"
+            break
+        if not add_columns([found[j] for j in improving], improving.tolist()):
+            status = "no improving path"
+            break
+    if best_share is None:  # nothing solved in time: the given plan
+        return LeanResult(paths, share, float(loads.max()), before, before, bound, iterations,
+                          time.perf_counter() - start, status)
+    keep = np.flatnonzero(best_share > 0)
+    chosen, order = PathSet.from_csr(np.concatenate([columns[c] for c in keep]),
+                                     np.concatenate(([0], np.cumsum([columns[c].size for c in keep]))),
+                                     np.array(jobs)[keep], J)
+    lean_share = best_share[keep][order]
+    lean_time = chosen.busiest_link_time(lean_share * size[chosen.job], cap)
+    return LeanResult(chosen, lean_share, lean_time, before, best_hop_bytes, bound, iterations,
+                      time.perf_counter() - start, status)
+
+
+def _shortest_routes(topology: Topology, demands: Demands, k: int, workers: Workers | None) -> PathSet:
+    """Up to ``k`` routes of every job with its fewest hops, spread over the links."""
+    from ..paths import spread_paths, torus_paths
+
+    if topology.is_torus and topology.num_nodes > 16384:  # coordinates: seconds for a whole Blue Gene/Q
+        return torus_paths(topology, demands, k, hop_slack=0)
+    return spread_paths(topology, demands, k, hop_slack=0, workers=workers)
