@@ -233,3 +233,41 @@ def test_pair_hops_on_tori_is_the_breadth_first_distance():
         s, x = rng.integers(0, t.num_nodes, 50), rng.integers(0, t.num_nodes, 50)
         bfs = t.hop_distances(s)[np.arange(50), x]
         assert t.pair_hops(s, x).tolist() == bfs.astype(int).tolist()
+
+
+@pytest.mark.parametrize("dims, wrap", [((4, 4), True), ((3, 4, 2), True), ((4, 3), False), ((5,), True)])
+@pytest.mark.parametrize("slack", [0, 1, 2])
+def test_regions_hold_every_node_of_every_hop_limited_path(dims, wrap, slack):
+    import networkx as nx
+
+    from optiq.paths.regions import region_nodes
+    from optiq.topology import mesh
+
+    t = torus(dims) if wrap else mesh(dims)
+    g = nx.DiGraph(list(zip(t.link_src.tolist(), t.link_dst.tolist())))
+    hops = dict(nx.all_pairs_shortest_path_length(g))
+    rng = np.random.default_rng(len(dims) + slack)
+    for s, d in rng.integers(0, t.num_nodes, (6, 2)).tolist():
+        if s == d:
+            continue
+        limit = hops[s][d] + slack
+        region = set(region_nodes(t, s, np.array([d]), np.array([slack])).tolist())
+        assert region >= {v for p in nx.all_simple_paths(g, s, d, cutoff=limit) for v in p}
+        assert region == {v for v in range(t.num_nodes) if hops[s][v] + hops[v][d] <= limit}  # no more
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4x2", "mesh:4x3", "torus:6x4"])
+def test_least_cost_paths_in_regions_equal_the_whole_graph_search(spec):
+    from optiq import from_spec
+    from optiq.paths import least_cost_paths, min_hops
+
+    t = from_spec(spec)
+    d = random_demands(t, 12, seed=4)
+    rng = np.random.default_rng(5)
+    for cost in (rng.random(t.num_links), rng.random(t.num_links) * (rng.random(t.num_links) < 0.2)):
+        limit = min_hops(t, d.src, d.dst) + 1
+        full = least_cost_paths(t, d.src, d.dst, cost, limit, too_long="exact")
+        confined = least_cost_paths(t, d.src, d.dst, cost, limit, too_long="exact", regions=True)
+        assert confined[1] == pytest.approx(full[1], rel=1e-9, abs=1e-12)
+        assert all(p.size <= h for p, h in zip(confined[0], limit))
+        assert np.isnan(confined[2]).all()  # a confined search proves no bound

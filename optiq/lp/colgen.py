@@ -9,6 +9,11 @@ adding when its cost ``D_j / T0 * Z * sum_{e in p} w_e / c_e`` is below the job'
 (:func:`optiq.paths.least_cost_paths`), limited to ``hop_slack`` hops more than the job's
 shortest route.
 
+On tori and meshes the pricing searches only the nodes a job's hop-limited paths can
+visit (:mod:`optiq.paths.regions`: a thin shell around the box of its shortest routes, a
+tenth of a whole Blue Gene/Q), which finds the same paths; it proves no bound, so the
+whole graph is searched for one only now and then (:data:`BOUND_EVERY`).
+
 The same prices bound the optimum from below. For any ``w >= 0`` with ``sum w = 1`` and any
 plan, ``t = t * sum_e w_e >= sum_e w_e load_e / c_e = sum_j D_j * sum_{e in p} w_e / c_e`` over
 the plan's paths, which is at least ``sum_j D_j * dist_w(j)`` with ``dist_w`` the cheapest path
@@ -34,7 +39,7 @@ import enum
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -65,6 +70,11 @@ IDLE_SHARE = 1e-3
 #: Before the first solve, links loaded to this fraction of the busiest (every job split
 #: evenly over its initial columns) get rows; the others join when a solve overloads them.
 INITIAL_BUSY = 0.5
+#: On tori pricing searches only where hop-limited paths go (:mod:`optiq.paths.regions`),
+#: which proves no bound; the whole graph is searched for the Lagrangian bound at this
+#: iteration, then as often again while that raises the bound and half as often when it does
+#: not, and once when nothing improves.
+BOUND_EVERY = 5
 
 
 class CGStatus(enum.Enum):
@@ -136,7 +146,7 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
                       known_bound_s: float = 0.0, smoothing: float = 10.0, solver: str | None = None,
                       sizes: np.ndarray | None = None, seed: int = 0, idle_share: float | None = None,
                       tolerance: float | None = None, workers: Workers | None = None, overlap: bool = True,
-                      vertex: bool = True,
+                      vertex_within_s: float = float("inf"),
                       progress: Callable[[str], None] | None = None) -> ColumnGeneration:
     """Solve the path LP over all paths within the hop limit, adding paths as prices ask.
 
@@ -177,10 +187,12 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
     workers : Workers, optional
         Spread the pricing (one shortest-path tree per source) over MPI ranks; the result
         is the same for any number of ranks.
-    vertex : bool
+    vertex_within_s : float
         At the end, solve the LP over the paths that carry data once more with interior
-        point and crossover (when the time limit leaves room): a vertex is as fast and
-        uses far fewer paths (bgq:1024 disjoint: 2,794 paths become about 600).
+        point and crossover when the restricted LPs took at most this many seconds on
+        average and the time limit leaves room: a vertex is exact, where the first-order
+        LPs are only within their tolerance, and uses far fewer paths (bgq:1024 disjoint:
+        2,794 paths become about 600). ``0`` never.
     overlap : bool
         Price the last solution's utilisation while the next LP solves (HiGHS runs in a
         thread and releases the GIL), so on two cores an iteration costs the dual pricing
@@ -238,6 +250,8 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
     first_time = float("inf")
     status = CGStatus.ITERATION_LIMIT
     previous = None  # the last solution: its utilisation is priced while the next LP solves
+    interval = BOUND_EVERY
+    next_bound = interval  # the iteration of the next search of the whole graph for a bound (tori)
     background = ThreadPoolExecutor(max_workers=1) if overlap else None
     try:
         for it in range(1, max_iterations + 1):
@@ -265,7 +279,11 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
                 best = (sol.time_s, paths, sol.share[used][order])
             t0 = time.perf_counter()
             rows_before, paths_before = sol.rows, lp.num_paths
-            dual_paths, dual_jobs, dual_bound = pricer.duals(sol)
+            full = not pricer.regions or it == next_bound
+            dual_paths, dual_jobs, dual_bound = pricer.duals(sol, bound=full)
+            if full and pricer.regions:  # a bound that does not beat the known one is tried half as often
+                interval = interval if dual_bound > bound else 2 * interval
+                next_bound = it + interval
             if smoothed is None or background is None:
                 smoothed = pricer.utilisation(sol)
             previous = sol if background is not None else None
@@ -289,6 +307,10 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
                 status = CGStatus.GAP_REACHED
                 break
             if improved == 0 and sol.over == 0:
+                if not full:  # the search in the jobs' regions proved no bound: search the whole graph once
+                    bound = max(bound, pricer.duals(sol, bound=True)[2])
+                    history[-1] = replace(history[-1], bound_s=bound,
+                                          gap=max(0.0, (best[0] - bound) / best[0]) if best[0] > 0 else 0.0)
                 status = CGStatus.NO_IMPROVING_PATH
                 break
             if time.perf_counter() + 1.2 * (time.perf_counter() - t_iter) >= deadline:
@@ -303,9 +325,11 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
         paths = system_routes(topology, demands)
         share = np.ones(paths.num_paths)
         best = (_busiest(topology, paths, size, share), paths, share)
-        vertex = False
+        vertex_within_s = 0.0
     best_time, paths, share = best
-    if vertex and (deadline == float("inf") or deadline - time.perf_counter() > 2 * (lp_s / max(len(history), 1))):
+    mean_lp_s = lp_s / max(len(history), 1)
+    if 0 < vertex_within_s and mean_lp_s <= vertex_within_s and (deadline == float("inf")
+                                                                  or deadline - time.perf_counter() > 2 * mean_lp_s):
         # a vertex of the LP over the paths that carry data: as fast, far fewer paths (fewer chunk copies)
         t0 = time.perf_counter()
         vertex_sol = solve_lp(topology, demands, paths, solver="ipm", sizes=sizes, time_limit=_remaining(deadline),
@@ -336,32 +360,38 @@ class _Pricer:
                  t0: float, progress: Callable[[str], None] | None, workers: Workers | None) -> None:
         self.topology, self.demands, self.size, self.hop_limit = topology, demands, size, hop_limit
         self.smoothing, self.t0, self.progress, self.workers = smoothing, t0, progress, workers
+        #: search only where hop-limited paths go (tori and meshes, :mod:`optiq.paths.regions`);
+        #: the whole graph when a bound is wanted
+        self.regions = topology.is_torus
 
-    def _search(self, cost: np.ndarray, too_long: str, what: str):
+    def _search(self, cost: np.ndarray, too_long: str, what: str, regions: bool):
         return least_cost_paths(self.topology, self.demands.src, self.demands.dst, cost / self.topology.capacity,
                                 self.hop_limit, too_long=too_long, progress=self.progress, what=what,
-                                workers=self.workers)
+                                workers=self.workers, regions=regions)
 
-    def duals(self, sol: Any) -> tuple[list[np.ndarray], np.ndarray, float]:
-        """Paths of negative reduced cost ``D_j / T0 * Z * cost_w(p) - pi_j``, and the Lagrangian bound.
+    def duals(self, sol: Any, bound: bool = True) -> tuple[list[np.ndarray], np.ndarray, float]:
+        """Paths of negative reduced cost ``D_j / T0 * Z * cost_w(p) - pi_j``, and the Lagrangian
+        bound (0 when ``bound`` is false and the search stayed in the jobs' regions).
 
         A per-hop penalty keeps paths within their hop limit cheaply; only when it finds
         nothing does the exact hop-limited search run, so "no improving path" is exact.
         """
         tolerance = -1e-9 * np.abs(sol.job_dual).max()
+        regions = self.regions and not bound
         for mode in ("penalty", "exact"):
-            found, path_cost, free_cost = self._search(sol.link_price, mode, "pricing by duals")
+            found, path_cost, free_cost = self._search(sol.link_price, mode, "pricing by duals", regions)
             reduced = self.size / self.t0 * sol.price_scale * path_cost - sol.job_dual
             improving = np.flatnonzero((reduced < tolerance) & (np.array([p.size for p in found]) > 0))
             if improving.size:
                 break
-        return [found[j] for j in improving], improving, float(self.size @ free_cost)
+        return [found[j] for j in improving], improving, 0.0 if regions else float(self.size @ free_cost)
 
     def utilisation(self, sol: Any) -> tuple[list[np.ndarray], np.ndarray, float]:
-        """Every job's cheapest path under ``exp(smoothing * (utilisation - 1))``, and that bound."""
+        """Every job's cheapest path under ``exp(smoothing * (utilisation - 1))``, and that bound
+        (0 when the search stayed in the jobs' regions)."""
         smooth = np.exp(self.smoothing * (np.minimum(sol.link_s / sol.time_s, 1.0) - 1.0))
-        found, _, free_cost = self._search(smooth / smooth.sum(), "penalty", "pricing by utilisation")
-        return found, np.arange(self.demands.num_jobs), float(self.size @ free_cost)
+        found, _, free_cost = self._search(smooth / smooth.sum(), "penalty", "pricing by utilisation", self.regions)
+        return found, np.arange(self.demands.num_jobs), 0.0 if self.regions else float(self.size @ free_cost)
 
 
 def _busiest(topology, paths: PathSet, size: np.ndarray, share: np.ndarray) -> float:

@@ -19,8 +19,9 @@ from scipy.sparse.csgraph import dijkstra
 
 from ..errors import PathError
 from ..progress import Progress, Ticker
-from .workers import Workers, block
+from .regions import region_tree_paths
 from .shortest import hop_limited_shortest_paths
+from .workers import Workers, block
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -52,7 +53,8 @@ def min_hops(topology: Topology, sources: ArrayLike, targets: ArrayLike) -> np.n
 
 def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike, link_cost: np.ndarray, hop_limit: np.ndarray, *,
                      too_long: str = "exact", progress: Progress | None = None, what: str = "least-cost paths",
-                     workers: Workers | None = None) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+                     workers: Workers | None = None,
+                     regions: bool = False) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """The cheapest path of every job under ``link_cost``, at most ``hop_limit[j]`` links long.
 
     Parameters
@@ -77,6 +79,10 @@ def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike,
     workers : Workers, optional
         Spread the sources over MPI ranks (:class:`optiq.paths.workers.Workers`); the
         answer is the same for any number of ranks.
+    regions : bool
+        On tori and meshes, search every source's Dijkstra only over the nodes its jobs'
+        hop-limited paths can reach (:mod:`optiq.paths.regions`): the same paths, a small
+        part of the work on a large torus, but ``unlimited`` is then NaN (no bound).
 
     Returns
     -------
@@ -112,7 +118,7 @@ def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike,
     cost = np.asarray(link_cost, dtype=float)
     workers = workers or Workers()
     parts = workers.map(_least_cost_part, topology, sources, targets, cost, hop_limit, too_long,
-                        here={"progress": progress, "what": what})
+                        regions and topology.is_torus, here={"progress": progress, "what": what})
     paths: list[np.ndarray] = [np.empty(0, np.int64)] * sources.size
     path_cost, unlimited = np.zeros(sources.size), np.zeros(sources.size)
     for jobs, links, hops, part_cost, part_free in parts:
@@ -123,7 +129,7 @@ def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike,
     return paths, path_cost, unlimited
 
 
-def _least_cost_part(part: int, parts: int, topology, sources, targets, cost, hop_limit, too_long,
+def _least_cost_part(part: int, parts: int, topology, sources, targets, cost, hop_limit, too_long, regions,
                      progress: Progress | None = None, what: str = "") -> tuple:
     """:func:`least_cost_paths` for the jobs whose source is in block ``part`` of the distinct sources."""
     uniq = np.unique(sources)
@@ -131,25 +137,35 @@ def _least_cost_part(part: int, parts: int, topology, sources, targets, cost, ho
     jobs = np.flatnonzero((sources >= uniq[start]) & (sources <= uniq[stop - 1])) if stop > start else \
         np.zeros(0, np.int64)
     paths, path_cost, unlimited = _least_cost(topology, sources[jobs], targets[jobs], cost, hop_limit[jobs],
-                                              too_long, Ticker(progress, f"{what} (sources)", stop - start))
+                                              too_long, Ticker(progress, f"{what} (sources)", stop - start),
+                                              regions)
     hops = np.array([p.size for p in paths], dtype=np.int64)
     links = np.concatenate(paths) if paths else np.zeros(0, np.int64)
     return jobs, links, hops, path_cost, unlimited
 
 
-def _least_cost(topology, sources, targets, cost, hop_limit, too_long, tick) -> tuple[list, np.ndarray, np.ndarray]:
+def _least_cost(topology, sources, targets, cost, hop_limit, too_long, tick,
+                regions: bool = False) -> tuple[list, np.ndarray, np.ndarray]:
     n = topology.num_nodes
     hop_cost = 1e-9 * max(float(cost.max()), 1e-300)
-    paths = _tree_paths(topology, sources, targets, cost + hop_cost, tick)
+    slack = hop_limit - topology.pair_hops(sources, targets) if regions else hop_limit
+    if regions:
+        paths = region_tree_paths(topology, sources, targets, slack, cost + hop_cost, _pairs(topology), tick)
+    else:
+        paths = _tree_paths(topology, sources, targets, cost + hop_cost, tick)
     # the tie-breaking hop cost can make a path look cheaper than one with more hops by at most
     # hop_cost * (nodes - 1): subtract that so the unlimited cost stays a lower bound
     path_cost = _path_costs(paths, cost)
-    unlimited = np.maximum(path_cost - hop_cost * n, 0.0)
+    unlimited = np.full(path_cost.size, np.nan) if regions else np.maximum(path_cost - hop_cost * n, 0.0)
     over = np.flatnonzero(np.array([p.size for p in paths], dtype=np.int64) > hop_limit)
     if too_long == "penalty" and over.size:
         positive = cost[cost > 0]
         step = 0.5 * float(positive.mean()) if positive.size else 1.0
-        found = _tree_paths(topology, sources[over], targets[over], cost + hop_cost + step)
+        if regions:
+            found = region_tree_paths(topology, sources[over], targets[over], slack[over], cost + hop_cost + step,
+                                      _pairs(topology))
+        else:
+            found = _tree_paths(topology, sources[over], targets[over], cost + hop_cost + step)
         fits = np.array([p.size for p in found], dtype=np.int64) <= hop_limit[over]
         for j, p in zip(over[fits], (p for p, f in zip(found, fits) if f)):
             paths[j] = p
@@ -172,9 +188,8 @@ def _least_cost(topology, sources, targets, cost, hop_limit, too_long, tick) -> 
     return paths, path_cost, unlimited
 
 
-def _tree_paths(topology, sources: np.ndarray, targets: np.ndarray, link_weight: np.ndarray,
-                tick: Ticker | None = None) -> list[np.ndarray]:
-    """Every job's least-weight path (positive weights), from one Dijkstra per distinct source."""
+def _pair_graph(topology, link_weight: np.ndarray) -> tuple[csr_matrix, csr_matrix]:
+    """The weight of the cheapest link of every node pair, and that link's id plus one."""
     n = topology.num_nodes
     order, starts, pair_key = _pairs(topology)
     weight = link_weight[order]
@@ -182,6 +197,13 @@ def _tree_paths(topology, sources: np.ndarray, targets: np.ndarray, link_weight:
     pick = order[starts + _argmin_reduceat(weight, starts)]          # and which link that is
     graph = csr_matrix((best, (pair_key // n, pair_key % n)), shape=(n, n))
     link_of_pair = csr_matrix((pick + 1, (pair_key // n, pair_key % n)), shape=(n, n))
+    return graph, link_of_pair
+
+
+def _tree_paths(topology, sources: np.ndarray, targets: np.ndarray, link_weight: np.ndarray,
+                tick: Ticker | None = None) -> list[np.ndarray]:
+    """Every job's least-weight path (positive weights), from one Dijkstra per distinct source."""
+    graph, link_of_pair = _pair_graph(topology, link_weight)
     uniq, row = np.unique(sources, return_inverse=True)
     paths: list[np.ndarray] = [np.empty(0, np.int64)] * sources.size
     for start in range(0, uniq.size, 256):

@@ -47,6 +47,9 @@ __all__ = ["Context", "Planner", "CandidatePlanner", "SystemRoutes", "ColumnGene
 #: or ``auto``: valiant on dragonflies, else diverse up to 2,048 nodes, spread up to
 #: 16,384, then torus on tori and spread elsewhere.
 CANDIDATE_KINDS = ("auto", "diverse", "spread", "torus", "valiant")
+#: With the lean step (which ends at a vertex itself), column generation's vertex polish is
+#: kept only where its restricted LPs took at most this many seconds: it makes the time exact.
+VERTEX_BEFORE_LEAN_S = 1.0
 #: The lean step of ``opt`` is given as long as column generation took, and at least this.
 LEAN_MIN_S = 4.0
 
@@ -176,7 +179,8 @@ class ColumnGeneration(Planner):
         start = time.perf_counter()
         cg = column_generation(ctx.topology, ctx.demands, gap=gap, hop_slack=self.hop_slack,
                                time_limit=self.time_limit, known_bound_s=ctx.bound_s if ctx.sizes is None else 0.0,
-                               sizes=ctx.sizes, seed=ctx.seed, progress=ctx.progress, workers=ctx.workers)
+                               sizes=ctx.sizes, seed=ctx.seed, progress=ctx.progress, workers=ctx.workers,
+                               vertex_within_s=VERTEX_BEFORE_LEAN_S if self.lean else float("inf"))
         if ctx.sizes is None and cg.lower_bound_s > ctx.bound_s:
             ctx.bound_s = cg.lower_bound_s
             ctx.bound_from = "Lagrangian bound from the column generation's link prices"
