@@ -1,6 +1,6 @@
 """Column generation for the multipath LP, with a proven lower bound at every iteration.
 
-The restricted LP (:class:`~optiq.models.restricted.RestrictedLP`) starts from every job's
+The restricted LP (:class:`~optiq.lp.restricted.RestrictedLP`) starts from every job's
 default route and a few fast candidates, so its first solution is already as good as the
 LP over fixed candidates and never worse than the machine's own routing. Its dual link
 prices ``w`` (``w >= 0``, ``sum w = 1``) say what a link costs; a path of job ``j`` is worth
@@ -11,8 +11,10 @@ shortest route.
 
 On tori and meshes the pricing searches only the nodes a job's hop-limited paths can
 visit (:mod:`optiq.paths.regions`: a thin shell around the box of its shortest routes, a
-tenth of a whole Blue Gene/Q), which finds the same paths; it proves no bound, so the
-whole graph is searched for one only now and then (:data:`BOUND_EVERY`).
+small part of a large machine), which finds the same paths; it proves no bound, so the
+whole graph is searched for one only now and then (:data:`BOUND_EVERY`), under both
+weight sets below: the LP's duals price only the tight links, and on a large machine most
+jobs find a way around those at no cost, where the smoothed weights price every link.
 
 The same prices bound the optimum from below. For any ``w >= 0`` with ``sum w = 1`` and any
 plan, ``t = t * sum_e w_e >= sum_e w_e load_e / c_e = sum_j D_j * sum_{e in p} w_e / c_e`` over
@@ -21,7 +23,7 @@ under ``w / c`` of any length. That bound holds for every plan, not only hop-lim
 so the reported gap is against the true optimum.
 
 Degeneracy: only links that are exactly full get non-zero duals, so pricing by duals alone
-fixes one bottleneck per iteration (measured: 60 iterations without progress on bgq:1024).
+fixes one bottleneck per iteration, and whole iterations pass without progress.
 Every iteration therefore also prices smoothed weights that grow exponentially with each
 link's utilisation, and adds every job's new path from both (batching). The LP keeps its
 rows and columns between iterations; interior point restarts from scratch each time
@@ -33,30 +35,30 @@ its end, so the result is never worse than it) and returns the best plan found.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import enum
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import SolverError
-from ..paths import PathSet
+from ..paths import PathSet, least_cost_paths, min_hops, system_routes
 from ..paths.pathset import csr_positions, path_key
 from ..paths.workers import Workers
-from ..paths import least_cost_paths, min_hops, system_routes
 from .highs_lp import solve_lp
 from .restricted import RestrictedLP
 from .solution import FIRST_ORDER, LPStatus
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
     from typing import Any
-    from ..workloads import Demands
+
+    from numpy.typing import ArrayLike
+
     from ..topology import Topology
+    from ..workloads import Demands
 
 __all__ = ["ColumnGeneration", "CGStatus", "CGIteration", "column_generation", "DEFAULT_GAP", "DEFAULT_HOP_SLACK",
            "INITIAL_BUSY"]
@@ -181,7 +183,7 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
         faster at scale, within 1e-5 of each LP's optimum) unless ``gap`` is below 1e-3,
         then ``ipm-nox`` (interior point without crossover).
     sizes : ndarray, optional
-        Replace the jobs' bytes (QoS effective sizes, :mod:`optiq.models.qos`).
+        Replace the jobs' bytes (QoS effective sizes, :mod:`optiq.workloads.qos`).
     seed : int
         Seed of the initial candidates and of the jitter of the smoothed weights.
     workers : Workers, optional
@@ -191,8 +193,7 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
         At the end, solve the LP over the paths that carry data once more with interior
         point and crossover when the restricted LPs took at most this many seconds on
         average and the time limit leaves room: a vertex is exact, where the first-order
-        LPs are only within their tolerance, and uses far fewer paths (bgq:1024 disjoint:
-        2,794 paths become about 600). ``0`` never.
+        LPs are only within their tolerance, and uses far fewer paths. ``0`` never.
     overlap : bool
         Price the last solution's utilisation while the next LP solves (HiGHS runs in a
         thread and releases the GIL), so on two cores an iteration costs the dual pricing
@@ -258,10 +259,11 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
             t_iter = time.perf_counter()
             limit = _remaining(deadline)
             smoothed = None
+            full = not pricer.regions or it == next_bound
             if background is not None and previous is not None:
                 solving = background.submit(lp.solve, limit, progress=progress)  # HiGHS releases the GIL
                 t0 = time.perf_counter()
-                smoothed = pricer.utilisation(previous)
+                smoothed = pricer.utilisation(previous, bound=full)
                 price_s += time.perf_counter() - t0
                 sol = solving.result()
             else:
@@ -279,15 +281,15 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
                 best = (sol.time_s, paths, sol.share[used][order])
             t0 = time.perf_counter()
             rows_before, paths_before = sol.rows, lp.num_paths
-            full = not pricer.regions or it == next_bound
             dual_paths, dual_jobs, dual_bound = pricer.duals(sol, bound=full)
-            if full and pricer.regions:  # a bound that does not beat the known one is tried half as often
-                interval = interval if dual_bound > bound else 2 * interval
-                next_bound = it + interval
             if smoothed is None or background is None:
-                smoothed = pricer.utilisation(sol)
+                smoothed = pricer.utilisation(sol, bound=full)
             previous = sol if background is not None else None
-            bound = max(bound, dual_bound, smoothed[2])
+            this_bound = max(dual_bound, smoothed[2])
+            if full and pricer.regions:  # a bound that does not beat the known one is tried half as often
+                interval = interval if this_bound > bound else 2 * interval
+                next_bound = it + interval
+            bound = max(bound, this_bound)
             dropped = columns.drop_idle(sol.share)
             improved = columns.add_lists(dual_paths, dual_jobs)  # improving paths already in the LP are noise
             added = improved + columns.add_lists(smoothed[0], smoothed[1])
@@ -301,14 +303,14 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
                                        sol.solve_s, price, elapsed))
             say(f"iteration {it}: {paths_before:,} paths, {rows_before:,} link rows, LP {sol.time_s * 1e3:.4f} ms "
                 f"({sol.solve_s:.1f} s, {sol.rounds} solve{'s' if sol.rounds > 1 else ''}), bound "
-                f"{bound * 1e3:.4f} ms, gap {current_gap:.2%}; +{added:,} -{dropped:,} paths ({price:.1f} s), "
-                f"{elapsed:.1f} s")
+                f"{bound * 1e3:.4f} ms{f' (this Lagrangian {this_bound * 1e3:.4f})' if full else ''}, gap "
+                f"{current_gap:.2%}; +{added:,} -{dropped:,} paths ({price:.1f} s), {elapsed:.1f} s")
             if current_gap <= gap:
                 status = CGStatus.GAP_REACHED
                 break
             if improved == 0 and sol.over == 0:
                 if not full:  # the search in the jobs' regions proved no bound: search the whole graph once
-                    bound = max(bound, pricer.duals(sol, bound=True)[2])
+                    bound = max(bound, pricer.duals(sol, bound=True)[2], pricer.utilisation(sol, bound=True)[2])
                     history[-1] = replace(history[-1], bound_s=bound,
                                           gap=max(0.0, (best[0] - bound) / best[0]) if best[0] > 0 else 0.0)
                 status = CGStatus.NO_IMPROVING_PATH
@@ -351,9 +353,8 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
 class _Pricer:
     """The two pricing steps: by the LP's duals (exact) and by smoothed utilisation weights.
 
-    (Pricing from a pool of coordinate-built paths instead of a graph search was measured
-    and dropped: on an 8,192-node torus, disjoint 1:8, it was 4.4% off after 120 s where
-    the search is within 1% after 60 s; the paths the optimum needs are not in the pool.)
+    (Pricing from a pool of coordinate-built paths instead of a graph search was tried and
+    dropped: the paths the optimum needs are not in the pool; ``benchmarks/RESULTS.md``.)
     """
 
     def __init__(self, topology: Topology, demands: Demands, size: np.ndarray, hop_limit: np.ndarray, smoothing: float,
@@ -386,12 +387,17 @@ class _Pricer:
                 break
         return [found[j] for j in improving], improving, 0.0 if regions else float(self.size @ free_cost)
 
-    def utilisation(self, sol: Any) -> tuple[list[np.ndarray], np.ndarray, float]:
+    def utilisation(self, sol: Any, bound: bool = True) -> tuple[list[np.ndarray], np.ndarray, float]:
         """Every job's cheapest path under ``exp(smoothing * (utilisation - 1))``, and that bound
-        (0 when the search stayed in the jobs' regions)."""
+        (0 when ``bound`` is false and the search stayed in the jobs' regions).
+
+        Every link weighs here, so this bound is the useful one on a large machine: the LP's
+        duals price only the few tight links, and most jobs find a free way around them.
+        """
         smooth = np.exp(self.smoothing * (np.minimum(sol.link_s / sol.time_s, 1.0) - 1.0))
-        found, _, free_cost = self._search(smooth / smooth.sum(), "penalty", "pricing by utilisation", self.regions)
-        return found, np.arange(self.demands.num_jobs), 0.0 if self.regions else float(self.size @ free_cost)
+        regions = self.regions and not bound
+        found, _, free_cost = self._search(smooth / smooth.sum(), "penalty", "pricing by utilisation", regions)
+        return found, np.arange(self.demands.num_jobs), 0.0 if regions else float(self.size @ free_cost)
 
 
 def _busiest(topology, paths: PathSet, size: np.ndarray, share: np.ndarray) -> float:
