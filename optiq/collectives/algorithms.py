@@ -6,9 +6,13 @@ changed. Any number of
 ranks and any length work: blocks are as even as integers allow (the first ``len % N``
 blocks are one element longer, as with ``np.array_split``).
 
+Messages travel on a duplicate of the caller's communicator, made on the first call and
+freed with it (:func:`optiq.mpi.comms.private_comm`), so the application's messages and
+tags never meet the algorithms' own.
+
 Scratch space is kept between calls (:func:`_scratch`): allocating and freeing megabyte
 buffers on every call maps and unmaps memory, which slowed the shared-memory transfers of
-MPICH (single-copy, through the other process's pages) by up to 2x here.
+MPICH (single-copy, through the other process's pages).
 
 Waiting is polite (:func:`optiq.waiting.wait_all`): MPI's blocking waits spin and, with
 more ranks than cores, would take the CPU from the ranks that still have work. The cost of
@@ -22,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import OptiqError
+from ..mpi.comms import private_comm
 from ..waiting import wait_all
 from .cost import algorithms, parse_hierarchy
 
@@ -32,7 +37,9 @@ if TYPE_CHECKING:
 __all__ = ["allreduce", "ring_allreduce", "rhd_allreduce", "cps_allreduce", "hierarchical_cps_allreduce",
            "block_bounds"]
 
-_TAG = 7100  # tags of this module: _TAG + step
+_TAG = 7100  # tags of this module: _TAG + step, on its own duplicate of the caller's communicator
+#: The purpose under which the algorithms keep their duplicate (:func:`optiq.mpi.comms.private_comm`).
+PURPOSE = "optiq.collectives"
 _SCRATCH: dict[str, np.ndarray] = {}
 
 
@@ -80,6 +87,7 @@ def exchange(comm: Any, sends: Sequence[tuple[np.ndarray, int]], recvs: Sequence
 
 def ring_allreduce(comm: Any, send: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Ring: ``N-1`` reduce-scatter steps to the right neighbour, then ``N-1`` allgather steps."""
+    comm = private_comm(comm, PURPOSE)
     N, r = comm.Get_size(), comm.Get_rank()
     buf = _output(send, out)
     np.copyto(buf, send)
@@ -99,6 +107,7 @@ def ring_allreduce(comm: Any, send: np.ndarray, out: np.ndarray | None = None) -
 
 def rhd_allreduce(comm: Any, send: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Recursive halving then doubling on the largest power of two; extra ranks fold in first."""
+    comm = private_comm(comm, PURPOSE)
     N, r = comm.Get_size(), comm.Get_rank()
     buf = _output(send, out)
     np.copyto(buf, send)
@@ -170,6 +179,7 @@ def hierarchical_cps_allreduce(comm: Any, send: np.ndarray, a: int, b: int, out:
     OptiqError
         If ``a * b`` is not the communicator's size.
     """
+    comm = private_comm(comm, PURPOSE)
     N, r = comm.Get_size(), comm.Get_rank()
     if a < 1 or b < 1 or a * b != N:
         raise OptiqError(f"hierarchical CPS {a} x {b} needs {a * b} ranks, the communicator has {N}")

@@ -1,7 +1,9 @@
 """Every allreduce algorithm equals MPI's Allreduce, for any rank count (run under mpiexec).
 
 Values are integers stored as float64, so every summation order gives the same bits.
-Prints one line per (algorithm, length) on rank 0 and exits 1 on any difference.
+Meanwhile the application's own messages, on the same communicator and with the
+algorithms' tags, wait to be received: they must arrive intact after all the algorithms
+ran. Prints one line per (algorithm, length) on rank 0 and exits 1 on any difference.
 """
 
 import sys
@@ -10,11 +12,16 @@ import numpy as np
 from mpi4py import MPI
 
 from optiq.collectives import allreduce
+from optiq.collectives.algorithms import _TAG
 from optiq.collectives.cost import algorithms
 
 comm = MPI.COMM_WORLD
 N, rank = comm.Get_size(), comm.Get_rank()
 failures = 0
+right, left = (rank + 1) % N, (rank - 1) % N
+app_out = np.full(5, float(rank))
+app_in = np.empty(5)
+app_requests = [comm.Isend(app_out, dest=right, tag=_TAG + step) for step in range(14)]  # every tag they use
 for length in (0, 1, N - 1, 7, 3 * N + 1, 1000, 4099):
     data = np.random.default_rng(1000 * length + rank).integers(-1000, 1000, length).astype(np.float64)
     expected = np.empty_like(data)
@@ -27,4 +34,13 @@ for length in (0, 1, N - 1, 7, 3 * N + 1, 1000, 4099):
         failures += not ok
         if rank == 0:
             print(f"N={N} length={length} {name}: {'ok' if ok else 'MISMATCH'}")
+for step in range(14):
+    comm.Recv(app_in, source=left, tag=_TAG + step)
+    ok = comm.allreduce(bool(np.all(app_in == left)), op=MPI.LAND)
+    failures += not ok
+    if rank == 0 and not ok:
+        print(f"N={N}: the application's message of tag {_TAG + step} was taken by an algorithm")
+MPI.Request.Waitall(app_requests)
+if rank == 0:
+    print(f"N={N}: the application's messages with the algorithms' tags arrived intact")
 sys.exit(1 if failures else 0)
