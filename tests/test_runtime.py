@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+from conftest import MPI_SCRIPTS, launch
 
 from optiq import Demands, from_spec, make_plan, plan_metrics
 from optiq.cli import main
@@ -13,7 +14,6 @@ from optiq.runtime import compile_schedule, find_mismatches, job_pattern, predic
 from optiq.runtime.schedule import rank_hops
 from optiq.sim import simulate_chunks
 
-from conftest import MPI_SCRIPTS, launch
 
 def small_plan(tmp_path, spec="torus:2x2", method="heu2", name="plan.json", **kw):
     topo = from_spec(spec)
@@ -168,7 +168,7 @@ def test_a_transfer_starts_at_the_agreed_moment_and_is_timed_from_it():
     assert Transfer(MPI.COMM_SELF, idle, 1024, {}, {}).run(start_at=past).elapsed_s >= 1.0
     soon = time.perf_counter() + 0.05
     result = Transfer(MPI.COMM_SELF, idle, 1024, {}, {}).run(start_at=soon)
-    assert time.perf_counter() >= soon and 0 <= result.elapsed_s < 0.05
+    assert time.perf_counter() >= soon and 0 <= result.elapsed_s <= time.perf_counter() - soon
 
 
 def test_run_without_enough_ranks_is_a_clear_error(tmp_path, capsys):
@@ -180,7 +180,7 @@ def test_run_without_enough_ranks_is_a_clear_error(tmp_path, capsys):
 # -- under mpiexec ------------------------------------------------------------------------
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("ranks", [4, 8])
+@pytest.mark.parametrize("ranks", [3, 4, 8])
 def test_random_plans_arrive_byte_exact(ranks):
     proc, _ = launch(ranks, MPI_SCRIPTS / "random_plans.py", "--plans-per-topology", 3)
     assert proc.returncode == 0, proc.stdout + proc.stderr
