@@ -8,7 +8,16 @@ candidate paths and splits every job's bytes over them (LP or heuristic); the re
 
 __version__ = "0.1.0"
 
-from .errors import OptiqError, OutputError, PathError, PlanError, SolverError, TopologyError, WorkloadError
+from .errors import (
+    OptiqError,
+    OutputError,
+    ParameterError,
+    PathError,
+    PlanError,
+    SolverError,
+    TopologyError,
+    WorkloadError,
+)
 from .metrics import Metrics, plan_metrics
 from .plan import Plan, load_plan
 from .planner import METHODS, make_plan
@@ -17,5 +26,5 @@ from .topology import Topology, from_spec
 from .workloads import Demands
 
 __all__ = ["Topology", "from_spec", "Demands", "make_plan", "METHODS", "Plan", "load_plan", "plan_metrics", "alltoallv",
-           "Metrics", "OptiqError", "TopologyError", "WorkloadError", "PathError", "PlanError", "SolverError",
+           "Metrics", "OptiqError", "TopologyError", "WorkloadError", "PathError", "PlanError", "ParameterError", "SolverError",
            "OutputError"]

@@ -21,6 +21,13 @@ class PlanError(OptiqError):
     """A plan is malformed or inconsistent with its topology and demands."""
 
 
+class ParameterError(PlanError):
+    """A function was given a parameter it does not take, or a value outside its range
+    (an unknown method, solver or candidate kind, a gap of 2, a cache size of 0).
+
+    A :class:`PlanError`, so handlers of plan mistakes catch it too."""
+
+
 class SolverError(OptiqError):
     """The LP solver failed or returned no usable solution."""
 

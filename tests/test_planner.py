@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from optiq import PlanError, from_spec, make_plan
+from optiq import ParameterError, PlanError, from_spec, make_plan
 from optiq.paths import PathSet, system_routes
 from optiq.topology import torus
 from optiq.workloads import Demands, constant_ratio
@@ -95,10 +95,13 @@ def test_planner_objects_equal_their_names_and_unused_options_are_said():
     assert make_plan(t, d, ColumnGeneration(gap=0.0)).fingerprint == opt.fingerprint
     record = PlanRecord.from_dict(opt.info)
     assert record.cg_status == opt.info["cg_status"] and record.to_dict() == opt.info
-    with pytest.raises(PlanError, match="give gap to the ColumnGeneration object"):
+    with pytest.raises(ParameterError, match="give gap to the ColumnGeneration object"):
         make_plan(t, d, ColumnGeneration(), gap=0.1)
-    with pytest.raises(PlanError, match="unknown planner parameter 'speed'"):
+    with pytest.raises(ParameterError, match="unknown planner parameter 'speed'"):
         planner_named("opt", speed=2)
+    with pytest.raises(ParameterError, match="gap must be a fraction"):
+        make_plan(t, d, "opt", gap=2)
+    assert issubclass(ParameterError, PlanError)  # handlers of plan mistakes catch it too
 
 
 def test_dynamic_routing_ignores_the_links_every_candidate_shares_and_breaks_ties_to_the_lower_core():

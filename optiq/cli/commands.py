@@ -6,13 +6,12 @@ what is here is turning options into calls and results into lines.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import argparse
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,24 +19,43 @@ from ..errors import OptiqError
 from ..jsonfile import check_directory, check_writable, dumps, write_results
 from ..launch import abort_on_failure, need_mpi, together, world
 from ..metrics import plan_metrics
-from ..plan import DEFAULT_CHUNK_SIZE, load_plan
-from ..planner import METHODS, CandidatePlanner, make_candidates, make_plan, planner_named
+from ..plan import load_plan
+from ..planner import METHODS, compare_methods, make_plan
 from ..progress import heartbeat
 from ..report import jobs_table, links_table, metrics_table
 from ..runtime import launcher
-from ..sim import (ChunkModel, fit_chunk_model, load_chunk_model, read_run_samples, simulate_chunks,
-                   simulate_direct, simulate_flows)
+from ..sim import (
+    ChunkModel,
+    fit_chunk_model,
+    load_chunk_model,
+    read_run_samples,
+    simulate_chunks,
+    simulate_direct,
+    simulate_flows,
+)
 from ..topology import from_spec
 from ..units import parse_size
-from ..workloads import (PATTERNS, constant_ratio, destination_sweep, distance_sweep, host_demands, named_hosts,
-                         on_hosts, random_pairing, random_sizes, read_demands, read_qos, read_traffic)
+from ..workloads import (
+    PATTERNS,
+    constant_ratio,
+    destination_sweep,
+    distance_sweep,
+    host_demands,
+    named_hosts,
+    on_hosts,
+    random_pairing,
+    random_sizes,
+    read_demands,
+    read_qos,
+    read_traffic,
+)
 from .parser import TRACE_OPTIONS
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..topology import Topology
     from ..workloads import Demands
-    from collections.abc import Sequence
-    from typing import Any
 
 __all__ = ["COMMANDS"]
 
@@ -98,8 +116,8 @@ def compare(args: argparse.Namespace) -> int:
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise OptiqError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}")
-    rows, times = compare_methods(topology, demands, methods, _planner_options(args), say,
-                                  chunk_size=args.chunk_size, seed=args.seed)
+    rows, times = _compare(topology, demands, methods, _planner_options(args), say, chunk_size=args.chunk_size,
+                           seed=args.seed)
     if args.json:
         print(dumps([dict(r.to_dict(), plan_s=float(t)) for r, t in zip(rows, times)]))
     else:
@@ -113,8 +131,7 @@ def demo(args: argparse.Namespace) -> int:
     topology = from_spec(args.topology)
     demands = constant_ratio(topology.num_endpoints, "disjoint")
     print(f"{topology.name}: disjoint 1:8 pattern, {demands.num_jobs} pairs x 8 MiB")
-    rows, times = compare_methods(topology, demands, ["default", "heu1", "heu2", "opt"],
-                           dict(k=16), _progress(args))
+    rows, times = _compare(topology, demands, ["default", "heu1", "heu2", "opt"], dict(k=16), _progress(args))
     print(metrics_table(rows, {"plan s": times}))
     print(f"optimised plan vs default routing: {rows[0].predicted_time_s / rows[-1].predicted_time_s:.2f}x "
           "faster (predicted, flow level)")
@@ -181,8 +198,8 @@ def experiment(args: argparse.Namespace) -> int:
 
 def collectives(args: argparse.Namespace) -> int:
     """``optiq collectives``: predict is local; fit and bench run on every rank of mpiexec."""
-    from ..collectives.report import bench_report, format_bench, format_prediction, prediction_report
     from ..collectives.cost import load_params
+    from ..collectives.report import bench_report, format_bench, format_prediction, prediction_report
 
     if args.action == "predict":
         report = prediction_report(load_params(args.params), args.ranks, args.size)
@@ -349,27 +366,13 @@ def _planner_options(args) -> dict:
     return {name: value for name, value in given.items() if value is not None}
 
 
-def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str], options: dict[str, Any],
-                    say: Callable[[str], None] | None, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
-                    seed: int = 0) -> tuple[list, list[str]]:
-    """Plan with every method (each taking the options that apply to it), sharing one candidate set."""
-    rows, times = [], []
-    planners = [planner_named(method, **options)[0] for method in methods]
-    candidates = None
-    first = next((p for p in planners if isinstance(p, CandidatePlanner)), None)
-    if first is not None:
-        candidates = make_candidates(topology, demands, first.k, first.candidate_kind, hop_limit=first.hop_limit,
-                                     seed=seed, progress=say)
-    for method, planner in zip(methods, planners):
-        if say:
-            say(f"planning with {method}")
-        start = time.perf_counter()
-        plan = make_plan(topology, demands, planner, progress=say, candidates=candidates, chunk_size=chunk_size,
-                         seed=seed)
-        times.append(f"{time.perf_counter() - start:.2f}")  # without the shared candidate search
-        rows.append(plan_metrics(plan, check_bound=False))
-        _warn(plan)
-    return rows, times
+def _compare(topology: Topology, demands: Demands, methods: list[str], options: dict[str, Any],
+             say: Callable[[str], None] | None, **kwargs: Any) -> tuple[list, list[str]]:
+    """Every method's metrics and planning time (as table cells); warnings printed."""
+    runs = compare_methods(topology, demands, methods, options, progress=say, **kwargs)
+    for run in runs:
+        _warn(run.plan)
+    return [plan_metrics(run.plan, check_bound=False) for run in runs], [f"{run.plan_s:.2f}" for run in runs]
 
 
 def _warn(plan) -> None:

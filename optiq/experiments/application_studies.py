@@ -10,7 +10,7 @@ from ..topology import from_spec
 from ..workloads import cesm_coupling, hacc_aggregation
 from ..workloads.applications import CESM_MODELS
 from .registry import register
-from .studies import PAPER_METHODS, compare_methods, methods_plot
+from .studies import PAPER_METHODS, method_rows, methods_plot
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -23,7 +23,7 @@ def hacc_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     for nodes in ([128] if quick else [512, 1024, 2048]):
         say(f"{nodes} nodes")
         demands = hacc_aggregation(nodes, nbytes=6 * 10**6 if not quick else 10**6)
-        rows += compare_methods(from_spec(f"bgq:{nodes}"), demands, "nodes", nodes, k=8 if quick else 16)
+        rows += method_rows(from_spec(f"bgq:{nodes}"), demands, "nodes", nodes, k=8 if quick else 16)
     return rows
 
 
@@ -49,6 +49,6 @@ def cesm_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     for model in CESM_MODELS:
         say(f"CPL-{model}")
         demands = cesm_coupling(nodes, model, nbytes=2**18 if quick else 2 * 2**20)
-        for row in compare_methods(topo, demands, "coupling", f"CPL-{model}", k=8 if quick else 16):
+        for row in method_rows(topo, demands, "coupling", f"CPL-{model}", k=8 if quick else 16):
             rows.append({**row, "jobs": demands.num_jobs})
     return rows

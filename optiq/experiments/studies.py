@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..planner import make_candidates, make_plan, planner_named
+from ..planner import compare_methods, make_candidates, make_plan, planner_named
 from ..sim import simulate_chunks, simulate_direct, simulate_flows
 from ..topology import from_spec
-from ..workloads import (Demands, constant_ratio, destination_sweep, distance_sweep, random_pairing,
-                         random_sizes)
+from ..workloads import Demands, constant_ratio, destination_sweep, distance_sweep, random_pairing, random_sizes
 from .registry import register
 
 if TYPE_CHECKING:
-    from ..topology import Topology
     from collections.abc import Callable, Sequence
     from typing import Any
+
+    from ..topology import Topology
 
 PAPER_METHODS = ("default", "heu1", "heu2", "opt")
 METHODS = PAPER_METHODS + ("lp",)  # curves a figure may draw
@@ -130,13 +130,10 @@ def crossover_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
 
 
 
-def compare_methods(topo: Topology, demands: Demands, x_name: str, x: Any, *, k: int = 16, methods: Sequence[str] = PAPER_METHODS) -> list[dict]:
-    cands = make_candidates(topo, demands, k)
-    rows = []
-    for method in methods:
-        plan = make_plan(topo, demands, planner_named(method, k=k, time_limit=120)[0], candidates=cands)
-        rows.append({x_name: x, **_times(plan)})
-    return rows
+def method_rows(topo: Topology, demands: Demands, x_name: str, x: Any, *, k: int = 16,
+                methods: Sequence[str] = PAPER_METHODS) -> list[dict]:
+    """One row of times per method at study point ``x_name = x`` (:func:`optiq.planner.compare_methods`)."""
+    return [{x_name: x, **_times(run.plan)} for run in compare_methods(topo, demands, methods, dict(k=k, time_limit=120))]
 
 
 def _small_or_bgq(quick: bool):
@@ -151,7 +148,7 @@ def distance_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     rows = []
     for position in range(1, 4 if quick else 5):
         say(f"position {position}")
-        rows += compare_methods(topo, distance_sweep(P, position, nbytes=2**20 if quick else 8 * 2**20),
+        rows += method_rows(topo, distance_sweep(P, position, nbytes=2**20 if quick else 8 * 2**20),
                                  "position", position, k=8 if quick else 16)
     return rows
 
@@ -164,7 +161,7 @@ def destination_size_study(quick: bool, say: Callable[[str], None]) -> list[dict
     rows = []
     for per_source in ([1, 2, 4] if quick else [1, 2, 4, 8]):
         say(f"{per_source} destinations per source")
-        rows += compare_methods(topo, destination_sweep(topo.num_endpoints, per_source, num_sources=sources,
+        rows += method_rows(topo, destination_sweep(topo.num_endpoints, per_source, num_sources=sources,
                                                          nbytes=2**20 if quick else 8 * 2**20),
                                  "per_source", per_source, k=8 if quick else 16)
     return rows
@@ -178,7 +175,7 @@ def random_pairing_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     rows = []
     for seed in range(2 if quick else 5):
         say(f"pairing seed {seed}")
-        rows += compare_methods(topo, random_pairing(base, seed=seed), "seed", seed, k=8 if quick else 16)
+        rows += method_rows(topo, random_pairing(base, seed=seed), "seed", seed, k=8 if quick else 16)
     return rows
 
 
@@ -206,6 +203,6 @@ def random_sizes_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     rows = []
     for seed in range(1 if quick else 3):
         say(f"sizes seed {seed}")
-        rows += compare_methods(topo, random_sizes(base, 64 * 1024, 8 * 2**20, seed=seed), "seed", seed,
+        rows += method_rows(topo, random_sizes(base, 64 * 1024, 8 * 2**20, seed=seed), "seed", seed,
                                  k=8 if quick else 16)
     return rows

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PlanError
+from ..errors import ParameterError
 from ..lp import cut_lower_bound
 from ..paths import PathSet, system_routes
 from ..paths.workers import Workers
@@ -77,9 +77,12 @@ def make_plan(topology: Topology, demands: Demands, method: str | Planner = "opt
 
     Raises
     ------
+    ParameterError
+        For an unknown method or invalid parameters (a :class:`~optiq.errors.PlanError`).
+    PathError, SolverError
+        When paths or the LP fail (on every rank).
     PlanError
-        For an unknown method or invalid parameters; :class:`~optiq.errors.PathError` and
-        :class:`~optiq.errors.SolverError` when paths or the LP fail (on every rank).
+        For candidates made for other demands.
 
     Examples
     --------
@@ -106,19 +109,19 @@ def _check_parameters(topology: Any, demands: Any, method: str | Planner, params
                       chunk_size: Any, seed: Any) -> tuple[Planner, list[str]]:
     """Refuse a bad argument by name before any work starts; the planner and the unused keywords."""
     if not isinstance(topology, Topology):
-        raise PlanError(f"topology must be a Topology (e.g. from_spec('bgq:1024')), not {type(topology).__name__}")
+        raise ParameterError(f"topology must be a Topology (e.g. from_spec('bgq:1024')), not {type(topology).__name__}")
     if not isinstance(demands, Demands):
-        raise PlanError(f"demands must be Demands (e.g. read_demands(FILE)), not {type(demands).__name__}")
+        raise ParameterError(f"demands must be Demands (e.g. read_demands(FILE)), not {type(demands).__name__}")
     for name, value, low in (("chunk_size", chunk_size, 1), ("seed", seed, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise PlanError(f"{name} must be an integer >= {low}, got {value!r}")
+            raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}")
     if isinstance(method, Planner):
         if params:
-            raise PlanError(f"give {', '.join(sorted(params))} to the {type(method).__name__} object, not to "
+            raise ParameterError(f"give {', '.join(sorted(params))} to the {type(method).__name__} object, not to "
                             f"make_plan")
         return method, []
     if not isinstance(method, str):
-        raise PlanError(f"method must be a name ({', '.join(METHODS)}) or a Planner, not {type(method).__name__}")
+        raise ParameterError(f"method must be a name ({', '.join(METHODS)}) or a Planner, not {type(method).__name__}")
     return planner_named(method, **params)
 
 
@@ -176,7 +179,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
                  f"a {name} plan for {demands.num_jobs:,} jobs on {topology.name}",
                  hint="plan fewer jobs, or with fewer paths per job (--k)" if isinstance(planner, CandidatePlanner) else "")
     if qos is not None and not planner.solves_lp:
-        raise PlanError(f"QoS classes need method opt or lp, not {name!r}")
+        raise ParameterError(f"QoS classes need method opt or lp, not {name!r}")
     record = PlanRecord()
     if unused:
         record.warnings.append(f"{', '.join(unused)} {'does' if len(unused) == 1 else 'do'} not apply to {name} "

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import PlanError, SolverError
+from ..errors import ParameterError, PlanError, SolverError
 from ..heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGStatus, column_generation
@@ -47,6 +47,9 @@ __all__ = ["Context", "Planner", "CandidatePlanner", "SystemRoutes", "ColumnGene
 #: or ``auto``: valiant on dragonflies, else diverse up to 2,048 nodes, spread up to
 #: 16,384, then torus on tori and spread elsewhere.
 CANDIDATE_KINDS = ("auto", "diverse", "spread", "torus", "valiant")
+#: Paths per job an ``opt`` plan holds while it is made (its initial columns and what
+#: pricing adds), for the memory estimate before planning; ``whole_machine.py`` prints it.
+OPT_PATHS_PER_JOB = 8
 #: With the lean step (which ends at a vertex itself), column generation's vertex polish is
 #: kept only where its restricted LPs took at most this many seconds: it makes the time exact.
 VERTEX_BEFORE_LEAN_S = 1.0
@@ -61,23 +64,23 @@ def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str
 
     Raises
     ------
-    PlanError
+    ParameterError
         For an unknown ``kind``, ``torus`` on a topology that is not a torus or mesh, or
         ``valiant`` on one that is not a dragonfly.
     """
     if kind not in CANDIDATE_KINDS:
-        raise PlanError(f"unknown candidate kind {kind!r}; expected one of {', '.join(CANDIDATE_KINDS)}")
+        raise ParameterError(f"unknown candidate kind {kind!r}; expected one of {', '.join(CANDIDATE_KINDS)}")
     if kind == "auto":
         n = topology.num_nodes
         kind = ("valiant" if topology.dragonfly is not None else "diverse" if n <= 2048
                 else "spread" if n <= 16384 or not topology.is_torus else "torus")
     if kind == "valiant":
         if topology.dragonfly is None:
-            raise PlanError(f"valiant candidates need a dragonfly, not {topology.name!r}")
+            raise ParameterError(f"valiant candidates need a dragonfly, not {topology.name!r}")
         return valiant_paths(topology, demands, k, seed=seed)
     if kind == "torus":
         if not topology.is_torus:
-            raise PlanError(f"torus candidates need a torus or mesh, not {topology.name!r}")
+            raise ParameterError(f"torus candidates need a torus or mesh, not {topology.name!r}")
         return torus_paths(topology, demands, k, seed=seed, progress=progress)
     if kind == "spread":
         return spread_paths(topology, demands, k, seed=seed, progress=progress, workers=workers)
@@ -109,12 +112,12 @@ def _count(name: str, value: Any, low: int, *, optional: bool = False) -> None:
     if value is None and optional:
         return
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise PlanError(f"{name} must be an integer >= {low}, got {value!r}")
+        raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
 def _time_limit(value: float | None) -> None:
     if value is not None and not (isinstance(value, (int, float)) and 0 < value < math.inf):
-        raise PlanError(f"time_limit must be a finite number of seconds > 0, got {value!r}")
+        raise ParameterError(f"time_limit must be a finite number of seconds > 0, got {value!r}")
 
 
 class Planner:
@@ -166,11 +169,11 @@ class ColumnGeneration(Planner):
 
     @property
     def paths_per_job(self) -> int:
-        return 8  # the initial columns and what pricing adds, measured
+        return OPT_PATHS_PER_JOB
 
     def __post_init__(self) -> None:
         if not (isinstance(self.gap, (int, float)) and 0 <= self.gap < 1):
-            raise PlanError(f"gap must be a fraction in [0, 1), got {self.gap!r}")
+            raise ParameterError(f"gap must be a fraction in [0, 1), got {self.gap!r}")
         _count("hop_slack", self.hop_slack, 0)
         _time_limit(self.time_limit)
 
@@ -235,7 +238,7 @@ class CandidatePlanner(Planner):
         _count("k", self.k, 1)
         _count("hop_limit", self.hop_limit, 1, optional=True)
         if self.candidate_kind not in CANDIDATE_KINDS:
-            raise PlanError(f"unknown candidate kind {self.candidate_kind!r}; expected one of "
+            raise ParameterError(f"unknown candidate kind {self.candidate_kind!r}; expected one of "
                             f"{', '.join(CANDIDATE_KINDS)}")
 
     @property
@@ -278,7 +281,7 @@ class PathLP(CandidatePlanner):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.solver not in LP_SOLVERS:
-            raise PlanError(f"unknown solver {self.solver!r}; expected one of {', '.join(LP_SOLVERS)}")
+            raise ParameterError(f"unknown solver {self.solver!r}; expected one of {', '.join(LP_SOLVERS)}")
         _time_limit(self.time_limit)
 
     def choose(self, ctx: Context, candidates: PathSet) -> np.ndarray:
@@ -349,11 +352,11 @@ def planner_named(name: str, **params: Any) -> tuple[Planner, list[str]]:
 
     Raises
     ------
-    PlanError
+    ParameterError
         For an unknown name or a parameter out of range.
     """
     if name not in PLANNERS:
-        raise PlanError(f"unknown method {name!r}; expected one of {', '.join(PLANNERS)}")
+        raise ParameterError(f"unknown method {name!r}; expected one of {', '.join(PLANNERS)}")
     def takes(cls: type[Planner]) -> set[str]:
         return {f.name for f in fields(cls)}  # type: ignore[arg-type]
 
@@ -361,7 +364,7 @@ def planner_named(name: str, **params: Any) -> tuple[Planner, list[str]]:
     for key in unused:  # a bad value is refused even where it would not be used
         owner = next((cls for cls in PLANNERS.values() if key in takes(cls)), None)
         if owner is None:
-            raise PlanError(f"unknown planner parameter {key!r}")
+            raise ParameterError(f"unknown planner parameter {key!r}")
         owner(**{key: params[key]})
     cls = PLANNERS[name]
     return cls(**{k: v for k, v in params.items() if k in takes(cls)}), unused

@@ -61,11 +61,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OptiqError, PlanError, TransferError
+from ..errors import OptiqError, ParameterError, TransferError
 from ..launch import together
-from ..waiting import allreduce_asleep, start_together, wait_politely
 from ..plan import Plan
 from ..topology import Topology, from_spec
+from ..waiting import allreduce_asleep, start_together, wait_politely
 from .executor import Executor
 from .ranklevel import RankNetwork, host_demands_of, rank_plan
 
@@ -341,7 +341,7 @@ def alltoallv(comm: Any, sendbuf: Any, sendcounts: Any = None, sdispls: Any = No
     c = ctx.comm
     rank, size = c.Get_rank(), c.Get_size()
     if not isinstance(cache_size, int) or cache_size < 1:
-        raise PlanError(f"cache_size must be an integer >= 1, got {cache_size!r}")
+        raise ParameterError(f"cache_size must be an integer >= 1, got {cache_size!r}")
     config = repr((method, network.spec or network.name if isinstance(network, Topology) else network,
                    hosts if isinstance(hosts, (str, type(None))) else "given", link_bw,
                    sorted(planner_options.items()), chunk_model))
@@ -509,7 +509,6 @@ def _times(net: RankNetwork, matrix: np.ndarray, plan: Plan, topology: Topology,
     if link_bw is None:
         return plan.predicted_time_s, float(plan.info.get("default_time_s", plan.predicted_time_s))
     from ..planner import make_plan
-
     from .runner import predicted_time
 
     default = make_plan(topology, demands, "default")
@@ -580,9 +579,9 @@ def _processor_name() -> str:
 def _forwarding_costs_more(net: RankNetwork, matrix: np.ndarray, plan: Plan, topology: Topology, demands: Any,
                            chunk_model: Any, link_bw: float | None) -> str | None:
     """Why MPI on the default routes is predicted faster than forwarding the plan's chunks, or None."""
+    from ..planner import make_plan
     from ..sim import ChunkModel, simulate_chunks, simulate_direct
     from ..sim.chunk import chunk_events
-    from ..planner import make_plan
 
     model = chunk_model or ChunkModel(link_rate_Bps=link_bw)
     planned = rank_plan(net, matrix, plan)

@@ -1,0 +1,90 @@
+"""Several methods on one workload, sharing one candidate search: the comparison behind
+``optiq compare``, ``optiq demo`` and the studies."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..plan import DEFAULT_CHUNK_SIZE
+from .make import make_plan
+from .methods import CandidatePlanner, make_candidates, planner_named
+
+if TYPE_CHECKING:
+    from ..plan import Plan
+    from ..topology import Topology
+    from ..workloads import Demands
+
+__all__ = ["MethodRun", "compare_methods"]
+
+
+@dataclass(frozen=True)
+class MethodRun:
+    """One method's plan and the seconds it took (the shared candidate search excluded)."""
+
+    method: str
+    plan: Plan
+    plan_s: float
+
+    def __repr__(self) -> str:
+        return (f"MethodRun({self.method!r}, predicted {self.plan.predicted_time_s * 1e3:.4g} ms, "
+                f"planned in {self.plan_s:.2f} s)")
+
+
+def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str], options: dict[str, Any] | None = None,
+                    *, chunk_size: int = DEFAULT_CHUNK_SIZE, seed: int = 0,
+                    progress: Callable[[str], None] | None = None) -> list[MethodRun]:
+    """Plan ``demands`` with every method, each taking the ``options`` that apply to it.
+
+    The candidate paths are searched once, as the first method that picks among candidates
+    asks (its ``k``, kind and hop limit), and given to every method that uses them.
+
+    Parameters
+    ----------
+    topology : Topology
+    demands : Demands
+    methods : sequence of str
+        Names from :data:`optiq.planner.METHODS`.
+    options : dict, optional
+        Planner parameters (``k``, ``time_limit``, ``gap``, ...); each method takes those it has
+        (:func:`optiq.planner.planner_named`).
+    chunk_size, seed : int
+        As for :func:`optiq.planner.make_plan`.
+    progress : callable, optional
+
+    Returns
+    -------
+    list of MethodRun
+        In the order of ``methods``.
+
+    Raises
+    ------
+    PlanError
+        For an unknown method or a parameter it refuses.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import constant_ratio
+    >>> runs = compare_methods(torus((4, 4), bandwidth=1e9), constant_ratio(16, nbytes=2**20, num_sources=2, ratio=4),
+    ...                        ["default", "heu2", "opt"], dict(k=4))
+    >>> [r.method for r in runs], runs[2].plan.predicted_time_s <= runs[0].plan.predicted_time_s
+    (['default', 'heu2', 'opt'], True)
+    """
+    planners = [planner_named(method, **(options or {}))[0] for method in methods]
+    candidates = None
+    first = next((p for p in planners if isinstance(p, CandidatePlanner)), None)
+    if first is not None:
+        candidates = make_candidates(topology, demands, first.k, first.candidate_kind, hop_limit=first.hop_limit,
+                                     seed=seed, progress=progress)
+    runs = []
+    for method, planner in zip(methods, planners):
+        if progress:
+            progress(f"planning with {method}")
+        start = time.perf_counter()
+        plan = make_plan(topology, demands, planner, progress=progress, candidates=candidates, chunk_size=chunk_size,
+                         seed=seed)
+        runs.append(MethodRun(method, plan, time.perf_counter() - start))
+    return runs
