@@ -50,7 +50,7 @@ comm.Alltoallv([send, (scounts, sdispls), MPI.BYTE], [want, (rcounts, rdispls), 
 
 for method in ("default", "opt"):
     recv = np.zeros_like(want)
-    for call in range(2):  # the first call plans; the second finds the plan in the cache
+    for _call in range(2):  # the first call plans; the second finds the plan in the cache
         comm.Barrier()
         start = time.perf_counter()
         result = optiq.alltoallv(comm, send, scounts, sdispls, recv, rcounts, rdispls, network="torus:4x4",

@@ -8,13 +8,11 @@ option's check instead of being taken for an option.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import argparse
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import OptiqError
 from .launch import world_rank

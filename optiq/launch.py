@@ -14,15 +14,13 @@ in time, so :func:`abort_on_failure` prints its message and aborts the whole job
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import os
 import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .errors import OptiqError
 

@@ -5,13 +5,12 @@ The file format is documented in ``docs/plan-format.md``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import hashlib
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -176,7 +175,7 @@ class Plan:
         """Flow-level completion time: the busiest link's bytes over its capacity."""
         return self.paths.busiest_link_time(self.path_bytes, self.topology.capacity)
 
-    def used(self) -> "Plan":
+    def used(self) -> Plan:
         """The same plan without its zero-byte paths."""
         keep = self.path_bytes > 0
         return Plan(self.topology, self.demands, self.paths.select(keep), self.path_bytes[keep], self.chunk_size,
@@ -214,7 +213,7 @@ class Plan:
         write_json(path, self.to_dict(), what="plan file", compact=True)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Plan":
+    def from_dict(cls, data: dict) -> Plan:
         """Rebuild and validate a plan from its JSON object.
 
         Raises

@@ -11,11 +11,10 @@ back-off (:func:`idle_pause`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -84,12 +83,9 @@ def start_together(comm: Any, lead_s: float = START_LEAD_S, host: Any = None) ->
     and learns the moment within a few scheduler switches.
 
     Leaving a barrier is no common start when ranks share cores: the first ranks out start
-    working and the others queue for a core. With 16 ranks on 2 cores they left up to
-    2.5-3.4 ms apart (they still start 0-4 ms after the agreed moment, but the links of a
-    late rank have earned their bytes from it), and the 4x4 opt replay of
-    ``benchmarks/executor.py`` at 200 MB/s per link took 1.164 x its predicted time timed
-    from each rank's own start, 1.117 x timed from the agreed moment (medians of 5 launches
-    taken in turn; a lead of 0.2, 1 or 2 ms did no better than 0.5 ms).
+    working and the others queue for a core, milliseconds apart with 16 ranks on 2 cores.
+    Timed from the agreed moment, a late rank's links have earned their bytes from it, so
+    a paced replay keeps closer to its predicted time (``benchmarks/executor.py``).
 
     Parameters
     ----------
@@ -148,9 +144,8 @@ def allreduce_asleep(comm: Any, value: float, op: Any) -> float:
     """Reduce one number over ``comm`` with ``op`` (an ``MPI.Op``), only sleeping while waiting.
 
     For the end of a timed step: the ranks that finish first wait here while the others
-    still work, and a waiter that yielded would stay runnable and take their cores. With 16
-    ranks on 2 cores the 4x4 opt replay of ``benchmarks/executor.py`` at 200 MB/s per link
-    took 0.070-0.075 s when this wait yielded 1000 times first, 0.066-0.067 s without.
+    still work, and a waiter that yielded would stay runnable and take their cores (the
+    paced replays of ``benchmarks/executor.py`` are slower when this wait yields first).
     """
     return _allreduce(comm, value, op, yields=0)
 

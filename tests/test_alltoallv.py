@@ -2,11 +2,10 @@
 
 import numpy as np
 import pytest
+from conftest import MPI_SCRIPTS, launch
 
 from optiq import from_spec, make_plan
 from optiq.runtime.ranklevel import WITHIN_HOST, host_demands_of, rank_network, rank_plan
-
-from conftest import MPI_SCRIPTS, launch
 
 
 @pytest.mark.parametrize("spec, host_of", [

@@ -1,10 +1,10 @@
 import networkx as nx
 import numpy as np
 import pytest
+from conftest import SMALL_TOPOLOGIES, all_simple_paths, arc_flow_least_hop_bytes, arc_flow_optimum, random_demands
 
 from optiq.errors import WorkloadError
 from optiq.lp import build_pyomo_model, solve_lp, solve_pyomo_model
-from optiq.workloads.qos import QoSClasses
 from optiq.lp.colgen import CGStatus, column_generation
 from optiq.lp.restricted import RestrictedLP
 from optiq.paths import diverse_paths
@@ -12,8 +12,7 @@ from optiq.paths.pricing import least_cost_paths, min_hops
 from optiq.planner import make_plan
 from optiq.topology import torus
 from optiq.workloads import constant_ratio
-
-from conftest import SMALL_TOPOLOGIES, all_simple_paths, arc_flow_least_hop_bytes, arc_flow_optimum, random_demands
+from optiq.workloads.qos import QoSClasses
 
 
 @pytest.mark.parametrize("name", sorted(SMALL_TOPOLOGIES))

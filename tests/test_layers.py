@@ -10,7 +10,7 @@ ROOT = Path(__file__).parent.parent / "optiq"
 #: (and the foundation modules of rank 0).
 RANK = {
     "errors": 0, "units": 0, "progress": 0, "resources": 0, "jsonfile": 0, "waiting": 0, "launch": 0, "argtypes": 0,
-    "runs": 0,
+    "runs": 0, "mpi": 0,
     "topology": 1, "workloads": 2, "paths": 3, "lp": 4, "heuristics": 4, "collectives": 4, "plan": 5, "planner": 6,
     "sim": 7, "metrics": 8, "runtime": 8, "experiments": 8, "report": 9, "cli": 10, "models": 10, "__main__": 11,
 }

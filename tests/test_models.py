@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from conftest import all_simple_paths, arc_flow_optimum, random_demands
 
 from optiq.heuristics import demand_aware_heuristic, dynamic_routing, maxload_heuristic
 from optiq.lp import build_pyomo_model, cut_lower_bound, round_to_bytes, solve_lp, solve_pyomo_model
@@ -7,8 +8,6 @@ from optiq.paths import diverse_paths
 from optiq.planner import make_plan
 from optiq.topology import bgq, torus
 from optiq.workloads import Demands, constant_ratio
-
-from conftest import all_simple_paths, arc_flow_optimum, random_demands
 
 
 @pytest.mark.parametrize("seed", [0, 1])

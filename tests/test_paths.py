@@ -2,14 +2,20 @@
 import networkx as nx
 import numpy as np
 import pytest
+from conftest import SMALL_TOPOLOGIES, random_demands
 
 from optiq.errors import PathError
-from optiq.paths import (PathSet, bgq_dimension_order, diverse_paths, dmodk_routes, hop_limited_shortest_paths,
-                         system_routes, yen_paths)
+from optiq.paths import (
+    PathSet,
+    bgq_dimension_order,
+    diverse_paths,
+    dmodk_routes,
+    hop_limited_shortest_paths,
+    system_routes,
+    yen_paths,
+)
 from optiq.topology import bgq, cluster, kary_ntree, mesh, torus
 from optiq.workloads import Demands, constant_ratio
-
-from conftest import SMALL_TOPOLOGIES, random_demands
 
 
 def torus_distance(t, s, d):

@@ -5,12 +5,11 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import MPI_SCRIPTS, launch, mpiexec
 
 from optiq import from_spec, load_plan, make_plan
 from optiq.cli import main
 from optiq.workloads import constant_ratio, random_pairing
-
-from conftest import MPI_SCRIPTS, launch, mpiexec
 
 pytestmark = pytest.mark.mpi
 

@@ -3,6 +3,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from conftest import SMALL_TOPOLOGIES, random_demands
 
 from optiq import Demands, Plan, make_plan
 from optiq.cli import main
@@ -10,8 +11,6 @@ from optiq.paths import PathSet
 from optiq.sim import ChunkModel, RunSample, fit_chunk_model, simulate_chunks, simulate_direct, simulate_flows
 from optiq.topology import mesh, torus
 from optiq.workloads import constant_ratio
-
-from conftest import SMALL_TOPOLOGIES, random_demands
 
 
 def test_flows_on_one_link_finish_in_turn():

@@ -5,9 +5,19 @@ import pytest
 
 from optiq.errors import OptiqError, WorkloadError
 from optiq.units import parse_size
-from optiq.workloads import (Demands, cesm_coupling, constant_ratio, destination_sweep, distance_sweep,
-                             hacc_aggregation, mxn_redistribution, random_pairing,
-                             random_sizes, read_demands, write_demands)
+from optiq.workloads import (
+    Demands,
+    cesm_coupling,
+    constant_ratio,
+    destination_sweep,
+    distance_sweep,
+    hacc_aggregation,
+    mxn_redistribution,
+    random_pairing,
+    random_sizes,
+    read_demands,
+    write_demands,
+)
 
 
 def test_disjoint_is_the_constant_ratio_experiment():

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import argparse
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..experiments.fattree_study import DEFAULT_TOPOLOGY as FATTREE_TOPOLOGY

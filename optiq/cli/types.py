@@ -5,8 +5,21 @@ launcher can parse without importing the command line; this module is where the 
 finds them.
 """
 
-from ..argtypes import (Parser, UsageError, argument, fraction, gap, int_at_least, non_negative_float,
-                        non_negative_int, positive_float, positive_int, rate, size, size_list)
+from ..argtypes import (
+                        Parser,
+                        UsageError,
+                        argument,
+                        fraction,
+                        gap,
+                        int_at_least,
+                        non_negative_float,
+                        non_negative_int,
+                        positive_float,
+                        positive_int,
+                        rate,
+                        size,
+                        size_list,
+)
 
 __all__ = ["Parser", "UsageError", "argument", "int_at_least", "size", "rate", "positive_int", "non_negative_int",
            "fraction", "positive_float", "gap", "non_negative_float", "size_list"]

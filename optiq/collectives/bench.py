@@ -6,19 +6,18 @@ A timing is the slowest rank's, and the median over ``repeat`` runs after ``warm
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import OptiqError
-from .cost import algorithms
-from .fit import Sample
 from ..waiting import allreduce_asleep, start_together
 from .algorithms import allreduce, exchange
+from .cost import algorithms
+from .fit import Sample
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -39,11 +39,10 @@ that own the same ``1/a`` slice, then the two allgathers in reverse; ``a × 1`` 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from .cost import MODELS, AllreduceParams, predict, rank_algorithms
 

@@ -18,9 +18,8 @@ forwarding tables or minhop; the routing column then says ``default``) or a Slur
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 

@@ -9,8 +9,8 @@ import numpy as np
 from ..errors import PlanError
 
 if TYPE_CHECKING:
-    from ..workloads import Demands
     from ..paths import PathSet
+    from ..workloads import Demands
 
 
 def even_split(paths: PathSet, demands: Demands, chosen: np.ndarray) -> np.ndarray:

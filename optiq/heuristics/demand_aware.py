@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import heapq
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,9 +12,9 @@ from ..progress import Progress, Ticker
 from .common import job_candidates
 
 if TYPE_CHECKING:
-    from ..workloads import Demands
     from ..paths import PathSet
     from ..topology import Topology
+    from ..workloads import Demands
 
 __all__ = ["demand_aware_heuristic", "DEFAULT_UNIT"]
 

@@ -10,9 +10,9 @@ from ..progress import Progress, Ticker
 from .common import job_candidates
 
 if TYPE_CHECKING:
-    from ..workloads import Demands
     from ..paths import PathSet
     from ..topology import Topology
+    from ..workloads import Demands
 
 __all__ = ["dynamic_routing"]
 

@@ -11,9 +11,9 @@ from ..progress import Progress, Ticker
 from .common import even_split
 
 if TYPE_CHECKING:
-    from ..workloads import Demands
     from ..paths import PathSet
     from ..topology import Topology
+    from ..workloads import Demands
 
 __all__ = ["maxload_heuristic"]
 

@@ -11,17 +11,16 @@ membership matrix.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.sparse import csr_matrix
 
 if TYPE_CHECKING:
-    from ..workloads import Demands
     from ..topology import Topology
+    from ..workloads import Demands
 
 __all__ = ["CutBound", "cut_lower_bound"]
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import time
+from typing import TYPE_CHECKING
 
 import highspy
 import numpy as np
@@ -17,16 +16,17 @@ from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options, highs
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
-    from ..workloads import Demands
+
     from ..paths import PathSet
     from ..topology import Topology
+    from ..workloads import Demands
 
 __all__ = ["solve_lp"]
 
 
 def solve_lp(topology: Topology, demands: Demands, paths: PathSet, *, solver: str = DEFAULT_SOLVER,
              time_limit: float | None = None, sizes: ArrayLike | None = None, progress: Progress | None = None) -> LPSolution:
-    """Solve the multipath LP of :func:`optiq.models.build_pyomo_model` by direct assembly.
+    """Solve the multipath LP of :func:`optiq.lp.build_pyomo_model` by direct assembly.
 
     Assembled in the equivalent "maximise Z" form (``y = x Z``, ``Z = 1 / tau``: job rows
     ``sum y - Z = 0``, link rows ``sum a y <= 1``), whose ``Z`` column touches only the job

@@ -22,17 +22,16 @@ step reports its gap against it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..paths import PathSet, least_cost_paths, min_hops
 from ..paths.pathset import path_key
 from ..progress import heartbeat
-from .solution import highs_status, silent_highs, LPStatus
+from .solution import LPStatus, highs_status, silent_highs
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -12,10 +12,10 @@ from .scaling import lp_coefficients
 from .solution import DEFAULT_SOLVER, LPSolution, highs_options, pyomo_status
 
 if TYPE_CHECKING:
-    from ..workloads.qos import QoSClasses
-    from ..workloads import Demands
     from ..paths import PathSet
     from ..topology import Topology
+    from ..workloads import Demands
+    from ..workloads.qos import QoSClasses
 
 if TYPE_CHECKING:  # pyomo takes ~1.5 s to import; only the model functions need it
     import pyomo.environ as pyo
@@ -35,7 +35,7 @@ def build_pyomo_model(topology: Topology, demands: Demands, paths: PathSet, qos:
 
     where ``x[p]`` is the share of its job's demand on path ``p``, ``a[e,p] = D_j / (c_e T0)``
     and the completion time is ``t = tau * T0`` seconds (``model.time_unit_s`` holds ``T0``).
-    With ``qos`` (:class:`~optiq.models.qos.QoSClasses`), ``D_j`` becomes the job's effective
+    With ``qos`` (:class:`~optiq.workloads.qos.QoSClasses`), ``D_j`` becomes the job's effective
     size ``D_j alpha_i B / B_i`` and ``B / t`` is the throughput ``T`` of which class ``i``
     gets ``alpha_i T``; ``model.alpha`` holds the shares. Indices: ``model.J`` jobs, ``model.P`` paths, ``model.E`` used links. Add constraints or
     change the objective before :func:`solve_pyomo_model` to extend it.
@@ -87,7 +87,7 @@ def solve_pyomo_model(model: pyo.ConcreteModel, *, solver: str = DEFAULT_SOLVER,
     Parameters
     ----------
     solver : {"ipm", "ipm-nox", "pdlp", "simplex"}
-        The HiGHS algorithm (see :data:`optiq.models.DEFAULT_SOLVER`).
+        The HiGHS algorithm (see :data:`optiq.lp.DEFAULT_SOLVER`).
     time_limit : float, optional
         Seconds; the best point found so far is returned with status ``TIME_LIMIT``.
 

@@ -21,10 +21,9 @@ Duals: ``u_e >= 0`` per link row (zero for links without a row, which are slack)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -100,7 +99,7 @@ class RestrictedLP:
     sizes : ndarray, optional
         Bytes per job instead of the demands' (QoS effective sizes).
     solver : str
-        One of :data:`optiq.models.LP_SOLVERS`: ``hipdlp`` (first order, to a relative
+        One of :data:`optiq.lp.LP_SOLVERS`: ``hipdlp`` (first order, to a relative
         1e-5) is the fastest at scale; ``ipm-nox`` (interior point, no crossover) is exact
         to ``tolerance``. If a first-order solve returns nothing usable, interior point
         takes over.

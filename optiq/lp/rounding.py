@@ -8,8 +8,9 @@ import numpy as np
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
-    from ..workloads import Demands
+
     from ..paths import PathSet
+    from ..workloads import Demands
 
 __all__ = ["round_to_bytes"]
 

@@ -10,9 +10,10 @@ from ..errors import PlanError
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
-    from ..workloads import Demands
+
     from ..paths import PathSet
     from ..topology import Topology
+    from ..workloads import Demands
 
 
 def lp_coefficients(topology: Topology, demands: Demands, paths: PathSet, sizes: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
@@ -22,7 +23,7 @@ def lp_coefficients(topology: Topology, demands: Demands, paths: PathSet, sizes:
     fraction of job ``job[p]``'s demand on path ``p`` and ``tau = t / T0``. Link ``e``'s row is
     ``sum_p a[e, p] x[p] <= tau`` with ``a[e, p] = D_job(p) / (c_e * T0)``, all in (0, 1].
 
-    ``sizes`` replaces the jobs' bytes ``D_j`` (QoS effective sizes, :mod:`optiq.models.qos`).
+    ``sizes`` replaces the jobs' bytes ``D_j`` (QoS effective sizes, :mod:`optiq.workloads.qos`).
 
     Returns
     -------

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,10 +16,9 @@ __all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVE
 
 #: HiGHS LP algorithms optiq exposes: ``ipm`` is interior point followed by crossover to a
 #: vertex; ``ipm-nox`` interior point without crossover; ``pdlp`` and ``hipdlp`` the two
-#: first-order (PDLP) solvers; ``simplex`` the dual simplex. ``hipdlp`` at a relative
-#: tolerance of 1e-5 solves the restricted LPs of column generation 4-5 times faster than
-#: interior point (49,152 nodes, 196,608 paths: 17 s against 76 s; 8,192 nodes: 3.9 s
-#: against 14 s) to within 0.02% of their optimum.
+#: first-order (PDLP) solvers; ``simplex`` the dual simplex. ``hipdlp`` solves the
+#: restricted LPs of column generation several times faster than interior point at scale,
+#: to within its tolerance of their optimum (``benchmarks/whole_machine.py``).
 LP_SOLVERS = ("ipm", "ipm-nox", "pdlp", "hipdlp", "simplex")
 #: Solvers whose answer is a first-order approximation (slightly infeasible, within tolerance).
 FIRST_ORDER = ("pdlp", "hipdlp")
@@ -28,8 +26,8 @@ FIRST_ORDER = ("pdlp", "hipdlp")
 #: Interior point with crossover. Interior point is far faster than simplex on large
 #: multipath LPs, and crossover turns its interior solution (which spreads every job over
 #: all of its candidates) into a vertex, where at most one path per job plus one per
-#: tight link carries data: on bgq:1024 disjoint with 16 candidates, 1,029 paths instead
-#: of 8,113 for the same optimum, at about twice the solve time. Fewer paths mean fewer
+#: tight link carries data: several times fewer paths for the same optimum, at about
+#: twice the solve time (``benchmarks/planner_speed.py``). Fewer paths mean fewer
 #: chunks to forward. ``ipm-nox`` and ``pdlp`` skip that step when only the time matters.
 DEFAULT_SOLVER = "ipm"
 
@@ -105,7 +103,7 @@ class LPSolution:
     ----------
     share : ndarray
         Fraction of its job's demand on every candidate path (sums to 1 per job, up to the
-        solver's tolerance; :func:`optiq.models.round_to_bytes` makes it exact).
+        solver's tolerance; :func:`optiq.lp.round_to_bytes` makes it exact).
     time_s : float
         The LP's completion time ``t`` in seconds.
     status : LPStatus
@@ -117,7 +115,7 @@ class LPSolution:
     link_dual, job_dual : ndarray, optional
         Dual values (direct route only): ``link_dual[e] >= 0`` for every link's capacity
         row (zero for links no path uses), ``job_dual[j]`` for every job's demand row, in
-        the LP's scaled units (see :func:`optiq.models.scaling.lp_coefficients`).
+        the LP's scaled units (see :func:`optiq.lp.scaling.lp_coefficients`).
     time_unit_s : float
         Seconds per unit of the scaled LP (``T0``).
     """

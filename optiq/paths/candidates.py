@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,8 +14,8 @@ from .shortest import hop_limited_shortest_paths
 from .workers import Workers
 
 if TYPE_CHECKING:
-    from ..workloads import Demands
     from ..topology import Topology
+    from ..workloads import Demands
 
 __all__ = ["diverse_paths", "yen_paths", "spread_paths"]
 
@@ -90,7 +89,7 @@ def diverse_paths(topology: Topology, demands: Demands, k: int = 16, *, hop_limi
         weights = (1.0 + rng.random((jobs.size, L)) * (0.5 / limit)).astype(np.float32)
         seen: list[set] = [set() for _ in jobs]
         active = np.arange(jobs.size)
-        for rnd in range(k):
+        for _round in range(k):
             paths, _ = hop_limited_shortest_paths(topology, demands.src[jobs[active]], demands.dst[jobs[active]],
                                                   weights[active], limit)
             keep = []

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .pathset import PathSet
 from .candidates import spread_paths
+from .pathset import PathSet
 from .system import system_routes
 from .torus import torus_paths
 from .workers import Workers
 
 if TYPE_CHECKING:
-    from ..workloads import Demands
     from ..topology import Topology
+    from ..workloads import Demands
 
 __all__ = ["initial_columns", "INITIAL_PATHS"]
 

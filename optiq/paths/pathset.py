@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import PathError
 
 if TYPE_CHECKING:
-    from ..topology import Topology
     from numpy.typing import ArrayLike
+
+    from ..topology import Topology
 
 __all__ = ["PathSet"]
 
@@ -47,7 +47,7 @@ class PathSet:
             raise PathError("paths must be grouped by job (job ids non-decreasing)")
 
     @classmethod
-    def from_lists(cls, paths: list, jobs: ArrayLike, num_jobs: int) -> "PathSet":
+    def from_lists(cls, paths: list, jobs: ArrayLike, num_jobs: int) -> PathSet:
         """Build from a list of link-id lists and the job of each path (reordered by job, stably)."""
         jobs = np.asarray(jobs, dtype=np.int64)
         order = np.argsort(jobs, kind="stable")
@@ -56,7 +56,7 @@ class PathSet:
         return cls(jobs[order], np.concatenate(([0], np.cumsum(lengths))), flat, num_jobs)
 
     @classmethod
-    def from_csr(cls, links: ArrayLike, offsets: ArrayLike, jobs: ArrayLike, num_jobs: int) -> tuple["PathSet", np.ndarray]:
+    def from_csr(cls, links: ArrayLike, offsets: ArrayLike, jobs: ArrayLike, num_jobs: int) -> tuple[PathSet, np.ndarray]:
         """Build from paths in any job order (path ``p`` is ``links[offsets[p]:offsets[p+1]]``).
 
         Returns the path set, grouped by job (stably), and ``order``: its path ``i`` is input
@@ -118,14 +118,14 @@ class PathSet:
         """
         return float((self.link_loads(path_bytes, capacity.size) / capacity).max())
 
-    def select(self, mask: ArrayLike) -> "PathSet":
+    def select(self, mask: ArrayLike) -> PathSet:
         """The paths where ``mask`` is true (a boolean array over paths), keeping job ids."""
         keep = np.flatnonzero(mask)
         hops = self.hops[keep]
         return PathSet(self.job[keep], np.concatenate(([0], np.cumsum(hops))),
                        self.links[csr_positions(self.offsets[keep], hops)], self.num_jobs)
 
-    def unique(self) -> "PathSet":
+    def unique(self) -> PathSet:
         """The same paths without repeats of a path within its job (the first one stays).
 
         Examples

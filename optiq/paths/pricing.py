@@ -9,9 +9,8 @@ hop-limited layered Bellman-Ford of :mod:`optiq.paths.shortest`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -25,6 +24,7 @@ from .workers import Workers, block
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
+
     from ..topology import Topology
 
 __all__ = ["least_cost_paths", "min_hops"]

@@ -8,14 +8,14 @@ a ``(jobs, links)`` numpy array. With positive weights the least walk is a simpl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
+
     from ..topology import Topology
 
 __all__ = ["hop_limited_shortest_paths"]

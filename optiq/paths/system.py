@@ -28,8 +28,8 @@ from .torus import bgq_dimension_order, dimension_order_walk
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..workloads import Demands
     from ..topology import Topology
+    from ..workloads import Demands
 
 __all__ = ["system_routes", "bgq_dimension_order", "torus_routes", "dmodk_routes"]
 

@@ -13,9 +13,8 @@ per source takes a minute per round.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,8 +24,9 @@ from .pathset import PathSet
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from ..workloads import Demands
+
     from ..topology import Topology
+    from ..workloads import Demands
 
 __all__ = ["bgq_dimension_order", "dimension_order_walk", "torus_paths", "RecipePool"]
 
@@ -347,9 +347,9 @@ def torus_paths(topology: Topology, demands: Demands, k: int = 8, *, hop_slack: 
 
     With ``spread`` (the default) the paths come from a :class:`RecipePool` in ``k`` rounds
     of load-aware choice, as :func:`optiq.paths.spread_paths` does with Dijkstra but with
-    no graph search: on an 8,192-node torus, disjoint 1:8, the LP over 8 of them is 17.6 ms
-    against 16.7 ms over 8 spread paths and 23.7 ms over the first 8 recipes, in 2 s
-    instead of 11 s. Without ``spread``: every job's first ``k`` recipes, its Blue Gene/Q
+    no graph search: at scale the LP over them is nearly as good as over spread paths and far
+    better than over the first recipes, in a fraction of the time
+    (``benchmarks/whole_machine.py``). Without ``spread``: every job's first ``k`` recipes, its Blue Gene/Q
     default route first, then the other shortest dimension-ordered routes, then two-hop
     detours. Paths visit no node twice.
 

@@ -11,9 +11,8 @@ plan does not depend on the number of ranks.
 How the time splits with N ranks (S sources, one Dijkstra costs d, one restricted LP l,
 I iterations of column generation): pricing costs about ``2 I S d / N`` plus gathering the
 paths on rank 0 (a few MB per step), the LP solves ``I l`` stay on rank 0, and the
-candidates and heuristics before them stay serial too. On the full Blue Gene/Q
-(S = 3,072, d = 21 ms) one pricing step is 65 s on one rank and 65/N s on N, so beyond
-a few ranks the LP dominates.
+candidates and heuristics before them stay serial too, so beyond a few ranks the LP
+dominates (``benchmarks/whole_machine.py --ranks N``).
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ class PlanRecord:
         return out
 
     @classmethod
-    def from_dict(cls, info: dict[str, Any]) -> "PlanRecord":
+    def from_dict(cls, info: dict[str, Any]) -> PlanRecord:
         known = {f.name for f in fields(cls)} - {"extra"}
         return cls(**{k: v for k, v in info.items() if k in known},
                    extra={k: v for k, v in info.items() if k not in known})

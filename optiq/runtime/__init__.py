@@ -5,8 +5,8 @@ or from an application: :func:`alltoallv` in place of ``comm.Alltoallv`` (it pla
 time and caches), or :func:`run_plan` / :class:`Executor` with a plan made ahead.
 """
 
-from .planned_alltoallv import AlltoallvResult, alltoallv, clear_cache
 from .executor import Executor, bcast_plan, check_comm, run_plan
+from .planned_alltoallv import AlltoallvResult, alltoallv, clear_cache
 from .runner import BASELINES, RunReport, Timing, format_report, measure, predicted_time
 from .schedule import RankSchedule, Stream, compile_schedule
 from .transport import TransferResult

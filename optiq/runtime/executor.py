@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
-from typing import Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,10 +43,8 @@ def default_window(chunk_size: int, link_bw: float | None) -> int:
     :data:`PACED_SLACK_S` of a link's traffic (at least :data:`WINDOW`, at most
     :data:`MAX_DEFAULT_WINDOW` chunks), rounded to a whole number of paced messages per
     segment (:func:`~optiq.runtime.transport.paced_message_chunks`), so that no segment
-    ends in a short message. Measured on the 4x4 opt plan of ``benchmarks/executor.py``:
-    at 50 MB/s window 4 gave 1.33 x the predicted time, 16 gave 1.07; at 200 MB/s window 60
-    (two messages of 15 chunks per segment) took 0.068-0.075 s where 62 (15 + 15 + 1) took
-    0.072-0.078 s.
+    ends in a short message (a short last message costs a whole message's overhead; the
+    4x4 opt plan of ``benchmarks/executor.py`` measures both choices).
 
     Examples
     --------
@@ -190,7 +187,7 @@ class Executor:
             self.comm.Free()
             self.comm = None
 
-    def __enter__(self) -> "Executor":
+    def __enter__(self) -> Executor:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -8,15 +8,9 @@ with huge pages, and a numpy array of 8 MiB starts wherever ``malloc`` put it: 6
 forwarding slots from one huge-page-aligned region per kind, asked for huge pages
 (``MADV_HUGEPAGE``) where the system offers them.
 
-Measured with ``benchmarks/executor.py``'s jobs (8 ranks on 2 cores, 8 MiB per pair,
-two batches of 4-6 launches taken in turn, medians; ``MPI_Alltoallv`` got the same kind of
-buffers and took as long as before): the 2x2x2 all-to-all took 0.055-0.056 s instead of
-0.065-0.066 s at 1 MiB chunks and 0.044-0.060 s instead of 0.059-0.079 s at 64 KiB
-(executor / Alltoallv 0.58-0.62 instead of 0.46-0.51), the neighbour exchange
-0.0135-0.0155 s instead of 0.0177-0.0194 s (0.97-0.98 instead of 0.85-0.86), and the 4x4 opt
-replay at 200 MB/s per link (16 ranks) 1.069-1.081 x its predicted time instead of
-1.084-1.098 x. The buffers are private memory: a shared anonymous mapping is shmem, which
-got no huge pages and made ``MPI_Alltoallv`` take 0.059 s instead of 0.031 s.
+The executor's replays run faster on them (``benchmarks/executor.py``; figures in
+``benchmarks/RESULTS.md``). The buffers are private memory: a shared anonymous mapping is shmem, which
+got no huge pages and slowed ``MPI_Alltoallv`` down.
 """
 
 from __future__ import annotations

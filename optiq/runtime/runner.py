@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..plan import Plan
+from ..waiting import allreduce_asleep, start_together
 from .baseline import AlltoallvBaseline
 from .executor import Executor, predicted_time
-from ..waiting import allreduce_asleep, start_together
 from .verify import fill_send_buffers, find_mismatches
 
 if TYPE_CHECKING:

@@ -45,38 +45,10 @@ The progress loop reuses one request slot per message in flight (``Testsome`` se
 ``REQUEST_NULL`` in place) and sleeps with a growing back-off (:mod:`optiq.waiting`) as
 soon as nothing moved, so oversubscribed ranks leave the cores to the ranks with work.
 
-Measured (``benchmarks/executor.py``; 8 ranks on 2 cores, 2x2x2 all-to-all of 8 MiB
-pairs, MPICH 5), against ``MPI_Alltoallv``: one message per chunk could not beat
-0.17-0.21 s at 64 KiB whatever the loop did (every message posted at once, no Python
-between them), against 0.04-0.06 s for Alltoallv; MPI's cost per message, with its
-handshake between ranks that share cores, set the pace. Runs of chunks in messages of up
-to 4 MiB take 0.044-0.063 s, 0.55-0.63 of Alltoallv's throughput (medians of launches;
-single launches 0.43-0.68; 2 MiB messages were slower, 8 MiB no faster), and 0.85-1.19 x
-the time MPI alone takes to move every hop of the plan as one message with no Python
-between them (``benchmarks/message_floor.py``); a neighbour exchange (one hop) runs at
-0.97-1.09 of Alltoallv. The executor keeps the cores 91-97% busy with about 60 passes of
-its loop per rank and transfer: MPI's copies, 1.71 per byte of this plan against
-Alltoallv's one, are the cost, and they run faster on huge pages
-(:mod:`optiq.runtime.memory`; 0.46-0.51 of Alltoallv before). Paced, the 4x4 replays of
-``benchmarks/executor.py`` (16 ranks, timed from the moment the ranks agreed to start,
-:func:`~optiq.waiting.start_together`) take 1.00-1.05 x their predicted time at 25-100
-MB/s per link and 1.02-1.11 x at 200 MB/s.
-There the opt replay needs about all the CPU 2 cores give in its predicted 0.056 s (112
-ms): before huge pages, 114-123 ms of CPU time per run summed over the ranks, of which
-about 60 ms are MPI's copies of its 197 MiB of rank hops, 25-30 ms Python between MPI
-calls and 20-25 ms 650-950 sleeps (25-32 us of CPU each on this VM). So ranks wait for a
-core, a hop takes 1-3 ms (median) against 0.7 ms at 50 MB/s, and the last bytes of every
-path, which leave their source when the predicted time is up, still cross up to three
-forwarders.
-
-Also measured and dropped: one message per neighbour and round built from an
-``hindexed`` datatype (9.8 s: MPICH moves non-contiguous data through a pipeline that
-needs both ranks scheduled at every step); rounds of one contiguous message per chunk
-(0.6-0.9 s, the ranks fall into lockstep); spinning or yielding instead of sleeping,
-shorter or longer sleeps, or waking the receiver through a socket at every message (no
-better); paced messages of 10 ms (no better) or 2.5 ms (worse: 0.070-0.077 s against
-0.066-0.071 s at 200 MB/s); fresh forwarding memory per run (page faults cost 0.05 s a
-run, so :func:`forwarding_slots` are allocated and touched once per executor).
+Why runs of chunks and not one message per chunk, what the copies cost and which other
+designs were tried and dropped: ``benchmarks/executor.py`` against ``MPI_Alltoallv`` and
+``benchmarks/message_floor.py``, with the figures in ``benchmarks/RESULTS.md``. MPI's
+cost per message, not Python, sets the pace when ranks share cores.
 """
 
 from __future__ import annotations
@@ -101,9 +73,7 @@ _SEND, _FORWARD_RECV, _FINAL_RECV = 0, 1, 2
 PACED_BURST_S = 0.02
 #: Longest pause of a rank that has received everything and handed all its chunks to MPI,
 #: and so only waits for its own sends to complete (seconds): the receivers take the bytes
-#: within moments, and the last forwarder to notice sets the transfer's time. Opt at 200
-#: MB/s per link (``benchmarks/executor.py``, 8 launches in turn): 1.100 (1.090-1.168) x the
-#: predicted time, against 1.105 (1.089-1.147) with the usual back-off to 2 ms.
+#: within moments, and the last forwarder to notice sets the transfer's time.
 SEND_COMPLETION_POLL_S = 1e-4
 #: Paced: link time one message carries at most (seconds), so that the cost of an MPI
 #: message (a few tens of microseconds with ranks sharing cores) stays below the link time

@@ -23,11 +23,10 @@ rate). :func:`optiq.sim.fit_chunk_model` fits the model to executor runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import heapq
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,8 +36,8 @@ from ..progress import Progress, Ticker
 from ..resources import check_memory
 
 if TYPE_CHECKING:
-    from ..topology import Topology
     from ..plan import Plan
+    from ..topology import Topology
 
 #: Memory of one pending event (a tuple on the heap), bytes.
 EVENT_BYTES = 150

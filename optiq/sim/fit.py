@@ -9,9 +9,8 @@ median times, over log-scaled parameters (scipy's bounded least squares).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from .chunk import ChunkModel, simulate_chunks
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
     from pathlib import Path
+
     from ..plan import Plan
 
 __all__ = ["RunSample", "ChunkFit", "fit_chunk_model", "read_run_samples"]

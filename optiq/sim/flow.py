@@ -19,9 +19,8 @@ every flow gets exactly its rate under either sharing: the plan ends at its pred
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from ..progress import Progress, Ticker
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
+
     from ..paths import PathSet
     from ..plan import Plan
 
@@ -170,7 +170,7 @@ class _Entries:
         self.path, self.link, self.num_links = path, link, num_links
         self.by_link = np.argsort(link, kind="stable") if by_link is None else by_link
 
-    def keep(self, mask: np.ndarray) -> "_Entries":
+    def keep(self, mask: np.ndarray) -> _Entries:
         if mask.all():
             return self
         position = np.cumsum(mask) - 1

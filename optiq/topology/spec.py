@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import re
 from pathlib import Path
+from typing import Any
 
 from ..errors import OptiqError, TopologyError
 from ..units import parse_rate

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,8 +12,9 @@ from ..errors import WorkloadError
 from ..units import MAX_BYTES
 
 if TYPE_CHECKING:
-    from ..topology import Topology
     from numpy.typing import ArrayLike
+
+    from ..topology import Topology
 
 __all__ = ["Demands"]
 
@@ -102,7 +102,7 @@ class Demands:
             if bad.size:
                 topology.check_endpoint(int(arr[bad[0]]), what=f"job {bad[0]} {what}")
 
-    def with_sizes(self, nbytes: ArrayLike) -> "Demands":
+    def with_sizes(self, nbytes: ArrayLike) -> Demands:
         """The same pairs with new sizes (a scalar or one size per job)."""
         sizes = np.broadcast_to(np.asarray(nbytes), self.src.shape)
         return Demands(self.src, self.dst, sizes, self.name)

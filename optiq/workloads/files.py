@@ -32,7 +32,7 @@ def _row(row: dict, where: str) -> tuple[int, int, int]:
         raise WorkloadError(f"{where}: {exc}") from None
 
 
-def _read_csv(fh, path: Path) -> "Demands | list[tuple[int, int, int]]":
+def _read_csv(fh, path: Path) -> Demands | list[tuple[int, int, int]]:
     """The jobs of a CSV file: at once when every field is a plain integer, else row by row."""
     header = next(csv.reader([fh.readline()]), [])
     names = [name.strip().lower() for name in header]

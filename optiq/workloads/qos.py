@@ -10,11 +10,10 @@ and column generation take these effective sizes and need nothing else.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 

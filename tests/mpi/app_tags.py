@@ -12,7 +12,7 @@ from mpi4py import MPI
 
 from optiq import from_spec, make_plan
 from optiq.runtime import Executor
-from optiq.workloads import random_pairing, constant_ratio
+from optiq.workloads import constant_ratio, random_pairing
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
