@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from optiq.units import parse_size
+from optiq.utils.units import parse_size
 
 
 def mpiexec() -> str:

@@ -58,9 +58,9 @@ def worker(args) -> None:
     """Under mpiexec: every measurement of one launch; rank 0 prints one JSON line."""
     from mpi4py import MPI
 
+    from optiq.mpi.waiting import allreduce_asleep, start_together
     from optiq.runtime import alltoallv
     from optiq.runtime.memory import huge_page_buffer
-    from optiq.waiting import allreduce_asleep, start_together
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -133,7 +133,7 @@ def worker(args) -> None:
 
 
 def main() -> None:
-    from optiq.units import parse_rate, parse_size
+    from optiq.utils.units import parse_rate, parse_size
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="8MiB", help="bytes per pair of the disjoint pattern (default 8MiB)")

@@ -39,7 +39,7 @@ import numpy as np
 
 from optiq import Demands, from_spec, make_plan
 from optiq.planner import planner_named
-from optiq.units import parse_rate, parse_size
+from optiq.utils.units import parse_rate, parse_size
 from optiq.workloads import constant_ratio
 
 

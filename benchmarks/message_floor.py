@@ -26,10 +26,10 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+from optiq.mpi.waiting import allreduce_asleep, start_together, wait_all
 from optiq.plan import load_plan
 from optiq.runtime import compile_schedule
 from optiq.runtime.memory import job_buffers
-from optiq.waiting import allreduce_asleep, start_together, wait_all
 
 
 def main() -> None:

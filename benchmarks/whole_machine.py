@@ -88,7 +88,7 @@ def main() -> None:
         name, method, limit = args.one
         comm = None
         try:
-            from optiq.launch import world
+            from optiq.mpi.launch import world
             comm = world()
         except ImportError:
             pass

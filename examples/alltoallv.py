@@ -21,7 +21,7 @@ import numpy as np
 from mpi4py import MPI
 
 import optiq
-from optiq.units import parse_rate, parse_size
+from optiq.utils.units import parse_rate, parse_size
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--link-bw", default="100MB/s", help="emulated link bandwidth (default 100MB/s)")

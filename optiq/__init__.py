@@ -18,7 +18,7 @@ from .errors import (
     TopologyError,
     WorkloadError,
 )
-from .metrics import Metrics, plan_metrics
+from .metrics.compute import Metrics, plan_metrics
 from .plan import Plan, load_plan
 from .planner import METHODS, make_plan
 from .runtime import alltoallv

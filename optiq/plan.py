@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from .errors import OptiqError, PlanError
-from .jsonfile import write_json
 from .paths import PathSet
 from .topology import Topology, from_spec
-from .units import MAX_BYTES
+from .utils.jsonfile import write_json
+from .utils.units import MAX_BYTES
 from .workloads import Demands
 
 __all__ = ["Plan", "load_plan", "PLAN_FORMAT", "PLAN_VERSION", "DEFAULT_CHUNK_SIZE"]

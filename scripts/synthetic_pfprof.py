@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from optiq.units import parse_size
+from optiq.utils.units import parse_size
 from optiq.workloads.traffic import milc_traffic, nas_cg_traffic, write_pfprof
 
 

@@ -290,8 +290,8 @@ def test_a_failing_rank_stops_every_rank(tmp_path, mode):
 
 
 def test_the_run_report_follows_the_shared_schema(tmp_path):
-    from optiq.runs import REPORT_KEYS, TIMING_KEYS, read_run_record
     from optiq.runtime import RunReport, Timing
+    from optiq.sim.runs import REPORT_KEYS, TIMING_KEYS, read_run_record
 
     timing = Timing("optiq opt", [0.5, 0.25, 0.75], 1000, True)
     report = RunReport(method="opt", topology="torus 2x2", plan_fingerprint="f" * 16, ranks=4, jobs=2, paths=3,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from optiq.errors import OptiqError, WorkloadError
-from optiq.units import parse_size
+from optiq.utils.units import parse_size
 from optiq.workloads import (
     Demands,
     cesm_coupling,

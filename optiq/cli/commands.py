@@ -1,6 +1,6 @@
 """One function per ``optiq`` subcommand: read the parsed arguments, call the library, print.
 
-``optiq run`` is :func:`optiq.runtime.launcher.replay`. The work itself is in the library;
+``optiq run`` is :func:`optiq.cli.launcher.replay`. The work itself is in the library;
 what is here is turning options into calls and results into lines.
 """
 
@@ -16,14 +16,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import OptiqError
-from ..jsonfile import check_directory, check_writable, dumps, write_results
-from ..launch import abort_on_failure, need_mpi, together, world
-from ..metrics import plan_metrics
+from ..metrics.compute import plan_metrics
+from ..metrics.tables import jobs_table, links_table, metrics_table
+from ..mpi.launch import abort_on_failure, need_mpi, together, world
 from ..plan import load_plan
 from ..planner import METHODS, compare_methods, make_plan
-from ..progress import heartbeat
-from ..report import jobs_table, links_table, metrics_table
-from ..runtime import launcher
 from ..sim import (
     ChunkModel,
     fit_chunk_model,
@@ -34,7 +31,9 @@ from ..sim import (
     simulate_flows,
 )
 from ..topology import from_spec
-from ..units import parse_size
+from ..utils.jsonfile import check_directory, check_writable, dumps, write_results
+from ..utils.progress import heartbeat
+from ..utils.units import parse_size
 from ..workloads import (
     PATTERNS,
     constant_ratio,
@@ -49,6 +48,7 @@ from ..workloads import (
     read_qos,
     read_traffic,
 )
+from . import launcher
 from .parser import TRACE_OPTIONS
 
 if TYPE_CHECKING:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from ..launch import command_main
+from ..mpi.launch import command_main
+from .argtypes import UsageError
 from .commands import COMMANDS
 from .parser import build_parser
-from .types import UsageError
 
 __all__ = ["main"]
 

@@ -11,12 +11,12 @@ from ..lp import DEFAULT_SOLVER, LP_SOLVERS
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK
 from ..plan import DEFAULT_CHUNK_SIZE
 from ..planner import CANDIDATE_KINDS, METHODS
-from ..runtime import launcher
 from ..sim import SHARING, ChunkModel
 from ..sim.flow import DEFAULT_BATCH
 from ..topology.spec import SPEC_HELP
 from ..workloads import PATTERNS, SELECTIONS
-from . import types
+from . import argtypes as types
+from . import launcher
 
 if TYPE_CHECKING:
     from typing import Any

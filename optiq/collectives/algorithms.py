@@ -14,7 +14,7 @@ Scratch space is kept between calls (:func:`_scratch`): allocating and freeing m
 buffers on every call maps and unmaps memory, which slowed the shared-memory transfers of
 MPICH (single-copy, through the other process's pages).
 
-Waiting is polite (:func:`optiq.waiting.wait_all`): MPI's blocking waits spin and, with
+Waiting is polite (:func:`optiq.mpi.waiting.wait_all`): MPI's blocking waits spin and, with
 more ranks than cores, would take the CPU from the ranks that still have work. The cost of
 each algorithm is modelled in :mod:`optiq.collectives.cost`.
 """
@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import OptiqError
 from ..mpi.comms import private_comm
-from ..waiting import wait_all
+from ..mpi.waiting import wait_all
 from .cost import algorithms, parse_hierarchy
 
 if TYPE_CHECKING:

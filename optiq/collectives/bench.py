@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import OptiqError
-from ..waiting import allreduce_asleep, start_together
+from ..mpi.waiting import allreduce_asleep, start_together
 from .algorithms import allreduce, exchange
 from .cost import algorithms
 from .fit import Sample

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import OptiqError
-from ..jsonfile import read_tagged, write_tagged
+from ..utils.jsonfile import read_tagged, write_tagged
 
 if TYPE_CHECKING:
     from typing import Any

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PlanError
-from ..progress import Progress, Ticker
+from ..utils.progress import Progress, Ticker
 from .common import job_candidates
 
 if TYPE_CHECKING:

@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import SolverError
+from ..mpi.workers import Workers
 from ..paths import PathSet, least_cost_paths, min_hops, system_routes
 from ..paths.pathset import csr_positions, path_key
-from ..paths.workers import Workers
 from .highs_lp import solve_lp
 from .restricted import RestrictedLP
 from .solution import FIRST_ORDER, LPStatus

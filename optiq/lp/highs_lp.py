@@ -10,7 +10,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 
 from ..errors import SolverError
-from ..progress import Progress, heartbeat
+from ..utils.progress import Progress, heartbeat
 from .scaling import lp_coefficients
 from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options, highs_status, silent_highs
 

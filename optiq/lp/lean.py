@@ -30,13 +30,13 @@ import numpy as np
 
 from ..paths import PathSet, least_cost_paths, min_hops
 from ..paths.pathset import path_key
-from ..progress import heartbeat
+from ..utils.progress import heartbeat
 from .solution import LPStatus, highs_status, silent_highs
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..paths.workers import Workers
+    from ..mpi.workers import Workers
     from ..topology import Topology
     from ..workloads import Demands
 

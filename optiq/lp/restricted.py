@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import SolverError
 from ..paths.pathset import csr_positions
-from ..progress import Progress, heartbeat
+from ..utils.progress import Progress, heartbeat
 from .solution import FIRST_ORDER, LPStatus, highs_options, highs_status, silent_highs
 
 if TYPE_CHECKING:

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PathError
+from ..mpi.workers import Workers
 from .pathset import PathSet, path_key
 from .pricing import least_cost_paths, min_hops
 from .shortest import hop_limited_shortest_paths
-from .workers import Workers
 
 if TYPE_CHECKING:
     from ..topology import Topology

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..mpi.workers import Workers
 from .candidates import spread_paths
 from .pathset import PathSet
 from .system import system_routes
 from .torus import torus_paths
-from .workers import Workers
 
 if TYPE_CHECKING:
     from ..topology import Topology

@@ -17,10 +17,10 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from ..errors import PathError
-from ..progress import Progress, Ticker
+from ..mpi.workers import Workers, block
+from ..utils.progress import Progress, Ticker
 from .regions import region_tree_paths
 from .shortest import hop_limited_shortest_paths
-from .workers import Workers, block
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -77,7 +77,7 @@ def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike,
     what : str
         How progress names this search.
     workers : Workers, optional
-        Spread the sources over MPI ranks (:class:`optiq.paths.workers.Workers`); the
+        Spread the sources over MPI ranks (:class:`optiq.mpi.workers.Workers`); the
         answer is the same for any number of ranks.
     regions : bool
         On tori and meshes, search every source's Dijkstra only over the nodes its jobs'

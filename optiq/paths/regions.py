@@ -24,8 +24,8 @@ from scipy.sparse.csgraph import dijkstra
 from ..errors import PathError
 
 if TYPE_CHECKING:
-    from ..progress import Ticker
     from ..topology import Topology
+    from ..utils.progress import Ticker
 
 __all__ = ["region_tree_paths", "region_nodes"]
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PathError
-from ..progress import Progress, Ticker
+from ..utils.progress import Progress, Ticker
 from .pathset import PathSet
 
 if TYPE_CHECKING:

@@ -10,11 +10,11 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..lp import cut_lower_bound
+from ..mpi.workers import Workers
 from ..paths import PathSet, system_routes
-from ..paths.workers import Workers
 from ..plan import DEFAULT_CHUNK_SIZE, Plan
-from ..resources import PLAN_BYTES_PER_ENTRY, check_memory
 from ..topology import Topology
+from ..utils.resources import PLAN_BYTES_PER_ENTRY, check_memory
 from ..workloads import Demands
 from ..workloads.qos import QoSClasses
 from .methods import PLANNERS, CandidatePlanner, Context, Planner, SystemRoutes, planner_named

@@ -31,8 +31,8 @@ from ..heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, 
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGStatus, column_generation
 from ..lp.lean import lean_plan
+from ..mpi.workers import Workers
 from ..paths import PathSet, diverse_paths, spread_paths, torus_paths, valiant_paths
-from ..paths.workers import Workers
 from ..topology import Topology
 from ..workloads import Demands
 from .record import PlanRecord

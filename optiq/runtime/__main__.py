@@ -2,7 +2,7 @@
 
 import sys
 
-from .launcher import main
+from ..cli.launcher import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..mpi.waiting import sleep_until
 from ..plan import Plan
-from ..waiting import sleep_until
 from .memory import huge_page_buffer
 
 if TYPE_CHECKING:

@@ -221,7 +221,7 @@ class Executor:
         timeout : float
             Seconds before the transfer is abandoned with :class:`TransferError`.
         start_at : float, optional
-            The moment the ranks agreed to start at (:func:`~optiq.waiting.start_together`):
+            The moment the ranks agreed to start at (:func:`~optiq.mpi.waiting.start_together`):
             the emulated links earn their bytes from it and the elapsed time counts from it.
             By default, when the call begins.
 

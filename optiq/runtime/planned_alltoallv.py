@@ -62,10 +62,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptiqError, ParameterError, TransferError
-from ..launch import together
+from ..mpi.launch import together
+from ..mpi.waiting import allreduce_asleep, start_together, wait_politely
 from ..plan import Plan
 from ..topology import Topology, from_spec
-from ..waiting import allreduce_asleep, start_together, wait_politely
 from .executor import Executor
 from .ranklevel import RankNetwork, host_demands_of, rank_plan
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..mpi.waiting import allreduce_asleep, start_together
 from ..plan import Plan
-from ..waiting import allreduce_asleep, start_together
 from .baseline import AlltoallvBaseline
 from .executor import Executor, predicted_time
 from .verify import fill_send_buffers, find_mismatches
@@ -96,7 +96,7 @@ class RunReport:
         return self.plan.median_s / self.predicted_time_s if self.predicted_time_s > 0 else float("nan")
 
     def to_dict(self) -> dict:
-        """The report as :data:`optiq.runs.REPORT_KEYS` say."""
+        """The report as :data:`optiq.sim.runs.REPORT_KEYS` say."""
         out = {"method": self.method, "topology": self.topology, "plan_fingerprint": self.plan_fingerprint,
                "ranks": self.ranks, "jobs": self.jobs,
                "paths": self.paths, "chunk_size": self.chunk_size, "window": self.window,
@@ -117,7 +117,7 @@ def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: 
     """Run the plan ``warmup + repeat`` times (and the baseline likewise); all ranks call it.
 
     Every repeat starts at a moment the ranks agree on after a barrier
-    (:func:`~optiq.waiting.start_together`); its time runs from that moment to the end of the
+    (:func:`~optiq.mpi.waiting.start_together`); its time runs from that moment to the end of the
     slowest rank. The report is the same on every rank.
 
     Raises

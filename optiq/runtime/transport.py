@@ -42,7 +42,7 @@ and the plan keeps its predicted time (:func:`optiq.sim.simulate_flows` with
 behind.
 
 The progress loop reuses one request slot per message in flight (``Testsome`` sets it to
-``REQUEST_NULL`` in place) and sleeps with a growing back-off (:mod:`optiq.waiting`) as
+``REQUEST_NULL`` in place) and sleeps with a growing back-off (:mod:`optiq.mpi.waiting`) as
 soon as nothing moved, so oversubscribed ranks leave the cores to the ranks with work.
 
 Why runs of chunks and not one message per chunk, what the copies cost and which other
@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TransferError
-from ..waiting import idle_pause, sleep_until
+from ..mpi.waiting import idle_pause, sleep_until
 from .memory import job_buffers
 from .schedule import RankSchedule
 
@@ -273,7 +273,7 @@ class Transfer:
         ----------
         start_at : float, optional
             The :func:`time.perf_counter` moment the ranks agreed to start at
-            (:func:`~optiq.waiting.start_together`): nothing moves before it, links earn
+            (:func:`~optiq.mpi.waiting.start_together`): nothing moves before it, links earn
             their bytes from it and the elapsed time counts from it. By default, now.
 
         Raises

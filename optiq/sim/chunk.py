@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PlanError
-from ..jsonfile import read_tagged, write_tagged
-from ..progress import Progress, Ticker
-from ..resources import check_memory
+from ..utils.jsonfile import read_tagged, write_tagged
+from ..utils.progress import Progress, Ticker
+from ..utils.resources import check_memory
 
 if TYPE_CHECKING:
     from ..plan import Plan

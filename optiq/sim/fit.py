@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PlanError
-from ..runs import read_run_record
 from .chunk import ChunkModel, simulate_chunks
+from .runs import read_run_record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PlanError
-from ..progress import Progress, Ticker
+from ..utils.progress import Progress, Ticker
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike

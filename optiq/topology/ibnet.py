@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import OptiqError, TopologyError
-from ..units import parse_rate
+from ..utils.units import parse_rate
 from .base import Topology
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OptiqError, TopologyError
-from ..units import parse_rate
+from ..utils.units import parse_rate
 from .base import Topology
 from .dragonfly import balanced_dragonfly, dragonfly
 from .fattree import cluster, kary_ntree

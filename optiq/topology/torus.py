@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import TopologyError
-from ..resources import TOPOLOGY_BYTES_PER_LINK, check_memory
+from ..utils.resources import TOPOLOGY_BYTES_PER_LINK, check_memory
 from .base import Topology
 
 __all__ = ["torus", "mesh", "bgq", "BGQ_SHAPES", "BGQ_LINK_BANDWIDTH"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import WorkloadError
-from ..units import MAX_BYTES
+from ..utils.units import MAX_BYTES
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike

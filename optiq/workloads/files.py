@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OptiqError, WorkloadError
-from ..units import parse_size
+from ..utils.units import parse_size
 from .demands import Demands
 
 __all__ = ["read_demands", "write_demands"]

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import WorkloadError
-from ..resources import check_memory
+from ..utils.resources import check_memory
 
 __all__ = ["nas_cg_traffic", "milc_traffic", "read_traffic", "read_pfprof", "read_traffic_matrix",
            "read_rank_triples", "write_pfprof"]

@@ -1,10 +1,10 @@
-"""Run under mpiexec: the waits of :mod:`optiq.waiting` on any communicator.
+"""Run under mpiexec: the waits of :mod:`optiq.mpi.waiting` on any communicator.
 
 Ranks arrive 0-60 ms apart, on COMM_WORLD and on a split of it.
-- :func:`~optiq.waiting.start_together` is a barrier that agrees on a start: every rank
+- :func:`~optiq.mpi.waiting.start_together` is a barrier that agrees on a start: every rank
   of the communicator gets the same moment, after the last one arrived, and none leaves
   before it (the ranks share a node, so ``time.perf_counter`` is one clock).
-- :func:`~optiq.waiting.allreduce_asleep` gives the maximum and the minimum over the
+- :func:`~optiq.mpi.waiting.allreduce_asleep` gives the maximum and the minimum over the
   communicator, and the ranks that wait never yield the CPU (they sleep instead).
 Exit code 0 and "ok" on rank 0 if so.
 """
@@ -14,7 +14,7 @@ import time
 
 from mpi4py import MPI
 
-from optiq.waiting import allreduce_asleep, start_together
+from optiq.mpi.waiting import allreduce_asleep, start_together
 
 world = MPI.COMM_WORLD
 failures = []
@@ -42,7 +42,7 @@ for comm in (world, world.Split(world.Get_rank() % 2, 0)):
         failures.append(f"rank {world.Get_rank()}: the ranks agreed on different starts")
 
     time.sleep(0.02 * (rank % 4))
-    os.sched_yield = counting_yield  # what optiq.waiting calls to yield
+    os.sched_yield = counting_yield  # what optiq.mpi.waiting calls to yield
     try:
         got = (allreduce_asleep(comm, rank + 0.5, MPI.MAX), allreduce_asleep(comm, rank + 0.5, MPI.MIN))
     finally:

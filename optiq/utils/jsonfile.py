@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import OptiqError, OutputError
+from ..errors import OptiqError, OutputError
 
 __all__ = ["dumps", "write_json", "write_results", "check_writable", "check_directory", "write_tagged", "read_tagged"]
 

@@ -6,7 +6,7 @@ import math
 import re
 from decimal import Decimal
 
-from .errors import OptiqError
+from ..errors import OptiqError
 
 #: Every byte count must be below this (it is summed and indexed as a 64-bit integer).
 MAX_BYTES = 2**63 - 1

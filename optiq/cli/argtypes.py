@@ -2,7 +2,7 @@
 
 Both ``optiq`` (:mod:`optiq.cli`) and ``python -m optiq.runtime`` parse with :class:`Parser`,
 so a usage mistake is one ``optiq: error:`` line (rank 0 alone under ``mpiexec``) and exit
-code 2 (:func:`optiq.launch.command_main`), and values such as ``-5MB/s`` reach their
+code 2 (:func:`optiq.mpi.launch.command_main`), and values such as ``-5MB/s`` reach their
 option's check instead of being taken for an option.
 """
 
@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import OptiqError
-from .launch import world_rank
-from .units import parse_rate, parse_size
+from ..errors import OptiqError
+from ..mpi.launch import world_rank
+from ..utils.units import parse_rate, parse_size
 
 if TYPE_CHECKING:
     from typing import NoReturn

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .paths import forwarding_ranks
+from ..paths import forwarding_ranks
 
 if TYPE_CHECKING:
-    from .plan import Plan
+    from ..plan import Plan
 
 __all__ = ["Metrics", "plan_metrics"]
 
@@ -105,7 +105,7 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
     bound, note = _checked_bound(p, predicted) if check_bound else (float(p.lower_bound_time_s), "")
     fair_s = None
     if fair:
-        from .sim import simulate_flows
+        from ..sim import simulate_flows
 
         fair_s = simulate_flows(p, "equal", progress=progress).completion_time_s
     default = p.info.get("default_time_s")
@@ -126,7 +126,7 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
 
 def _default_time(plan: Plan) -> float:
     """The busiest link's time when the plan's jobs take the machine's default routes."""
-    from .paths import system_routes
+    from ..paths import system_routes
 
     routes = system_routes(plan.topology, plan.demands)
     return routes.busiest_link_time(plan.demands.nbytes.astype(float), plan.topology.capacity)
@@ -134,7 +134,7 @@ def _default_time(plan: Plan) -> float:
 
 def _checked_bound(plan, predicted_s: float) -> tuple[float, str]:
     """The larger of the recomputed cut bound and the plan's stored bound, if that one holds."""
-    from .lp.bounds import cut_lower_bound
+    from ..lp.bounds import cut_lower_bound
 
     cut = cut_lower_bound(plan.topology, plan.demands).time_s
     stored = float(plan.lower_bound_time_s)

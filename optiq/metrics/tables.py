@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .metrics import Metrics
+from .compute import Metrics
 
 if TYPE_CHECKING:
-    from .plan import Plan
+    from ..plan import Plan
 
 __all__ = ["metrics_table", "links_table", "jobs_table"]
 

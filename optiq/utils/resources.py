@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import OptiqError
+from ..errors import OptiqError
 
 __all__ = ["ResourceError", "available_memory", "check_memory", "TOPOLOGY_BYTES_PER_LINK", "PLAN_BYTES_PER_ENTRY"]
 

@@ -1,6 +1,6 @@
 """``optiq run`` and ``python -m optiq.runtime``: replay a plan file on every rank of ``mpiexec``.
 
-The launch protocol (:mod:`optiq.launch`): every rank parses the same arguments; the checks
+The launch protocol (:mod:`optiq.mpi.launch`): every rank parses the same arguments; the checks
 before the transfer (the ``--json`` file, the plan, the rank count) fail together on every
 rank; a rank failing during the transfer prints its message and aborts them all.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import argtypes
-from ..jsonfile import check_writable, write_results
-from ..launch import abort_on_failure, command_main, need_mpi, together
-from .runner import BASELINES
+from ..mpi.launch import abort_on_failure, command_main, need_mpi, together
+from ..runtime.runner import BASELINES
+from ..utils.jsonfile import check_writable, write_results
+from . import argtypes
 
 __all__ = ["add_arguments", "replay", "main", "MANY_CHUNKS"]
 
@@ -47,8 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def replay(args: argparse.Namespace) -> int:
     """Replay ``args.plan`` on ``COMM_WORLD``; the exit code (1 if verification failed)."""
     MPI = need_mpi("optiq run")
-    from .executor import bcast_plan, check_comm
-    from .runner import format_report, measure, predicted_time
+    from ..runtime.executor import bcast_plan, check_comm
+    from ..runtime.runner import format_report, measure, predicted_time
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()

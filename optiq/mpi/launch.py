@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
-from .errors import OptiqError
+from ..errors import OptiqError
 
 if TYPE_CHECKING:
     from typing import Any

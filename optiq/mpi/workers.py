@@ -5,7 +5,7 @@ every round of candidates and every pricing step of column generation. :class:`W
 gives each rank a contiguous block of the distinct sources of a search: rank 0 (the
 leader) runs the planner and hands every search to the others, which answer until the
 leader closes them. Waiting ranks sleep between tests of a request instead of spinning
-(:mod:`optiq.waiting`), so they leave the cores to the leader's LP solver. Each block is computed exactly as a serial run computes it, so the
+(:mod:`optiq.mpi.waiting`), so they leave the cores to the leader's LP solver. Each block is computed exactly as a serial run computes it, so the
 plan does not depend on the number of ranks.
 
 How the time splits with N ranks (S sources, one Dijkstra costs d, one restricted LP l,
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..waiting import wait_politely
+from .waiting import wait_politely
 
 __all__ = ["Workers", "block"]
 

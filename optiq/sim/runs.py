@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import PlanError
+from ..errors import PlanError
 
 __all__ = ["REPORT_KEYS", "TIMING_KEYS", "RunRecord", "read_run_record"]
 
