@@ -1,17 +1,28 @@
-"""Plans for whole machines: column generation against the fixed-k LP and Heuristic 2, side by side.
+"""Plans for whole machines, lean plans, fair sharing and the fat-tree study, side by side.
 
-Every (instance, method) runs in its own process, so the peak memory printed is that run's
-(``ru_maxrss``). Per instance it prints nodes, jobs, the plan's paths, wall time, completion
-time, best proven bound, gap and peak memory of ``opt``, and the completion-time ratios of
-the fixed-k LP and of Heuristic 2 (over the same candidates) to ``opt``. Then, for the
-8,192-node disjoint instance, ``opt --time-limit 20`` against the fixed LP over 8 spread
-candidates, and for the 49,152-node machine every fast method end to end.
+Parts (``--parts``, all by default), each heavy run in its own process so that the peak
+memory printed is that run's (``ru_maxrss``):
 
-    python benchmarks/whole_machine.py [--instances bgq1024,t8192,t8192pair0,t8192pair1,t8192pair2,bgq49152]
-        [--ranks N] [--limit-8k 60] [--limit-49k 900]
+``opt``      ``opt`` (serial, lean step off: the time is what is measured) on the
+             8,192-node torus (``--limit-8k``, 30 s) and the full Blue Gene/Q
+             (``--limit-49k``, 600 s), gap target 1%: wall time, completion time, best
+             proven bound, gap, peak memory, iterations and one iteration's split (pricing,
+             LP, the rest), and the fixed LP over 8 candidates and Heuristic 2 beside it.
+``pricing``  One pricing step (every job's cheapest path under one price vector) searched
+             over the whole graph, as column generation did before, and within the jobs'
+             regions (:mod:`optiq.paths.regions`), on both machines: seconds and the ratio.
+``lean``     Hop-bytes of ``opt`` without and with the lean step, the lean step's proven
+             least hop-bytes at that time, and the minimal routes' hop-bytes (every job on
+             a shortest route: the fewest at any time), on bgq:1024 and the 4x4 demo.
+``fair``     ``fair_time_s / predicted_time_s`` (the flow simulator with max-min fair
+             sharing) of default, heu2 and opt on bgq:1024, with and without paced paths.
+``fattree``  The fat-tree study (CG and MILC, built in and as synthetic PFProf traces):
+             the busiest link of dynamic routing over D-mod-K's.
 
-``--ranks N`` runs ``opt`` under ``mpiexec -n N`` (pricing spread over N ranks) and also
-serially, and prints the speed-up.
+    python benchmarks/whole_machine.py [--parts opt,pricing,lean,fair,fattree]
+        [--limit-8k 30] [--limit-49k 600] [--ranks N]
+
+``--ranks N`` also runs ``opt`` under ``mpiexec -n N`` (pricing spread over N ranks).
 """
 
 from __future__ import annotations
@@ -21,107 +32,228 @@ import json
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-GAP = {"bgq49152": 0.02}
-SIZES = {"bgq1024": "bgq:1024", "bgq49152": "bgq:49152"}
+INSTANCES = {"bgq1024": "bgq:1024", "t8192": "torus:8x8x8x8x2", "bgq49152": "bgq:49152"}
 
 
 def instance(name: str):
     from optiq import from_spec
-    from optiq.workloads import constant_ratio, random_pairing
+    from optiq.workloads import constant_ratio
 
-    spec = SIZES.get(name, "torus:8x8x8x8x2")
-    topology = from_spec(spec)
-    demands = constant_ratio(topology.num_endpoints, "disjoint")
-    if name.startswith("t8192pair"):
-        demands = random_pairing(demands, seed=int(name.removeprefix("t8192pair")))
-    return topology, demands
+    topology = from_spec(INSTANCES[name])
+    return topology, constant_ratio(topology.num_endpoints, "disjoint")
 
 
-def run_one(name: str, method: str, limit: float | None, comm=None) -> dict:
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_opt(name: str, limit: float, comm=None) -> dict:
     from optiq import make_plan
-    from optiq.planner import make_candidates, planner_named
 
     topology, demands = instance(name)
     start = time.perf_counter()
-    if method == "opt":
-        plan = make_plan(topology, demands, "opt", gap=GAP.get(name, 0.01), time_limit=limit, comm=comm)
-    elif method in ("lp", "heu2-same"):
-        kind = "torus" if topology.num_nodes > 16384 else "spread"
-        candidates = make_candidates(topology, demands, 8, kind)
-        if method == "lp":
-            solver = "hipdlp" if topology.num_nodes > 16384 else "ipm-nox"  # interior point takes >10 min at 49k
-            plan = make_plan(topology, demands, "lp", candidates=candidates, solver=solver, time_limit=limit)
-        else:
-            plan = make_plan(topology, demands, "heu2", candidates=candidates)
-    else:
-        plan = make_plan(topology, demands, planner_named(method, k=8)[0])
+    plan = make_plan(topology, demands, "opt", gap=0.01, time_limit=limit, lean=False, comm=comm)
     wall = time.perf_counter() - start
-    return {"instance": name, "method": method, "nodes": topology.num_nodes, "jobs": demands.num_jobs,
-            "paths": plan.paths.num_paths, "wall_s": wall, "time_s": plan.predicted_time_s,
-            "bound_s": plan.lower_bound_time_s, "gap": 1 - plan.lower_bound_time_s / plan.predicted_time_s,
-            "status": plan.info.get("cg_status", ""), "iterations": plan.info.get("iterations", 0),
-            "ranks": plan.info["timings"]["ranks"], "peak_MiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    t = plan.info["timings"]
+    iters = max(plan.info.get("iterations", 0), 1)
+    cg_s = t.get("plan_s", wall) - t.get("paths_s", 0.0)
+    return {"wall_s": wall, "time_s": plan.predicted_time_s, "bound_s": plan.lower_bound_time_s,
+            "gap": 1 - plan.lower_bound_time_s / plan.predicted_time_s, "iterations": plan.info.get("iterations", 0),
+            "status": plan.info.get("cg_status", ""), "paths": plan.paths.num_paths, "jobs": demands.num_jobs,
+            "initial_s": t.get("paths_s", 0.0), "iter_s": cg_s / iters, "price_s": t.get("price_s", 0.0) / iters,
+            "lp_s": t.get("lp_s", 0.0) / iters, "peak_MiB": peak_mib()}
 
 
-def child(name: str, method: str, limit: float | None, ranks: int = 1) -> dict:
-    argv = [sys.executable, __file__, "--one", name, method, str(limit or 0)]
-    if ranks > 1:
-        argv = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(ranks), *argv]
-    out = subprocess.run(argv, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"{name} {method} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def run_fixed(name: str, method: str) -> dict:
+    from optiq import make_plan
+    from optiq.planner import make_candidates
+
+    topology, demands = instance(name)
+    start = time.perf_counter()
+    kind = "torus" if topology.num_nodes > 16384 else "spread"
+    candidates = make_candidates(topology, demands, 8, kind)
+    if method == "lp":
+        plan = make_plan(topology, demands, "lp", candidates=candidates,
+                         solver="hipdlp" if topology.num_nodes > 16384 else "ipm-nox")
+    else:
+        plan = make_plan(topology, demands, "heu2", candidates=candidates)
+    return {"wall_s": time.perf_counter() - start, "time_s": plan.predicted_time_s, "peak_MiB": peak_mib()}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--instances", default="bgq1024,t8192,t8192pair0,t8192pair1,t8192pair2,bgq49152")
-    ap.add_argument("--ranks", type=int, default=1, help="also run opt under mpiexec -n RANKS")
-    ap.add_argument("--limit-8k", type=float, default=60.0, help="opt time limit up to 8,192 nodes (s)")
-    ap.add_argument("--limit-49k", type=float, default=900.0, help="opt time limit at 49,152 nodes (s)")
-    ap.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.one:
-        name, method, limit = args.one
+def run_pricing(name: str) -> dict:
+    import numpy as np
+
+    from optiq.paths import least_cost_paths, min_hops
+
+    topology, demands = instance(name)
+    hop_limit = min_hops(topology, demands.src, demands.dst) + 2
+    cost = (1.0 + np.random.default_rng(0).random(topology.num_links)) / topology.capacity
+    out = {}
+    for regions in (False, True):
+        start = time.perf_counter()
+        _, path_cost, _ = least_cost_paths(topology, demands.src, demands.dst, cost, hop_limit, too_long="penalty",
+                                           regions=regions)
+        out["regions" if regions else "full"] = time.perf_counter() - start
+        out["cost_" + ("regions" if regions else "full")] = float(path_cost.sum())
+    return out
+
+
+def run_lean(name: str) -> dict:
+    from optiq import from_spec, make_plan
+    from optiq.paths import min_hops
+    from optiq.workloads import constant_ratio
+
+    if name == "demo4x4":
+        topology = from_spec("torus:4x4")
+        demands = constant_ratio(16, "disjoint", nbytes=8 * 2**20, num_sources=2, ratio=4)
+    else:
+        topology, demands = instance(name)
+    plain = make_plan(topology, demands, "opt", lean=False)
+    lean = make_plan(topology, demands, "opt")
+    hop_bytes = lambda p: float((p.path_bytes * p.paths.hops).sum())  # noqa: E731
+    minimal = float(demands.nbytes.astype(float) @ min_hops(topology, demands.src, demands.dst))
+    info = lean.info.get("lean", {})
+    return {"time_plain_s": plain.predicted_time_s, "time_lean_s": lean.predicted_time_s,
+            "hop_bytes_plain": hop_bytes(plain), "hop_bytes_lean": hop_bytes(lean),
+            "hop_bytes_bound": info.get("hop_bytes_bound", float("nan")), "lean_status": info.get("status", ""),
+            "lean_s": lean.info["timings"].get("lean_s", 0.0), "minimal": minimal}
+
+
+def run_fair() -> list[dict]:
+    from optiq import make_plan
+    from optiq.sim import simulate_flows
+
+    topology, demands = instance("bgq1024")
+    rows = []
+    for method in ("default", "heu2", "opt"):
+        plan = make_plan(topology, demands, method)
+        row = {"method": method, "predicted_s": plan.predicted_time_s}
+        for paced in (False, True):
+            row["paced" if paced else "unpaced"] = simulate_flows(plan, "equal", pace_paths=paced).completion_time_s
+        rows.append(row)
+    return rows
+
+
+def run_fattree() -> list[dict]:
+    from optiq.experiments.fattree_study import fattree_study
+
+    rows = [dict(r, source="built-in") for r in fattree_study(False, lambda m: None)]
+    script = Path(__file__).parent.parent / "scripts" / "synthetic_pfprof.py"
+    with tempfile.TemporaryDirectory() as tmp:
+        for app in ("cg", "milc"):
+            trace = Path(tmp) / f"{app}.tgz"
+            subprocess.run([sys.executable, str(script), app, str(trace)], check=True, capture_output=True)
+            rows += [dict(r, source="PFProf trace") for r in fattree_study(False, lambda m: None, traffic=str(trace))]
+    return rows
+
+
+def one(kind: str, *args: str) -> object:
+    if kind == "opt":
         comm = None
         try:
             from optiq.mpi.launch import world
             comm = world()
         except ImportError:
             pass
-        result = run_one(name, method, float(limit) or None, comm)
-        if comm is None or comm.Get_rank() == 0:
+        result = run_opt(args[0], float(args[1]), comm)
+        return None if comm is not None and comm.Get_rank() != 0 else result
+    return {"fixed": lambda: run_fixed(*args), "pricing": lambda: run_pricing(*args), "lean": lambda: run_lean(*args),
+            "fair": run_fair, "fattree": run_fattree}[kind]()
+
+
+def child(kind: str, *args: str, ranks: int = 1):
+    argv = [sys.executable, __file__, "--one", kind, *args]
+    if ranks > 1:
+        argv = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(ranks), *argv]
+    out = subprocess.run(argv, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{kind} {args} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def part_opt(args) -> None:
+    print("== opt, serial, gap target 1%, lean step off (times per iteration: pricing runs beside the LP)")
+    print(f"{'instance':9} {'limit s':>7} {'wall s':>7} {'iters':>5} {'time ms':>9} {'bound ms':>9} {'gap':>6} "
+          f"{'peak MiB':>8} {'init s':>6} {'iter s':>6} {'price s':>7} {'LP s':>6} {'lp/opt':>6} {'heu2/opt':>8}  status",
+          flush=True)
+    for name, limit in (("t8192", args.limit_8k), ("bgq49152", args.limit_49k)):
+        r = child("opt", name, str(limit))
+        lp, heu2 = child("fixed", name, "lp"), child("fixed", name, "heu2")
+        print(f"{name:9} {limit:7.0f} {r['wall_s']:7.1f} {r['iterations']:5d} {r['time_s'] * 1e3:9.4f} "
+              f"{r['bound_s'] * 1e3:9.4f} {r['gap']:6.2%} {r['peak_MiB']:8.0f} {r['initial_s']:6.1f} {r['iter_s']:6.1f} "
+              f"{r['price_s']:7.1f} {r['lp_s']:6.1f} {lp['time_s'] / r['time_s']:6.3f} {heu2['time_s'] / r['time_s']:8.3f}"
+              f"  {r['status']}", flush=True)
+        print(f"{'':9} fixed LP (k=8): {lp['time_s'] * 1e3:.4f} ms in {lp['wall_s']:.1f} s, {lp['peak_MiB']:.0f} MiB; "
+              f"heu2: {heu2['time_s'] * 1e3:.4f} ms in {heu2['wall_s']:.1f} s", flush=True)
+        if args.ranks > 1:
+            p = child("opt", name, str(limit), ranks=args.ranks)
+            print(f"{'':9} under mpiexec -n {args.ranks}: {p['wall_s']:.1f} s, {p['time_s'] * 1e3:.4f} ms, gap "
+                  f"{p['gap']:.2%}", flush=True)
+
+
+def part_pricing(args) -> None:
+    print("== one pricing step (cheapest path of every job under one price vector, hop limit +2)")
+    print(f"{'instance':9} {'whole graph s':>13} {'regions s':>9} {'ratio':>6}  same costs", flush=True)
+    for name in ("t8192", "bgq49152"):
+        r = child("pricing", name)
+        same = abs(r["cost_full"] - r["cost_regions"]) <= 1e-9 * abs(r["cost_full"])
+        print(f"{name:9} {r['full']:13.1f} {r['regions']:9.1f} {r['full'] / r['regions']:6.1f}  {same}", flush=True)
+
+
+def part_lean(args) -> None:
+    print("== hop-bytes of opt: without and with the lean step, the lean step's bound, minimal routes")
+    print(f"{'instance':9} {'time ms':>9} {'lean ms':>9} {'opt':>10} {'lean':>10} {'bound':>10} {'minimal':>10} "
+          f"{'lean/bound':>10} {'lean s':>6}  status", flush=True)
+    for name in ("bgq1024", "demo4x4"):
+        r = child("lean", name)
+        print(f"{name:9} {r['time_plain_s'] * 1e3:9.4f} {r['time_lean_s'] * 1e3:9.4f} {r['hop_bytes_plain']:10.4g} "
+              f"{r['hop_bytes_lean']:10.4g} {r['hop_bytes_bound']:10.4g} {r['minimal']:10.4g} "
+              f"{r['hop_bytes_lean'] / r['hop_bytes_bound']:10.4f} {r['lean_s']:6.1f}  {r['lean_status']}", flush=True)
+
+
+def part_fair(args) -> None:
+    print("== bgq:1024 disjoint: fair_time_s / predicted_time_s (max-min fair sharing, flow level)")
+    print(f"{'method':8} {'predicted ms':>12} {'unpaced':>8} {'paced':>8}", flush=True)
+    for r in child("fair"):
+        print(f"{r['method']:8} {r['predicted_s'] * 1e3:12.4f} {r['unpaced'] / r['predicted_s']:8.4f} "
+              f"{r['paced'] / r['predicted_s']:8.4f}", flush=True)
+
+
+def part_fattree(args) -> None:
+    print("== fat-tree study: busiest link of dynamic routing / D-mod-K's")
+    rows = child("fattree")
+    print(f"{'app':6} {'source':13} {'selection':9} {'placement':9} {'D-mod-K B':>12} {'dynamic B':>12} {'ratio':>6}")
+    keyed = {}
+    for r in rows:
+        keyed.setdefault((r["app"].upper(), r["source"], r["selection"], r["placement"]), {})[r["routing"]] = r
+    for (app, source, sel, place), by in keyed.items():
+        d, y = by["dmodk"]["max_link_bytes"], by["dynamic"]["max_link_bytes"]
+        print(f"{app:6} {source:13} {sel:9} {place:9} {d:12.4g} {y:12.4g} {y / d:6.3f}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parts", default="opt,pricing,lean,fair,fattree")
+    ap.add_argument("--ranks", type=int, default=1, help="also run opt under mpiexec -n RANKS")
+    ap.add_argument("--limit-8k", type=float, default=30.0, help="opt time limit on the 8,192-node torus (s)")
+    ap.add_argument("--limit-49k", type=float, default=600.0, help="opt time limit on the full Blue Gene/Q (s)")
+    ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        result = one(*args.one)
+        if result is not None:
             print(json.dumps(result))
         return
-    print(f"{'instance':11} {'nodes':>6} {'jobs':>6} {'paths':>7} {'iters':>5} {'opt s':>7} {'time ms':>9} "
-          f"{'bound ms':>9} {'gap':>7} {'peak MiB':>8} {'lp/opt':>7} {'heu2/opt':>8}  status", flush=True)
-    for name in args.instances.split(","):
-        limit = args.limit_49k if name == "bgq49152" else args.limit_8k
-        opt = child(name, "opt", limit)
-        lp, heu2 = child(name, "lp", None), child(name, "heu2-same", None)
-        print(f"{name:11} {opt['nodes']:6d} {opt['jobs']:6d} {opt['paths']:7d} {opt['iterations']:5d} "
-              f"{opt['wall_s']:7.1f} {opt['time_s'] * 1e3:9.4f} {opt['bound_s'] * 1e3:9.4f} {opt['gap']:7.2%} "
-              f"{opt['peak_MiB']:8.0f} {lp['time_s'] / opt['time_s']:7.3f} {heu2['time_s'] / opt['time_s']:8.3f}  "
-              f"{opt['status']}", flush=True)
-        print(f"{'':11} fixed LP (k=8): {lp['time_s'] * 1e3:.4f} ms in {lp['wall_s']:.1f} s, {lp['peak_MiB']:.0f} MiB; "
-              f"heu2 (same candidates): {heu2['time_s'] * 1e3:.4f} ms in {heu2['wall_s']:.1f} s", flush=True)
-        if args.ranks > 1:
-            par = child(name, "opt", limit, args.ranks)
-            print(f"{'':11} opt under mpiexec -n {args.ranks}: {par['wall_s']:.1f} s (serial {opt['wall_s']:.1f} s, "
-                  f"speed-up {opt['wall_s'] / par['wall_s']:.2f}), {par['time_s'] * 1e3:.4f} ms, gap {par['gap']:.2%}",
-                  flush=True)
-        if name == "t8192":
-            short = child(name, "opt", 20.0)
-            print(f"{'':11} opt --time-limit 20: {short['time_s'] * 1e3:.4f} ms in {short['wall_s']:.1f} s "
-                  f"({short['time_s'] / lp['time_s']:.3f} x the fixed LP over 8 spread candidates)", flush=True)
-        if name == "bgq49152":
-            for method in ("default", "heu1", "heu2", "dynamic"):
-                r = child(name, method, None)
-                print(f"{'':11} {method:8} end to end {r['wall_s']:6.1f} s, {r['time_s'] * 1e3:9.4f} ms, "
-                      f"peak {r['peak_MiB']:.0f} MiB", flush=True)
+    parts = {"opt": part_opt, "pricing": part_pricing, "lean": part_lean, "fair": part_fair, "fattree": part_fattree}
+    for name in args.parts.split(","):
+        if name not in parts:
+            raise SystemExit(f"unknown part {name!r}; choose from {', '.join(parts)}")
+    for name in args.parts.split(","):
+        parts[name](args)
 
 
 if __name__ == "__main__":
