@@ -69,7 +69,7 @@ class Plan:
     lower_bound_time_s: float = 0.0
     lower_bound_cut: str = ""
     ranks: np.ndarray = None  # type: ignore[assignment]  # None: endpoint i is rank i (set in __post_init__)
-    info: dict = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.path_bytes = np.asarray(self.path_bytes, dtype=np.int64)
@@ -182,7 +182,7 @@ class Plan:
                     self.method, self.lower_bound_time_s, self.lower_bound_cut, self.ranks, dict(self.info))
 
     # -- files ------------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         topo, dem, ps = self.topology, self.demands, self.paths
         topo_json: dict[str, Any]
         if topo.spec is not None:
@@ -213,7 +213,7 @@ class Plan:
         write_json(path, self.to_dict(), what="plan file", compact=True)
 
     @classmethod
-    def from_dict(cls, data: dict) -> Plan:
+    def from_dict(cls, data: dict[str, Any]) -> Plan:
         """Rebuild and validate a plan from its JSON object.
 
         Raises
@@ -295,7 +295,7 @@ def load_plan(path: str | Path) -> Plan:
         raise PlanError(f"plan file {str(path)!r} is malformed: {type(exc).__name__}: {exc}") from None
 
 
-def _int(value, where: str, *, allow_zero: bool = False) -> int:
+def _int(value: Any, where: str, *, allow_zero: bool = False) -> int:
     if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
             or value != int(value)):
         raise PlanError(f"{where} must be an integer, got {value!r}")
@@ -306,7 +306,7 @@ def _int(value, where: str, *, allow_zero: bool = False) -> int:
     return int(value)
 
 
-def _topology_from_json(obj) -> Topology:
+def _topology_from_json(obj: Any) -> Topology:
     try:
         if isinstance(obj, dict) and "spec" in obj:
             return from_spec(obj["spec"])
@@ -322,7 +322,7 @@ def _topology_from_json(obj) -> Topology:
     raise PlanError("the plan's \"topology\" must be {\"spec\": ...} or {\"nodes\": .., \"links\": [[u, v, capacity], ..]}")
 
 
-def _path_links(topology: Topology, path, where: str) -> list[int]:
+def _path_links(topology: Topology, path: Any, where: str) -> list[int]:
     if not isinstance(path, dict):
         raise PlanError(f"{where} is not an object")
     nodes = path.get("nodes")

@@ -1,4 +1,5 @@
-"""The code is lint-clean (ruff) and type-clean (mypy) under the settings in pyproject.toml."""
+"""The code is lint-clean (ruff) and type-clean (mypy) under the settings in pyproject.toml, and the
+docs site (mkdocs.yml) builds without a warning."""
 
 import shutil
 import subprocess
@@ -29,3 +30,12 @@ def test_ruff_is_clean():
 def test_mypy_is_clean():
     proc = subprocess.run([tool("mypy")], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_the_docs_site_builds_without_warnings(tmp_path):
+    proc = subprocess.run([tool("mkdocs"), "build", "--strict", "--quiet", "--site-dir", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    api = (tmp_path / "site" / "api" / "planner" / "index.html").read_text()
+    assert 'id="optiq.planner.make_plan"' in api  # the reference is built from the docstrings

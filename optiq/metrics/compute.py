@@ -11,6 +11,8 @@ import numpy as np
 from ..paths import forwarding_ranks
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..plan import Plan
 
 __all__ = ["Metrics", "plan_metrics"]
@@ -67,7 +69,7 @@ class Metrics:
     fair_time_s: float | None = None
     bound_note: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -132,7 +134,7 @@ def _default_time(plan: Plan) -> float:
     return routes.busiest_link_time(plan.demands.nbytes.astype(float), plan.topology.capacity)
 
 
-def _checked_bound(plan, predicted_s: float) -> tuple[float, str]:
+def _checked_bound(plan: Plan, predicted_s: float) -> tuple[float, str]:
     """The larger of the recomputed cut bound and the plan's stored bound, if that one holds."""
     from ..lp.bounds import cut_lower_bound
 

@@ -3,6 +3,7 @@ busiest links and jobs by host and switch names."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["metrics_table", "links_table", "jobs_table"]
 
 _MB = 1e6
-_COLUMNS = [
+_COLUMNS: list[tuple[str, str, Callable[[Metrics], str]]] = [
     ("method", "method", lambda m: m.method),
     ("BW GB/s", "predicted throughput", lambda m: f"{m.throughput_Bps / 1e9:.2f}"),
     ("time ms", "predicted completion time", lambda m: f"{m.predicted_time_s * 1e3:.3f}"),
@@ -48,7 +49,10 @@ def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None
     cells = [[str(f(m)) for _, _, f in _COLUMNS] + [col[i] for col in (extra or {}).values()]
              for i, m in enumerate(rows)]
     widths = [max(len(h), *(len(r[c]) for r in cells)) for c, h in enumerate(headers)]
-    line = lambda vals: "  ".join(v.rjust(w) if c else v.ljust(w) for c, (v, w) in enumerate(zip(vals, widths)))  # noqa: E731
+
+    def line(vals: list[str]) -> str:
+        return "  ".join(v.rjust(w) if c else v.ljust(w) for c, (v, w) in enumerate(zip(vals, widths)))
+
     out = [line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells]
     lb = rows[0].lower_bound_time_s if rows else 0
     if lb:
@@ -60,7 +64,10 @@ def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None
 def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     """Columns of text, the first ``left`` aligned left, the others right."""
     widths = [max(len(h), *(len(r[c]) for r in rows)) if rows else len(h) for c, h in enumerate(headers)]
-    line = lambda vals: "  ".join(v.ljust(w) if c < left else v.rjust(w) for c, (v, w) in enumerate(zip(vals, widths)))  # noqa: E731
+
+    def line(vals: list[str]) -> str:
+        return "  ".join(v.ljust(w) if c < left else v.rjust(w) for c, (v, w) in enumerate(zip(vals, widths)))
+
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 

@@ -38,7 +38,7 @@ ABORT_GRACE_S = 0.5
 _LAUNCHER_VARIABLES = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
 
-def world():
+def world() -> Any:
     """``MPI.COMM_WORLD`` when launched by ``mpiexec`` with more than one rank, else ``None``."""
     if not any(name in os.environ for name in _LAUNCHER_VARIABLES):
         return None

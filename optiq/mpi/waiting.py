@@ -41,7 +41,7 @@ def idle_pause(idle: int) -> float:
     >>> idle_pause(1), idle_pause(100) == MAX_IDLE_SLEEP_S
     (2e-05, True)
     """
-    return min(MAX_IDLE_SLEEP_S, 1e-5 * 2 ** min(idle, 10))
+    return float(min(MAX_IDLE_SLEEP_S, 1e-5 * 2 ** min(idle, 10)))
 
 
 def wait_all(requests: Sequence[Any], yields: int = YIELDS) -> None:

@@ -63,7 +63,7 @@ class Workers:
     def leader(self) -> bool:
         return self.rank == 0
 
-    def map(self, fn: Callable[..., Any], *args: Any, here: dict | None = None) -> list[Any]:
+    def map(self, fn: Callable[..., Any], *args: Any, here: dict[str, Any] | None = None) -> list[Any]:
         """``[fn(part, size, *args) for part in range(size)]``, part ``p`` computed on rank ``p``.
 
         Called on the leader only; the other ranks must be in :meth:`serve`. ``fn`` must be
@@ -103,14 +103,15 @@ class Workers:
         return result
 
 
-    def _command(self, kind: str, fn: Any, args: tuple) -> None:
+    def _command(self, kind: str, fn: Any, args: tuple[Any, ...]) -> None:
         comm = self.comm
         assert comm is not None, "a command after close()"
         wait_politely(comm.Ibarrier())
         comm.bcast((kind, fn, args), root=0)
 
 
-def _attempt(fn, part: int, parts: int, args, here: dict | None = None) -> tuple[bool, Any]:
+def _attempt(fn: Callable[..., Any], part: int, parts: int, args: tuple[Any, ...],
+             here: dict[str, Any] | None = None) -> tuple[bool, Any]:
     try:
         return True, fn(part, parts, *args, **(here or {}))
     except Exception as exc:  # travels to the leader, which raises it

@@ -95,14 +95,16 @@ def make_plan(topology: Topology, demands: Demands, method: str | Planner = "opt
     """
     workers = Workers(comm)
     if not workers.leader:
-        return workers.serve()
+        served: Plan = workers.serve()
+        return served
     try:
         plan = _make_plan(topology, demands, method, params, chunk_size=chunk_size, seed=seed,
                           candidates=candidates, qos=qos, progress=progress, workers=workers)
     except BaseException as exc:
         workers.close(exc)
         raise
-    return workers.close(plan)
+    closed: Plan = workers.close(plan)
+    return closed
 
 
 def _check_parameters(topology: Any, demands: Any, method: str | Planner, params: dict[str, Any], *,

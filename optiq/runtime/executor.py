@@ -190,7 +190,7 @@ class Executor:
     def __enter__(self) -> Executor:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -276,7 +276,8 @@ def run_plan(comm: Any, plan: Plan, send: Mapping[int, np.ndarray], recv: Mappin
         return executor.run(send, recv, timeout=timeout)
 
 
-def _byte_views(buffers: Mapping[int, np.ndarray], sizes: dict[int, int], what: str, rank: int) -> dict:
+def _byte_views(buffers: Mapping[int, np.ndarray], sizes: dict[int, int], what: str,
+                rank: int) -> dict[int, np.ndarray]:
     if not isinstance(buffers, Mapping):
         raise TransferError(f"rank {rank}: {what} buffers must be a mapping job id -> numpy array")
     extra = set(buffers) - set(sizes)
@@ -315,4 +316,5 @@ def bcast_plan(comm: Any, path: str, root: int = 0) -> Plan:
     plan, error = comm.bcast(loaded, root=root)
     if error is not None:
         raise PlanError(error)
+    assert isinstance(plan, Plan)
     return plan

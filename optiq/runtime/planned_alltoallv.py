@@ -160,7 +160,7 @@ class _Context:
         self.comm = comm.Dup()
         self.entries: OrderedDict[tuple[int, int], _Entry] = OrderedDict()
         self.generation = 0  # changes with every insertion and clearing, alike on every rank
-        self.last_signature: tuple | None = None  # the last call's checked arguments on this rank
+        self.last_signature: tuple[Any, ...] | None = None  # the last call's checked arguments on this rank
         self.last_sides: tuple[_Side, _Side, np.ndarray] | None = None
 
     def close(self) -> None:
@@ -223,7 +223,7 @@ def _bytes(buf: Any, what: str, writable: bool) -> np.ndarray:
     return buf.reshape(-1).view(np.uint8)
 
 
-def _signature(config: str, *args: Any) -> tuple | None:
+def _signature(config: str, *args: Any) -> tuple[Any, ...] | None:
     """What the checks of one side depend on, when every count and displacement is a numpy
     array (None otherwise: checked every time)."""
     sendbuf, sendcounts, sdispls, s_item, recvbuf, recvcounts, rdispls, r_item = args
@@ -286,7 +286,8 @@ def _fingerprint(rank: int, size: int, send: _Side, recv: _Side, config: str) ->
     h.update(send.counts.tobytes())
     h.update(recv.counts.tobytes())
     h.update(config.encode())
-    return np.frombuffer(h.digest(), dtype=np.uint64).copy()
+    digest: np.ndarray = np.frombuffer(h.digest(), dtype=np.uint64).copy()
+    return digest
 
 
 def alltoallv(comm: Any, sendbuf: Any, sendcounts: Any = None, sdispls: Any = None, recvbuf: Any = None,

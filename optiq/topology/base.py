@@ -14,7 +14,9 @@ from ..errors import TopologyError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from typing import Any
 
+    import networkx as nx
     from numpy.typing import ArrayLike
 
     from .dragonfly import DragonflyShape
@@ -79,7 +81,7 @@ class Topology:
     wrap: tuple[bool, ...] | None = None
     link_dim: np.ndarray | None = field(default=None, repr=False)
     link_sign: np.ndarray | None = field(default=None, repr=False)
-    node_labels: list | None = field(default=None, repr=False)
+    node_labels: list[Any] | None = field(default=None, repr=False)
     names: list[str] | None = field(default=None, repr=False)
     host_names: list[str] | None = field(default=None, repr=False)
     fabric: Fabric | None = field(default=None, repr=False)
@@ -338,7 +340,7 @@ class Topology:
                     f"topology {self.name!r} is disconnected: endpoint {cut[0]} and endpoint 0 "
                     "cannot reach each other")
 
-    def to_networkx(self):
+    def to_networkx(self) -> nx.MultiDiGraph:
         """A :class:`networkx.MultiDiGraph` with ``link`` and ``capacity`` edge attributes."""
         import networkx as nx
 

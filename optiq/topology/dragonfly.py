@@ -27,6 +27,7 @@ Host and local links have capacity ``bw``, global links ``gbw`` (default: ``bw``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -171,7 +172,7 @@ def dragonfly(p: int, a: int, h: int, g: int | None = None, *, arrangement: str 
                     names=names, dragonfly=shape)
 
 
-def balanced_dragonfly(hosts: int, **kwargs) -> Topology:
+def balanced_dragonfly(hosts: int, **kwargs: Any) -> Topology:
     """The largest balanced dragonfly (``a = 2p = 2h``, ``g = a*h + 1``) with ``hosts`` hosts:
     72, 342, 1,056, 2,550, 5,256, 9,702, 16,512 ... (``p = 2, 3, 4, ...``).
 

@@ -13,10 +13,11 @@ __all__ = ["kary_ntree", "cluster", "FATTREE_LINK_BANDWIDTH"]
 FATTREE_LINK_BANDWIDTH = 1.25e9
 
 
-def _bidirectional(name, num_nodes, pairs, num_endpoints, bandwidth, spec) -> Topology:
-    pairs = np.asarray(pairs, dtype=np.int64)
-    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
-    dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
+def _bidirectional(name: str, num_nodes: int, pairs: list[tuple[int, int]], num_endpoints: int, bandwidth: float,
+                   spec: str) -> Topology:
+    ends = np.asarray(pairs, dtype=np.int64)
+    src = np.concatenate([ends[:, 0], ends[:, 1]])
+    dst = np.concatenate([ends[:, 1], ends[:, 0]])
     order = np.lexsort((dst, src))
     return Topology(name=name, num_nodes=num_nodes, link_src=src[order], link_dst=dst[order],
                     capacity=np.full(src.size, float(bandwidth)), num_endpoints=num_endpoints, spec=spec)
@@ -45,7 +46,10 @@ def kary_ntree(k: int, n: int = 3, *, bandwidth: float = FATTREE_LINK_BANDWIDTH,
     if k < 2 or n < 1:
         raise TopologyError(f"a k-ary n-tree needs k >= 2 and n >= 1, got k={k}, n={n}")
     hosts, per_level = k**n, k ** (n - 1)
-    base = lambda level: hosts + level * per_level  # noqa: E731
+
+    def base(level: int) -> int:
+        return int(hosts + level * per_level)
+
     pairs = [(h, base(0) + h // k) for h in range(hosts)]
     for level in range(n - 1):
         place = k ** (level)  # weight of digit n-2-level in an (n-1)-digit word

@@ -51,6 +51,8 @@ from ..utils.units import parse_rate
 from .base import Topology
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from .lft import ForwardingTables
 
 __all__ = ["Fabric", "read_ibnetdiscover", "read_node_name_map", "host_name_from_description", "LANE_GBPS",
@@ -69,7 +71,7 @@ _SKIP = re.compile(r"^(#|vendid=|devid=|sysimgguid=|switchguid=|caguid=|rtguid=|
 _DEVICE = re.compile(r"^(HCA-?\d+|[A-Za-z]+\d*_\d+|[A-Za-z]+\d+)$")
 
 
-def natural_key(name: str) -> tuple:
+def natural_key(name: str) -> tuple[tuple[int, int, str], ...]:
     """Sort key that orders the numbers inside names by value (``node2`` before ``node10``)."""
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name))
 
@@ -157,7 +159,7 @@ class _Node:
     description: str
     line: int
     lid: int = 0
-    cables: dict[int, tuple] = field(default_factory=dict)  # port -> (peer kind, guid, port, Gb/s, line, own LID)
+    cables: dict[int, tuple[Any, ...]] = field(default_factory=dict)  # port -> (peer kind, guid, port, Gb/s, line, own LID)
 
 
 def read_node_name_map(path: str | Path) -> dict[int, str]:

@@ -110,7 +110,7 @@ def write_results(path: str | Path, results: Any, what: str) -> None:
         raise
 
 
-def write_tagged(path: str | Path, fmt: str, data: dict) -> None:
+def write_tagged(path: str | Path, fmt: str, data: dict[str, Any]) -> None:
     """Write ``data`` as JSON with ``"format": fmt`` first.
 
     Raises
@@ -122,7 +122,7 @@ def write_tagged(path: str | Path, fmt: str, data: dict) -> None:
 
 
 def read_tagged(path: str | Path, fmt: str, what: str, error: type[OptiqError] = OptiqError,
-                hint: str = "") -> dict:
+                hint: str = "") -> dict[str, Any]:
     """Read a file written by :func:`write_tagged`; ``data`` without its ``format`` key.
 
     Raises

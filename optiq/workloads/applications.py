@@ -64,7 +64,7 @@ def hacc_aggregation(num_endpoints: int, *, nodes_per_bridge: int = 64, nbytes: 
                    name=f"HACC aggregation to 1 bridge node per {nodes_per_bridge}")
 
 
-def mxn_redistribution(sources: ArrayLike, destinations, nbytes: int, fan_out: float) -> Demands:
+def mxn_redistribution(sources: ArrayLike, destinations: ArrayLike, nbytes: int, fan_out: float) -> Demands:
     """Block to block-cyclic redistribution of a 1-D field from ``sources`` to ``destinations``.
 
     Source ``i`` holds bytes ``[i*nbytes, (i+1)*nbytes)``; the destinations hold blocks of

@@ -12,6 +12,8 @@ from ..errors import WorkloadError
 from ..utils.units import MAX_BYTES
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from numpy.typing import ArrayLike
 
     from ..topology import Topology
@@ -111,7 +113,7 @@ class Demands:
         return list(zip(self.src.tolist(), self.dst.tolist(), self.nbytes.tolist()))
 
 
-def _integers(values, what: str) -> np.ndarray:
+def _integers(values: ArrayLike, what: str) -> np.ndarray:
     """``values`` as a flat int64 array, refusing anything that is not exactly an integer below 2^63."""
     raw = np.asarray(values).ravel()
     if raw.dtype.kind in "biu":
@@ -132,7 +134,7 @@ def _integers(values, what: str) -> np.ndarray:
     return out
 
 
-def _exact_integer(value) -> int | None:
+def _exact_integer(value: Any) -> int | None:
     try:
         exact = Decimal(str(value).strip())
     except (InvalidOperation, ValueError):
@@ -140,5 +142,5 @@ def _exact_integer(value) -> int | None:
     return int(exact) if exact.is_finite() and exact == exact.to_integral_value() else None
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value

@@ -7,8 +7,10 @@ import io
 import json
 import warnings
 from pathlib import Path
+from typing import Any, TextIO
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import OptiqError, WorkloadError
 from ..utils.units import parse_size
@@ -17,7 +19,7 @@ from .demands import Demands
 __all__ = ["read_demands", "write_demands"]
 
 
-def _row(row: dict, where: str) -> tuple[int, int, int]:
+def _row(row: dict[str, Any], where: str) -> tuple[int, int, int]:
     try:
         src, dst, size = row["src"], row["dst"], row["bytes"]
     except KeyError as exc:
@@ -32,7 +34,7 @@ def _row(row: dict, where: str) -> tuple[int, int, int]:
         raise WorkloadError(f"{where}: {exc}") from None
 
 
-def _read_csv(fh, path: Path) -> Demands | list[tuple[int, int, int]]:
+def _read_csv(fh: TextIO, path: Path) -> Demands | list[tuple[int, int, int]]:
     """The jobs of a CSV file: at once when every field is a plain integer, else row by row."""
     header = next(csv.reader([fh.readline()]), [])
     names = [name.strip().lower() for name in header]
@@ -59,9 +61,9 @@ def _read_csv(fh, path: Path) -> Demands | list[tuple[int, int, int]]:
     return _demands(table[:, 0], table[:, 1], table[:, 2], path)
 
 
-def _demands(src, dst, size, path: Path) -> Demands:
+def _demands(src: ArrayLike, dst: ArrayLike, size: ArrayLike, path: Path) -> Demands:
     try:
-        return Demands(src, dst, size, name=path.name)
+        return Demands(np.asarray(src), np.asarray(dst), np.asarray(size), name=path.name)
     except WorkloadError as exc:
         raise WorkloadError(f"demand file {str(path)!r}: {exc}") from None
 

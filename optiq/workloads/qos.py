@@ -50,8 +50,8 @@ class QoSClasses:
     [150.0, 50.0]
     """
 
-    shares: dict
-    job_class: tuple
+    shares: dict[str, float]
+    job_class: tuple[str, ...]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "job_class", tuple(str(c) for c in self.job_class))
@@ -81,7 +81,7 @@ class QoSClasses:
         nbytes = demands.nbytes.astype(float)
         class_bytes = np.bincount(idx, weights=nbytes, minlength=len(names))
         alpha = np.array([self.shares[n] for n in names])
-        return nbytes * alpha[idx] * nbytes.sum() / class_bytes[idx]
+        return np.asarray(nbytes * alpha[idx] * nbytes.sum() / class_bytes[idx], dtype=float)
 
     def class_throughputs(self, demands: Demands, lp_time_s: float) -> dict[str, float]:
         """Bytes/s of every class when the QoS LP's completion time is ``lp_time_s`` (``T = B / t'``)."""

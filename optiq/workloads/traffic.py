@@ -32,6 +32,7 @@ import io
 import json
 import math
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -135,7 +136,7 @@ def read_pfprof(path: str | Path) -> np.ndarray:
     files = list(_pfprof_files(p))
     if not files:
         raise WorkloadError(f"PFProf trace {name!r} has no .json files")
-    rows: dict[int, tuple[str, list]] = {}
+    rows: dict[int, tuple[str, list[str]]] = {}
     n_procs: tuple[int, str] | None = None
     for fname, text in files:
         try:
@@ -318,7 +319,7 @@ def _checked(t: np.ndarray, name: str) -> np.ndarray:
     return t
 
 
-def _pfprof_files(p: Path):
+def _pfprof_files(p: Path) -> Iterator[tuple[str, str]]:
     """``(name, text)`` of every JSON file of a PFProf directory or tarball, in name order."""
     if p.is_dir():
         for f in sorted(p.rglob("*.json")):
