@@ -74,8 +74,8 @@ IDLE_SHARE = 1e-3
 INITIAL_BUSY = 0.5
 #: On tori pricing searches only where hop-limited paths go (:mod:`optiq.paths.regions`),
 #: which proves no bound; the whole graph is searched for the Lagrangian bound at this
-#: iteration, then as often again while that raises the bound and half as often when it does
-#: not, and once when nothing improves.
+#: iteration, then as often again while that raises the bound, after a search that did not
+#: only once the gap has halved, and once when nothing improves.
 BOUND_EVERY = 5
 
 
@@ -251,15 +251,15 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
     first_time = float("inf")
     status = CGStatus.ITERATION_LIMIT
     previous = None  # the last solution: its utilisation is priced while the next LP solves
-    interval = BOUND_EVERY
-    next_bound = interval  # the iteration of the next search of the whole graph for a bound (tori)
+    next_bound, retry_gap = BOUND_EVERY, float("inf")  # when the whole graph is searched next for a bound (tori)
+    last_gap = float("inf")
     background = ThreadPoolExecutor(max_workers=1) if overlap else None
     try:
         for it in range(1, max_iterations + 1):
             t_iter = time.perf_counter()
             limit = _remaining(deadline)
             smoothed = None
-            full = not pricer.regions or it == next_bound
+            full = not pricer.regions or (it >= next_bound and last_gap <= retry_gap)
             if background is not None and previous is not None:
                 solving = background.submit(lp.solve, limit, progress=progress)  # HiGHS releases the GIL
                 t0 = time.perf_counter()
@@ -286,9 +286,9 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
                 smoothed = pricer.utilisation(sol, bound=full)
             previous = sol if background is not None else None
             this_bound = max(dual_bound, smoothed[2])
-            if full and pricer.regions:  # a bound that does not beat the known one is tried half as often
-                interval = interval if this_bound > bound else 2 * interval
-                next_bound = it + interval
+            if full and pricer.regions:  # a search that did not raise the bound waits until the gap has halved
+                next_bound = it + BOUND_EVERY
+                retry_gap = float("inf") if this_bound > bound else last_gap / 2
             bound = max(bound, this_bound)
             dropped = columns.drop_idle(sol.share)
             improved = columns.add_lists(dual_paths, dual_jobs)  # improving paths already in the LP are noise
@@ -296,6 +296,7 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
             price = time.perf_counter() - t0
             price_s += price
             current_gap = max(0.0, (best[0] - bound) / best[0]) if best[0] > 0 else 0.0
+            last_gap = current_gap
             if lp.solver in FIRST_ORDER:  # far from the target, a looser first-order solve is enough
                 lp.set_tolerance(min(1e-4, max(tolerance, current_gap / 100)))
             elapsed = time.perf_counter() - start

@@ -15,6 +15,8 @@ length, so they prove nothing on their own.
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     from ..topology import Topology
     from ..utils.progress import Ticker
 
-__all__ = ["region_tree_paths", "region_nodes"]
+__all__ = ["region_tree_paths", "region_nodes", "clear_region_cache"]
 
 
 def _excess_tables(topology: Topology) -> list[np.ndarray]:
@@ -79,6 +81,36 @@ def region_nodes(topology: Topology, source: int, targets: np.ndarray, slack: np
 
 #: Sources searched together: their predecessor tables are walked back at once.
 BLOCK = 128
+#: Searches whose regions are kept: column generation prices the same jobs at every step,
+#: and their regions (which depend only on the geometry and the jobs) cost as much to find
+#: as the search itself. One entry of a whole Blue Gene/Q holds about 50 MB.
+REGION_CACHE_SIZE = 2
+_REGIONS: OrderedDict[bytes, list[np.ndarray]] = OrderedDict()
+
+
+def clear_region_cache() -> None:
+    """Forget the regions kept for later searches (memory, or timing a search from scratch)."""
+    _REGIONS.clear()
+
+
+def _regions_of(topology: Topology, uniq: np.ndarray, targets: np.ndarray, slack: np.ndarray, order: np.ndarray,
+                bounds: np.ndarray) -> list[np.ndarray]:
+    """The region of every distinct source (its jobs' regions together), cached."""
+    h = hashlib.blake2b(repr((topology.dims, topology.wrap)).encode())
+    for a in (uniq, targets[order], slack[order], bounds):
+        h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+    key = h.digest()
+    if key in _REGIONS:
+        _REGIONS.move_to_end(key)
+        return _REGIONS[key]
+    tables, mask = _excess_tables(topology), np.zeros(topology.num_nodes, dtype=bool)
+    index = np.int32 if topology.num_nodes < 2**31 else np.int64
+    found = [region_nodes(topology, s, targets[order[bounds[i]:bounds[i + 1]]], slack[order[bounds[i]:bounds[i + 1]]],
+                          tables, mask).astype(index) for i, s in enumerate(uniq.tolist())]
+    _REGIONS[key] = found
+    while len(_REGIONS) > REGION_CACHE_SIZE:
+        _REGIONS.popitem(last=False)
+    return found
 
 
 def region_tree_paths(topology: Topology, sources: np.ndarray, targets: np.ndarray, slack: np.ndarray,
@@ -98,18 +130,16 @@ def region_tree_paths(topology: Topology, sources: np.ndarray, targets: np.ndarr
     by = np.lexsort((weight, seg))
     pick = order_links[by[np.concatenate(([True], seg[by][1:] != seg[by][:-1]))]]  # the cheapest of each pair
     graph = csr_matrix((best, (pair_key // n, pair_key % n)), shape=(n, n))
-    tables = _excess_tables(topology)
-    mask = np.zeros(n, dtype=bool)
     uniq, row = np.unique(sources, return_inverse=True)
     order = np.argsort(row, kind="stable")
     bounds = np.searchsorted(row[order], np.arange(uniq.size + 1))
+    region_of = _regions_of(topology, uniq, targets, slack, order, bounds)
     paths: list[np.ndarray] = [np.empty(0, np.int64)] * sources.size
     for first in range(0, uniq.size, BLOCK):
         block = range(first, min(first + BLOCK, uniq.size))
         regions, preds = [], []
         for i in block:
-            jobs = order[bounds[i]:bounds[i + 1]]
-            nodes = region_nodes(topology, uniq[i], targets[jobs], slack[jobs], tables, mask)
+            nodes = region_of[i]
             start = int(np.searchsorted(nodes, uniq[i]))
             _, pred = dijkstra(graph[nodes][:, nodes], directed=True, indices=start, return_predecessors=True)
             regions.append(nodes)
