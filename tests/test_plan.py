@@ -24,6 +24,16 @@ def test_round_trip(tmp_path, plan):
     assert np.array_equal(back.path_bytes, plan.path_bytes)
     assert back.predicted_time_s == plan.predicted_time_s
     assert plan_metrics(back) == plan_metrics(plan)
+    assert back.record == plan.record and back.record.cg_status == plan.info["cg_status"]
+
+
+def test_the_record_keeps_what_it_cannot_type(tmp_path, plan):
+    data = json.loads(json.dumps(plan.to_dict()))
+    data["info"].update(warnings="not a list", k="eight", note={"by": "hand"})
+    back = Plan.from_dict(data)
+    assert back.record.warnings == [] and back.record.k is None
+    assert back.record.extra == {"warnings": "not a list", "k": "eight", "note": {"by": "hand"}}
+    assert back.info == data["info"]  # written back as it was read
 
 
 def test_round_trip_without_spec_embeds_links(tmp_path):

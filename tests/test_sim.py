@@ -8,7 +8,7 @@ from conftest import SMALL_TOPOLOGIES, random_demands
 from optiq import Demands, Plan, make_plan
 from optiq.cli import main
 from optiq.paths import PathSet
-from optiq.sim import ChunkModel, RunSample, fit_chunk_model, simulate_chunks, simulate_direct, simulate_flows
+from optiq.sim import ChunkModel, RunRecord, fit_chunk_model, simulate_chunks, simulate_direct, simulate_flows
 from optiq.topology import mesh, torus
 from optiq.workloads import constant_ratio
 
@@ -173,7 +173,7 @@ def test_link_rate_replaces_every_capacity():
 
 
 def _runs_from(plan, truth, chunks, rate=None):
-    return [RunSample(c, rate, simulate_chunks(plan, replace(truth, link_rate_Bps=rate or truth.link_rate_Bps),
+    return [RunRecord(c, rate, simulate_chunks(plan, replace(truth, link_rate_Bps=rate or truth.link_rate_Bps),
                                               c).completion_time_s) for c in chunks]
 
 

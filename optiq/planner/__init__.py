@@ -2,6 +2,7 @@
 of what a planner did (:mod:`.record`), the one entry point :func:`make_plan`, and several
 methods side by side (:func:`compare_methods`)."""
 
+from ..plan import PlanRecord
 from .compare import MethodRun, compare_methods
 from .make import METHODS, make_plan, plan_memory_estimate
 from .methods import (
@@ -18,7 +19,6 @@ from .methods import (
     make_candidates,
     planner_named,
 )
-from .record import PlanRecord
 
 __all__ = ["make_plan", "make_candidates", "plan_memory_estimate", "METHODS", "CANDIDATE_KINDS", "PLANNERS",
            "Planner", "CandidatePlanner", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic", "SystemRoutes",

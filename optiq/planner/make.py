@@ -12,13 +12,12 @@ from ..errors import ParameterError
 from ..lp import cut_lower_bound
 from ..mpi.workers import Workers
 from ..paths import PathSet, system_routes
-from ..plan import DEFAULT_CHUNK_SIZE, Plan
+from ..plan import DEFAULT_CHUNK_SIZE, Plan, PlanRecord
 from ..topology import Topology
 from ..utils.resources import PLAN_BYTES_PER_ENTRY, check_memory
 from ..workloads import Demands
 from ..workloads.qos import QoSClasses
 from .methods import PLANNERS, CandidatePlanner, Context, Planner, SystemRoutes, planner_named
-from .record import PlanRecord
 
 __all__ = ["make_plan", "plan_memory_estimate", "METHODS"]
 
@@ -207,5 +206,5 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
             record.warnings.append("the LP stopped at its time limit: no QoS throughputs to report")
     record.timings.update(ranks=workers.size, total_s=time.perf_counter() - start)
     plan = Plan(topology, demands, paths, np.asarray(nbytes, dtype=np.int64), chunk_size=chunk_size,
-                method=name, lower_bound_time_s=ctx.bound_s, lower_bound_cut=ctx.bound_from, info=record.to_dict())
+                method=name, lower_bound_time_s=ctx.bound_s, lower_bound_cut=ctx.bound_from, record=record)
     return plan.used()

@@ -33,9 +33,9 @@ from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGStatus, column_generat
 from ..lp.lean import lean_plan
 from ..mpi.workers import Workers
 from ..paths import PathSet, diverse_paths, spread_paths, torus_paths, valiant_paths
+from ..plan import PlanRecord
 from ..topology import Topology
 from ..workloads import Demands
-from .record import PlanRecord
 
 __all__ = ["Context", "Planner", "CandidatePlanner", "SystemRoutes", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic",
            "PLANNERS", "planner_named", "make_candidates", "CANDIDATE_KINDS"]

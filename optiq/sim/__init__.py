@@ -1,8 +1,10 @@
 """Simulation of plans: flow level (max-min fair sharing over time) and chunk level (store-and-forward)."""
 
 from .chunk import ChunkModel, ChunkResult, load_chunk_model, simulate_chunks, simulate_direct
-from .fit import ChunkFit, RunSample, fit_chunk_model, read_run_samples
+from .fit import ChunkFit, fit_chunk_model, read_run_samples
 from .flow import SHARING, FlowResult, simulate_flows
+from .runs import RunRecord, read_run_record
 
 __all__ = ["simulate_flows", "FlowResult", "SHARING", "simulate_chunks", "simulate_direct", "ChunkModel",
-           "ChunkResult", "load_chunk_model", "fit_chunk_model", "ChunkFit", "RunSample", "read_run_samples"]
+           "ChunkResult", "load_chunk_model", "fit_chunk_model", "ChunkFit", "RunRecord", "read_run_record",
+           "read_run_samples"]

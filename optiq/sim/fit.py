@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import PlanError
 from .chunk import ChunkModel, simulate_chunks
-from .runs import read_run_record
+from .runs import RunRecord, read_run_record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -24,20 +24,7 @@ if TYPE_CHECKING:
 
     from ..plan import Plan
 
-__all__ = ["RunSample", "ChunkFit", "fit_chunk_model", "read_run_samples"]
-
-
-@dataclass(frozen=True)
-class RunSample:
-    """One measured run: chunk size, emulated link rate (None: unpaced) and median time."""
-
-    chunk_size: int
-    link_bw_Bps: float | None
-    elapsed_s: float
-
-    def __post_init__(self) -> None:
-        if self.chunk_size < 1 or not self.elapsed_s > 0:
-            raise PlanError(f"a run needs a positive chunk size and time, got {self}")
+__all__ = ["ChunkFit", "fit_chunk_model", "read_run_samples"]
 
 
 @dataclass(frozen=True)
@@ -45,13 +32,13 @@ class ChunkFit:
     """A fitted :class:`ChunkModel` and how well it reproduces the runs."""
 
     model: ChunkModel
-    samples: tuple[RunSample, ...] = field(repr=False)
+    samples: tuple[RunRecord, ...] = field(repr=False)
     simulated_s: np.ndarray = field(repr=False)
     mean_rel_error: float
     max_rel_error: float
 
 
-def read_run_samples(paths: Iterable[str | Path], plan: Plan | None = None) -> list[RunSample]:
+def read_run_samples(paths: Iterable[str | Path], plan: Plan | None = None) -> list[RunRecord]:
     """Read ``optiq run --json`` files; with ``plan``, check each run replayed that plan.
 
     Raises
@@ -62,13 +49,12 @@ def read_run_samples(paths: Iterable[str | Path], plan: Plan | None = None) -> l
     samples = []
     for path in paths:
         record = read_run_record(path)
-        sample = RunSample(record.chunk_size, record.link_bw_Bps, record.elapsed_s)
         if plan is not None and record.plan_fingerprint != plan.fingerprint:
             found = record.plan_fingerprint
             raise PlanError(f"{str(path)!r} measured " + (f"another plan (fingerprint {found}, this plan's is "
                             f"{plan.fingerprint})" if found else "a plan it does not name (no plan_fingerprint: "
                             "made by an older optiq run; measure again)"))
-        samples.append(sample)
+        samples.append(record)
     return samples
 
 
@@ -80,14 +66,14 @@ def _simulate(plan, model: ChunkModel, samples) -> np.ndarray:
     return out
 
 
-def fit_chunk_model(plan: Plan, samples: Sequence[RunSample], *, header_bytes: int = 0, max_evaluations: int = 200) -> ChunkFit:
+def fit_chunk_model(plan: Plan, samples: Sequence[RunRecord], *, header_bytes: int = 0, max_evaluations: int = 200) -> ChunkFit:
     """Fit forwarding cost, hop latency and (for unpaced runs) the link rate to ``samples``.
 
     Parameters
     ----------
     plan : Plan
         The plan the runs replayed.
-    samples : sequence of RunSample
+    samples : sequence of RunRecord
         At least two runs; the more chunk sizes, the better the fit.
     header_bytes : int
         Bytes added to every chunk (0 for the executor, whose messages carry no header).
@@ -112,7 +98,7 @@ def fit_chunk_model(plan: Plan, samples: Sequence[RunSample], *, header_bytes: i
     >>> from optiq.topology import mesh
     >>> plan = make_plan(mesh((4,), bandwidth=1e9), Demands([0], [3], [2**20]), "default")
     >>> truth = ChunkModel(hop_latency_s=2e-6, header_bytes=0, forward_cost_s=3e-5, link_rate_Bps=2e8)
-    >>> runs = [RunSample(c, None, float(_simulate(plan, truth, [RunSample(c, None, 1.0)])[0]))
+    >>> runs = [RunRecord(c, None, float(_simulate(plan, truth, [RunRecord(c, None, 1.0)])[0]))
     ...         for c in (4096, 16384, 65536, 262144)]
     >>> fit = fit_chunk_model(plan, runs)
     >>> fit.max_rel_error < 1e-3, round(fit.model.link_rate_Bps / 2e8, 3)

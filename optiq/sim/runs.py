@@ -26,12 +26,23 @@ REPORT_KEYS = ("method", "topology", "plan_fingerprint", "ranks", "jobs", "paths
 
 @dataclass(frozen=True)
 class RunRecord:
-    """What a chunk-model fit needs of one run: which plan, chunk size, link rate, median time."""
+    """One measured run as a chunk-model fit needs it: chunk size, emulated link rate (None:
+    unpaced), median time, and which plan it replayed (its fingerprint, if known).
 
-    plan_fingerprint: str | None
+    Raises
+    ------
+    PlanError
+        For a chunk size below 1 or a time that is not positive.
+    """
+
     chunk_size: int
     link_bw_Bps: float | None
     elapsed_s: float
+    plan_fingerprint: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 1 or not self.elapsed_s > 0:
+            raise PlanError(f"a run needs a positive chunk size and time, got {self}")
 
 
 def read_run_record(path: str | Path) -> RunRecord:
@@ -49,7 +60,7 @@ def read_run_record(path: str | Path) -> RunRecord:
     >>> f = pathlib.Path(tempfile.mkdtemp()) / "r.json"
     >>> _ = f.write_text('{"plan_fingerprint": "ab", "chunk_size": 4096, "link_bw_Bps": null, "elapsed_s": 0.5}')
     >>> read_run_record(f)
-    RunRecord(plan_fingerprint='ab', chunk_size=4096, link_bw_Bps=None, elapsed_s=0.5)
+    RunRecord(chunk_size=4096, link_bw_Bps=None, elapsed_s=0.5, plan_fingerprint='ab')
     """
     name = str(path)
     try:

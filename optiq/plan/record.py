@@ -69,6 +69,16 @@ class PlanRecord:
 
     @classmethod
     def from_dict(cls, info: dict[str, Any]) -> PlanRecord:
-        known = {f.name for f in fields(cls)} - {"extra"}
-        return cls(**{k: v for k, v in info.items() if k in known},
-                   extra={k: v for k, v in info.items() if k not in known})
+        """The record of a plan file's ``info``; a key it does not know, or one whose value
+        has another type than its field's, is kept as it is in ``extra``."""
+        typed: dict[str, Any] = {k: v for k, v in info.items() if k in _TYPES and isinstance(v, _TYPES[k])}
+        return cls(**typed, extra={k: v for k, v in info.items() if k not in typed})
+
+
+def _field_types() -> dict[str, tuple[type, ...]]:
+    """What each field of :class:`PlanRecord` accepts, from its annotation."""
+    kinds = {"int": (int,), "float": (int, float), "str": (str,), "dict": (dict,), "list": (list,)}
+    return {f.name: kinds[str(f.type).split("[")[0].split(" ")[0]] for f in fields(PlanRecord) if f.name != "extra"}
+
+
+_TYPES = _field_types()

@@ -5,6 +5,7 @@ The file format is documented in ``docs/plan-format.md``.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -14,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from .errors import OptiqError, PlanError
-from .paths import PathSet
-from .topology import Topology, from_spec
-from .utils.jsonfile import write_json
-from .utils.units import MAX_BYTES
-from .workloads import Demands
+from ..errors import OptiqError, PlanError
+from ..paths import PathSet
+from ..topology import Topology, from_spec
+from ..utils.jsonfile import write_json
+from ..utils.units import MAX_BYTES
+from ..workloads import Demands
+from .record import PlanRecord
 
 __all__ = ["Plan", "load_plan", "PLAN_FORMAT", "PLAN_VERSION", "DEFAULT_CHUNK_SIZE"]
 
@@ -51,8 +53,9 @@ class Plan:
         Where that bound comes from.
     ranks : ndarray of int
         MPI rank of every endpoint (default: endpoint ``i`` is rank ``i``).
-    info : dict
-        Planner details (solver, timings, LP time) kept in the file as they are.
+    record : PlanRecord
+        What the planner did (its parameters, the solver's outcome, warnings, timings);
+        the file's ``info`` object (:attr:`info`).
 
     Raises
     ------
@@ -69,7 +72,12 @@ class Plan:
     lower_bound_time_s: float = 0.0
     lower_bound_cut: str = ""
     ranks: np.ndarray = None  # type: ignore[assignment]  # None: endpoint i is rank i (set in __post_init__)
-    info: dict[str, Any] = field(default_factory=dict)
+    record: PlanRecord = field(default_factory=PlanRecord)
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The record as the plan file's ``info`` object (a new dict: change :attr:`record`)."""
+        return self.record.to_dict()
 
     def __post_init__(self) -> None:
         self.path_bytes = np.asarray(self.path_bytes, dtype=np.int64)
@@ -179,7 +187,7 @@ class Plan:
         """The same plan without its zero-byte paths."""
         keep = self.path_bytes > 0
         return Plan(self.topology, self.demands, self.paths.select(keep), self.path_bytes[keep], self.chunk_size,
-                    self.method, self.lower_bound_time_s, self.lower_bound_cut, self.ranks, dict(self.info))
+                    self.method, self.lower_bound_time_s, self.lower_bound_cut, self.ranks, copy.deepcopy(self.record))
 
     # -- files ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -269,7 +277,8 @@ class Plan:
                    chunk_size=_int(data.get("chunk_size", DEFAULT_CHUNK_SIZE), "chunk_size"),
                    method=str(data.get("method", "custom")), lower_bound_time_s=float(bound),
                    lower_bound_cut=str(data.get("lower_bound_cut", "")),
-                   ranks=None if ranks is None else np.asarray(ranks), info=dict(info))  # type: ignore[arg-type]
+                   ranks=None if ranks is None else np.asarray(ranks),  # type: ignore[arg-type]
+                   record=PlanRecord.from_dict(info))
 
 
 def load_plan(path: str | Path) -> Plan:
