@@ -65,9 +65,9 @@ def make_plan(topology: Topology, demands: Demands, method: str | Planner = "opt
     Returns
     -------
     Plan
-        Without zero-byte paths, with the best proven lower bound; ``info`` (the JSON form of
-        a :class:`~optiq.planner.PlanRecord`: ``PlanRecord.from_dict(plan.info)``) says what
-        the planner did: its parameters, ``warnings``
+        Without zero-byte paths, with the best proven lower bound; its ``record`` (a
+        :class:`~optiq.plan.PlanRecord`, saved as the file's ``info``) says what the planner
+        did: its parameters, ``warnings``
         (e.g. when ``opt`` or ``lp`` fell back to the default routes because those were
         faster), and ``timings``, the only part of the plan that differs between two runs
         on the same inputs. ``opt`` returns the best plan found, never worse than its first
