@@ -1,4 +1,4 @@
-"""The ``optiq`` argument parser: every subcommand and its options (types in :mod:`.types`)."""
+"""The ``optiq`` argument parser: every subcommand and its options (types in :mod:`.argtypes`)."""
 
 from __future__ import annotations
 

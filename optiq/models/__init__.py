@@ -1,4 +1,4 @@
-"""Deprecated: the routing LP is :mod:`optiq.lp`; this alias goes in the next release.
+"""Deprecated: the routing LP is :mod:`optiq.lp`; this alias goes in 0.2.0 (CHANGELOG.md).
 
 The allreduce cost model moved to :mod:`optiq.collectives.cost` (its fit to
 :mod:`optiq.collectives.fit`) and QoS classes to :mod:`optiq.workloads.qos`; the old module
