@@ -1,6 +1,6 @@
-"""Planning: the methods as objects carrying their parameters (:mod:`.methods`), the record
-of what a planner did (:mod:`.record`), the one entry point :func:`make_plan`, and several
-methods side by side (:func:`compare_methods`)."""
+"""Planning: the methods as objects carrying their parameters (:mod:`.methods`), the one
+entry point :func:`make_plan`, and several methods side by side (:func:`compare_methods`).
+The record of what a planner did is :class:`optiq.plan.PlanRecord`, exported here too."""
 
 from ..plan import PlanRecord
 from .compare import MethodRun, compare_methods
