@@ -199,11 +199,11 @@ def experiment(args: argparse.Namespace) -> int:
 def collectives(args: argparse.Namespace) -> int:
     """``optiq collectives``: predict is local; fit and bench run on every rank of mpiexec."""
     from ..collectives.cost import load_params
-    from ..collectives.report import bench_report, format_bench, format_prediction, prediction_report
+    from ..collectives.report import bench_report, prediction_report
 
     if args.action == "predict":
         report = prediction_report(load_params(args.params), args.ranks, args.size)
-        print(dumps(report) if args.json else format_prediction(report))
+        print(dumps(report.to_dict()) if args.json else report)
         return 0
     MPI = need_mpi("optiq collectives fit/bench")
     from ..collectives.bench import bench_algorithms, run_microbenchmarks
@@ -255,10 +255,11 @@ def collectives(args: argparse.Namespace) -> int:
                                                  say=say or (lambda m: None))
             reports.append(bench_report(timings, mpi_time, N, size, args.repeat, models))
     if rank == 0:
-        print("\n\n".join(format_bench(r) for r in reports), flush=True)
+        print("\n\n".join(str(r) for r in reports), flush=True)
         if args.json:
-            write_results(args.json, reports[0] if len(reports) == 1 else reports, "--json")
-    wrong = [name for r in reports for name, e in r["algorithms"].items() if not e["correct"]]
+            dicts = [r.to_dict() for r in reports]
+            write_results(args.json, dicts[0] if len(dicts) == 1 else dicts, "--json")
+    wrong = [name for r in reports for name in r.wrong]
     if wrong and rank == 0:
         print(f"optiq: error: differ from MPI_Allreduce: {', '.join(sorted(set(wrong)))}", file=sys.stderr)
     return 1 if wrong else 0

@@ -1,79 +1,132 @@
-"""What ``optiq collectives predict`` and ``bench`` print and write (JSON contracts and tables)."""
+"""What ``optiq collectives predict`` and ``bench`` print and write: small typed reports whose
+:meth:`to_dict` is the JSON contract and whose ``str`` is the table."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from .cost import MODELS, AllreduceParams, predict, rank_algorithms
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
-__all__ = ["prediction_report", "format_prediction", "bench_report", "format_bench"]
+__all__ = ["PredictionReport", "BenchReport", "AlgorithmTiming", "prediction_report", "bench_report"]
 
 
-def prediction_report(models: dict[str, AllreduceParams], ranks: int, nbytes: int) -> dict:
-    """Every algorithm ranked by predicted time under each model.
+@dataclass(frozen=True)
+class PredictionReport:
+    """Every algorithm ranked by predicted time under each model, fastest first.
 
-    ``{"ranks", "size_bytes", "best": {model: name}, "models": {model: [{"algorithm",
-    "time_s", "latency_s", "bandwidth_s", "reduction_s", "memory_s", "contention_s"}, ...]}}``,
-    fastest first.
+    ``models[model]`` lists one dict per algorithm: ``algorithm``, ``time_s`` and every term
+    of the cost (``latency_s``, ``bandwidth_s``, ``reduction_s``, ``memory_s``,
+    ``contention_s``); ``best[model]`` is the first of them.
+    """
+
+    ranks: int
+    size_bytes: int
+    best: dict[str, str]
+    models: dict[str, list[dict[str, Any]]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ranks": self.ranks, "size_bytes": self.size_bytes, "best": dict(self.best),
+                "models": {m: [dict(row) for row in rows] for m, rows in self.models.items()}}
+
+    def __str__(self) -> str:
+        names = [row["algorithm"] for row in self.models["contention"]]
+        times = {m: {row["algorithm"]: row["time_s"] for row in self.models[m]} for m in MODELS}
+        lines = [f"allreduce of {self.size_bytes} B on {self.ranks} ranks, predicted (fastest first by the "
+                 f"contention model)", f"{'algorithm':12}{'contention':>14}{'alpha-beta-gamma':>18}"]
+        lines += [f"{n:12}{times['contention'][n] * 1e3:11.4f} ms{times['abg'][n] * 1e3:15.4f} ms" for n in names]
+        lines.append(f"best: {self.best['contention']} (contention model), {self.best['abg']} (alpha-beta-gamma)")
+        return "\n".join(lines)
+
+
+def prediction_report(models: dict[str, AllreduceParams], ranks: int, nbytes: int) -> PredictionReport:
+    """Rank every algorithm for ``ranks`` ranks and ``nbytes`` bytes under each model.
 
     Examples
     --------
     >>> p = {"abg": AllreduceParams(1e-5, 1e-9, 1e-9), "contention": AllreduceParams(1e-5, 1e-9, 1e-9, 0, 1e-8)}
     >>> r = prediction_report(p, 8, 2**20)
-    >>> r["best"]
+    >>> r.best
     {'contention': 'rhd', 'abg': 'cps'}
+    >>> r.to_dict()["models"]["abg"][0]["algorithm"]
+    'cps'
     """
     best: dict[str, str] = {}
-    listed: dict[str, list[dict]] = {}
-    out = {"ranks": ranks, "size_bytes": nbytes, "best": best, "models": listed}
+    listed: dict[str, list[dict[str, Any]]] = {}
     for model in MODELS:
         ranked = rank_algorithms(ranks, nbytes, models[model])
         best[model] = ranked[0][0]
-        listed[model] = [{"algorithm": name, "time_s": terms.total,
-                                 **{f"{k}_s": v for k, v in asdict(terms).items()}} for name, terms in ranked]
-    return out
+        listed[model] = [{"algorithm": name, "time_s": terms.total, **{f"{k}_s": v for k, v in asdict(terms).items()}}
+                         for name, terms in ranked]
+    return PredictionReport(ranks, nbytes, best, listed)
 
 
-def format_prediction(report: dict) -> str:
-    names = [row["algorithm"] for row in report["models"]["contention"]]
-    times = {m: {row["algorithm"]: row["time_s"] for row in report["models"][m]} for m in MODELS}
-    lines = [f"allreduce of {report['size_bytes']} B on {report['ranks']} ranks, predicted (fastest first by the "
-             f"contention model)", f"{'algorithm':12}{'contention':>14}{'alpha-beta-gamma':>18}"]
-    lines += [f"{n:12}{times['contention'][n] * 1e3:11.4f} ms{times['abg'][n] * 1e3:15.4f} ms" for n in names]
-    lines.append(f"best: {report['best']['contention']} (contention model), {report['best']['abg']} "
-                 f"(alpha-beta-gamma)")
-    return "\n".join(lines)
+@dataclass(frozen=True)
+class AlgorithmTiming:
+    """One algorithm measured: median time of the slowest rank, every repeat's, whether it
+    matched MPI's Allreduce bit for bit, and what each model predicted (if given)."""
+
+    time_s: float
+    times_s: list[float]
+    correct: bool
+    predicted_s: dict[str, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"time_s": self.time_s, "times_s": list(self.times_s), "correct": self.correct}
+        if self.predicted_s is not None:
+            out["predicted_s"] = dict(self.predicted_s)
+        return out
 
 
-def bench_report(timings: Any, mpi_time_s: float, ranks: int, nbytes: int, repeat: int,
-                 models: dict[str, AllreduceParams] | None = None) -> dict:
-    """``{"ranks", "size_bytes", "repeats", "mpi_allreduce_s", "fastest", "algorithms": {name: {"time_s",
-    "times_s", "correct"[, "predicted_s": {model: s}]}}}`` (times are medians of the slowest rank)."""
-    algs = {}
-    for t in timings:
-        entry = {"time_s": t.time_s, "times_s": list(t.times_s), "correct": t.correct}
-        if models is not None:
-            entry["predicted_s"] = {m: predict(t.algorithm, ranks, nbytes, models[m]).total for m in MODELS}
-        algs[t.algorithm] = entry
-    fastest = min(algs, key=lambda name: algs[name]["time_s"]) if algs else None
-    return {"ranks": ranks, "size_bytes": nbytes, "repeats": repeat, "mpi_allreduce_s": mpi_time_s,
-            "fastest": fastest, "algorithms": algs}
+@dataclass(frozen=True)
+class BenchReport:
+    """The algorithms measured at one size beside ``MPI_Allreduce``."""
+
+    ranks: int
+    size_bytes: int
+    repeats: int
+    mpi_allreduce_s: float
+    algorithms: dict[str, AlgorithmTiming]
+
+    @property
+    def fastest(self) -> str | None:
+        return min(self.algorithms, key=lambda name: self.algorithms[name].time_s) if self.algorithms else None
+
+    @property
+    def wrong(self) -> list[str]:
+        """The algorithms whose result differed from ``MPI_Allreduce``'s."""
+        return [name for name, t in self.algorithms.items() if not t.correct]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ranks": self.ranks, "size_bytes": self.size_bytes, "repeats": self.repeats,
+                "mpi_allreduce_s": self.mpi_allreduce_s, "fastest": self.fastest,
+                "algorithms": {name: t.to_dict() for name, t in self.algorithms.items()}}
+
+    def __str__(self) -> str:
+        lines = [f"allreduce of {self.size_bytes} B on {self.ranks} ranks, median of {self.repeats} "
+                 f"(MPI_Allreduce {self.mpi_allreduce_s * 1e3:.4f} ms)"]
+        with_pred = any(t.predicted_s is not None for t in self.algorithms.values())
+        lines.append(f"{'algorithm':12}{'measured':>12}" + (f"{'contention':>13}{'abg':>12}" if with_pred else "")
+                     + "  correct")
+        for name, t in self.algorithms.items():
+            row = f"{name:12}{t.time_s * 1e3:9.4f} ms"
+            if t.predicted_s is not None:
+                row += f"{t.predicted_s['contention'] * 1e3:10.4f} ms{t.predicted_s['abg'] * 1e3:9.4f} ms"
+            lines.append(row + f"  {'yes' if t.correct else 'NO'}")
+        lines.append(f"fastest: {self.fastest}")
+        return "\n".join(lines)
 
 
-def format_bench(report: dict) -> str:
-    lines = [f"allreduce of {report['size_bytes']} B on {report['ranks']} ranks, median of {report['repeats']} "
-             f"(MPI_Allreduce {report['mpi_allreduce_s'] * 1e3:.4f} ms)"]
-    with_pred = any("predicted_s" in e for e in report["algorithms"].values())
-    lines.append(f"{'algorithm':12}{'measured':>12}" + (f"{'contention':>13}{'abg':>12}" if with_pred else "")
-                 + "  correct")
-    for name, e in report["algorithms"].items():
-        row = f"{name:12}{e['time_s'] * 1e3:9.4f} ms"
-        if with_pred:
-            row += f"{e['predicted_s']['contention'] * 1e3:10.4f} ms{e['predicted_s']['abg'] * 1e3:9.4f} ms"
-        lines.append(row + f"  {'yes' if e['correct'] else 'NO'}")
-    lines.append(f"fastest: {report['fastest']}")
-    return "\n".join(lines)
+def bench_report(timings: Iterable[Any], mpi_time_s: float, ranks: int, nbytes: int, repeat: int,
+                 models: dict[str, AllreduceParams] | None = None) -> BenchReport:
+    """The report of :func:`optiq.collectives.bench.bench_algorithms`'s timings (medians of
+    the slowest rank), with each model's prediction when ``models`` is given."""
+    algs = {t.algorithm: AlgorithmTiming(t.time_s, list(t.times_s), t.correct,
+                                         None if models is None else
+                                         {m: predict(t.algorithm, ranks, nbytes, models[m]).total for m in MODELS})
+            for t in timings}
+    return BenchReport(ranks, nbytes, repeat, mpi_time_s, algs)
