@@ -9,15 +9,40 @@ callback), so no handle outlives its communicator.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["private_comm"]
+__all__ = ["private_comm", "cached_on", "forget"]
 
 _KEYVALS: dict[str, int] = {}
+_RELEASE: dict[str, Callable[[Any], None]] = {}
 
 
-def _free_duplicate(comm: Any, keyval: int, duplicate: Any) -> None:
-    duplicate.Free()
+def cached_on(comm: Any, purpose: str, make: Callable[[], Any], release: Callable[[Any], None]) -> Any:
+    """The object ``purpose`` keeps on ``comm``: made by ``make()`` on the first call and
+    released by ``release(obj)`` when ``comm`` is freed (or :func:`forget` is called).
+
+    ``make`` and ``release`` may be collective: every rank calls this with the same ``comm``
+    and ``purpose`` at the same point. One ``release`` per purpose (the first one given).
+    """
+    from mpi4py import MPI
+
+    keyval = _KEYVALS.get(purpose)
+    if keyval is None:
+        _RELEASE[purpose] = release
+        keyval = _KEYVALS[purpose] = MPI.Comm.Create_keyval(delete_fn=lambda c, k, obj: _RELEASE[purpose](obj))
+    obj = comm.Get_attr(keyval)
+    if obj is None:
+        obj = make()
+        comm.Set_attr(keyval, obj)
+    return obj
+
+
+def forget(comm: Any, purpose: str) -> None:
+    """Release what ``purpose`` keeps on ``comm`` now (collective), if anything."""
+    keyval = _KEYVALS.get(purpose)
+    if keyval is not None and comm.Get_attr(keyval) is not None:
+        comm.Delete_attr(keyval)
 
 
 def private_comm(comm: Any, purpose: str) -> Any:
@@ -46,13 +71,4 @@ def private_comm(comm: Any, purpose: str) -> Any:
     >>> a == MPI.COMM_NULL
     True
     """
-    from mpi4py import MPI
-
-    keyval = _KEYVALS.get(purpose)
-    if keyval is None:
-        keyval = _KEYVALS[purpose] = MPI.Comm.Create_keyval(delete_fn=_free_duplicate)
-    duplicate = comm.Get_attr(keyval)
-    if duplicate is None:
-        duplicate = comm.Dup()
-        comm.Set_attr(keyval, duplicate)
-    return duplicate
+    return cached_on(comm, purpose, comm.Dup, lambda duplicate: duplicate.Free())

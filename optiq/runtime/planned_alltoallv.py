@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptiqError, ParameterError, TransferError
+from ..mpi.comms import cached_on, forget
 from ..mpi.launch import together
 from ..mpi.waiting import allreduce_asleep, start_together, wait_politely
 from ..plan import Plan
@@ -170,25 +171,38 @@ class _Context:
         self.generation += 1
 
 
-_CONTEXTS: dict[int, _Context] = {}
+    def release(self) -> None:
+        """Close the cached executors and free the duplicate (collective)."""
+        self.close()
+        self.comm.Free()
+
+
+#: The communicators that hold a context (as an MPI attribute, released when they are freed).
+_HOLDERS: list[Any] = []
+_PURPOSE = "optiq.alltoallv"
 
 
 def _context(comm: Any) -> _Context:
-    key = comm.py2f()
-    if key not in _CONTEXTS:
-        _CONTEXTS[key] = _Context(comm)
-    return _CONTEXTS[key]
+    def make() -> _Context:
+        _HOLDERS.append(comm)
+        return _Context(comm)
+
+    ctx: _Context = cached_on(comm, _PURPOSE, make, _Context.release)
+    return ctx
 
 
 def clear_cache(comm: Any | None = None) -> None:
     """Forget the planned patterns of ``comm`` (or of every communicator) and release their
-    executors and duplicated communicators. Collective: every rank calls it together."""
-    keys = list(_CONTEXTS) if comm is None else [comm.py2f()]
-    for key in keys:
-        ctx = _CONTEXTS.pop(key, None)
-        if ctx is not None:
-            ctx.close()
-            ctx.comm.Free()
+    executors and duplicated communicators. Collective: every rank calls it together.
+
+    Freeing a communicator releases its cache too (an MPI attribute's delete callback)."""
+    from mpi4py import MPI
+
+    holders = list(_HOLDERS) if comm is None else [comm]
+    for holder in holders:
+        if holder != MPI.COMM_NULL:
+            forget(holder, _PURPOSE)
+    _HOLDERS[:] = [h for h in _HOLDERS if h not in holders and h != MPI.COMM_NULL]
 
 
 def _spec(buf: Any, counts: Any, displs: Any, what: str) -> tuple[Any, Any, Any, int | None]:

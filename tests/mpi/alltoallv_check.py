@@ -13,6 +13,7 @@ from mpi4py import MPI
 
 from optiq.errors import OptiqError
 from optiq.runtime import alltoallv, clear_cache
+from optiq.runtime.planned_alltoallv import _context
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -149,6 +150,14 @@ same_error_everywhere("host not in the map",
 same_error_everywhere("different options", lambda: alltoallv(comm, send, sc, sd, recv, rc, rd, network=ring,
                                                              method="opt" if rank == 0 else "heu2"),
                       "different options")
+
+# 5. a communicator's cache goes with it: freeing it releases the duplicate and the executors
+own = comm.Dup()
+alltoallv(own, send, sc, sd, recv, rc, rd, network=ring, method="heu2")
+kept = _context(own)
+check(kept.entries and kept.comm != MPI.COMM_NULL, "the call left no cache on its communicator")
+own.Free()
+check(kept.comm == MPI.COMM_NULL and not kept.entries, "freeing a communicator kept its cache")
 
 clear_cache()
 failures = [f for fs in comm.allgather(failures) for f in fs]
