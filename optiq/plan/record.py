@@ -67,6 +67,24 @@ class PlanRecord:
         out.update(self.extra)
         return out
 
+    def update(self, other: PlanRecord) -> None:
+        """Take every field ``other`` sets; its warnings come after these, its timings and
+        extra keys over these.
+
+        Examples
+        --------
+        >>> r = PlanRecord(warnings=["first"], timings={"total_s": 1.0})
+        >>> r.update(PlanRecord(k=4, warnings=["then"], timings={"plan_s": 0.5}))
+        >>> r
+        PlanRecord(k=4, warnings=['first', 'then'], total_s=1)
+        """
+        for f in fields(self):
+            if f.name not in ("warnings", "timings", "extra") and getattr(other, f.name) is not None:
+                setattr(self, f.name, getattr(other, f.name))
+        self.warnings.extend(other.warnings)
+        self.timings.update(other.timings)
+        self.extra.update(other.extra)
+
     @classmethod
     def from_dict(cls, info: dict[str, Any]) -> PlanRecord:
         """The record of a plan file's ``info``; a key it does not know, or one whose value

@@ -192,10 +192,12 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     record.default_time_s = default.busiest_link_time(demands.nbytes.astype(float), topology.capacity)
     ctx = Context(topology=topology, demands=demands, seed=seed,
                   sizes=None if qos is None else qos.effective_sizes(demands), bound_s=bound.time_s,
-                  bound_from=bound.cut, candidates=candidates, default=default, progress=progress, workers=workers,
-                  record=record)
+                  bound_from=bound.cut, candidates=candidates, default=default, progress=progress, workers=workers)
     ctx.say(f"cut lower bound {bound.time_s * 1e3:.4f} ms ({bound.cut})")
-    paths, nbytes = planner.run(ctx)
+    result = planner.run(ctx)
+    record.update(result.record)
+    paths, nbytes = result.paths, result.path_bytes
+    bound_s, bound_from = (result.bound_s, result.bound_from) if result.bound_s is not None else (bound.time_s, bound.cut)
     if not isinstance(planner, SystemRoutes) and qos is None:
         paths, nbytes = _no_worse_than_default(topology, demands, planner, paths, nbytes, record, default)
     if qos is not None:
@@ -206,5 +208,5 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
             record.warnings.append("the LP stopped at its time limit: no QoS throughputs to report")
     record.timings.update(ranks=workers.size, total_s=time.perf_counter() - start)
     plan = Plan(topology, demands, paths, np.asarray(nbytes, dtype=np.int64), chunk_size=chunk_size,
-                method=name, lower_bound_time_s=ctx.bound_s, lower_bound_cut=ctx.bound_from, record=record)
+                method=name, lower_bound_time_s=bound_s, lower_bound_cut=bound_from, record=record)
     return plan.used()

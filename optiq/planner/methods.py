@@ -1,8 +1,9 @@
 """The planning methods as small objects that carry their own parameters, and their registry.
 
-A planner turns a :class:`Context` (topology, demands, seed, shared candidates, progress)
-into paths and bytes per path, and notes what it did in the context's
-:class:`~optiq.planner.record.PlanRecord`. :func:`optiq.make_plan` wraps every planner
+A planner turns a :class:`Context` (topology, demands, seed, shared candidates, progress,
+the best bound known; read only) into a :class:`PlannerResult`: paths, whole bytes per
+path, the :class:`~optiq.plan.PlanRecord` of what it did, and a better lower bound if it
+proved one. :func:`optiq.make_plan` wraps every planner
 alike (checks, the cut lower bound, the fall-back to the default routes, QoS, the plan).
 
 Examples
@@ -21,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,7 +38,7 @@ from ..plan import PlanRecord
 from ..topology import Topology
 from ..workloads import Demands
 
-__all__ = ["Context", "Planner", "CandidatePlanner", "SystemRoutes", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic",
+__all__ = ["Context", "PlannerResult", "Planner", "CandidatePlanner", "SystemRoutes", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic",
            "PLANNERS", "planner_named", "make_candidates", "CANDIDATE_KINDS"]
 
 #: How fixed candidate paths are made: ``diverse`` (per-job penalties, best quality),
@@ -87,9 +88,9 @@ def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str
     return diverse_paths(topology, demands, k, hop_limit=hop_limit, seed=seed, progress=progress)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Context:
-    """What every planner is given, and the record it writes to."""
+    """What every planner is given (read only)."""
 
     topology: Topology
     demands: Demands
@@ -101,11 +102,22 @@ class Context:
     default: PathSet          # every job's default route (SystemRoutes)
     progress: Callable[[str], None] | None
     workers: Workers
-    record: PlanRecord
 
     def say(self, message: str) -> None:
         if self.progress:
             self.progress(message)
+
+
+@dataclass
+class PlannerResult:
+    """What a planner made: every job's paths and whole bytes per path, the record of what it
+    did, and a lower bound it proved (``bound_s``, by ``bound_from``) if better than the known one."""
+
+    paths: PathSet
+    path_bytes: np.ndarray
+    record: PlanRecord = field(default_factory=PlanRecord)
+    bound_s: float | None = None
+    bound_from: str = ""
 
 
 def _count(name: str, value: Any, low: int, *, optional: bool = False) -> None:
@@ -132,8 +144,8 @@ class Planner:
         """Paths per job a plan holds while it is made (for the memory estimate)."""
         raise NotImplementedError
 
-    def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
-        """Paths and whole bytes per path for every job."""
+    def run(self, ctx: Context) -> PlannerResult:
+        """Paths and whole bytes per path for every job, and what the planner did."""
         raise NotImplementedError
 
 
@@ -148,8 +160,8 @@ class SystemRoutes(Planner):
     def paths_per_job(self) -> int:
         return 1
 
-    def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
-        return ctx.default, ctx.demands.nbytes.copy()
+    def run(self, ctx: Context) -> PlannerResult:
+        return PlannerResult(ctx.default, ctx.demands.nbytes.copy())
 
 
 @dataclass(frozen=True)
@@ -177,16 +189,17 @@ class ColumnGeneration(Planner):
         _count("hop_slack", self.hop_slack, 0)
         _time_limit(self.time_limit)
 
-    def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
-        rec, gap = ctx.record, self.gap
+    def run(self, ctx: Context) -> PlannerResult:
+        rec, gap = PlanRecord(), self.gap
         start = time.perf_counter()
         cg = column_generation(ctx.topology, ctx.demands, gap=gap, hop_slack=self.hop_slack,
                                time_limit=self.time_limit, known_bound_s=ctx.bound_s if ctx.sizes is None else 0.0,
                                sizes=ctx.sizes, seed=ctx.seed, progress=ctx.progress, workers=ctx.workers,
                                vertex_within_s=VERTEX_BEFORE_LEAN_S if self.lean else float("inf"))
+        result = PlannerResult(cg.paths, np.zeros(0, dtype=np.int64), rec)
         if ctx.sizes is None and cg.lower_bound_s > ctx.bound_s:
-            ctx.bound_s = cg.lower_bound_s
-            ctx.bound_from = "Lagrangian bound from the column generation's link prices"
+            result.bound_s = cg.lower_bound_s
+            result.bound_from = "Lagrangian bound from the column generation's link prices"
         rec.gap_target, rec.hop_slack, rec.cg_status, rec.iterations = gap, self.hop_slack, cg.status.value, \
             cg.iterations
         rec.generated_paths, rec.lp_time_s, rec.first_lp_time_s, rec.gap = cg.paths.num_paths, cg.time_s, \
@@ -203,25 +216,26 @@ class ColumnGeneration(Planner):
             rec.warnings.append(f"time limit reached {cg.gap:.2%} from the lower bound (target {gap:.2%})")
         paths, share = cg.paths, cg.share
         if self.lean and cg.iterations > 0:
-            paths, share = self._lean(ctx, cg, time.perf_counter() - start)
-        return paths, round_to_bytes(paths, ctx.demands, share)
+            paths, share = self._lean(ctx, cg, time.perf_counter() - start, rec)
+        result.paths, result.path_bytes = paths, round_to_bytes(paths, ctx.demands, share)
+        return result
 
-    def _lean(self, ctx: Context, cg: Any, spent: float) -> tuple[PathSet, np.ndarray]:
+    def _lean(self, ctx: Context, cg: Any, spent: float, rec: PlanRecord) -> tuple[PathSet, np.ndarray]:
         """The lean step within its budget; the plan it gives if no slower, else column generation's."""
         budget = max(LEAN_MIN_S, spent)
         if self.time_limit is not None:
             budget = min(budget, self.time_limit - spent)
         if budget <= 0:
-            ctx.record.lean = {"status": "no time left within the time limit"}
+            rec.lean = {"status": "no time left within the time limit"}
             return cg.paths, cg.share
         ctx.say(f"lean step: the fewest hop-bytes at {cg.time_s * 1e3:.4f} ms, within {budget:.1f} s")
         lean = lean_plan(ctx.topology, ctx.demands, cg.paths, cg.share, cg.time_s, sizes=ctx.sizes,
                          hop_slack=self.hop_slack, time_limit=budget, workers=ctx.workers, progress=ctx.progress)
         kept = lean.time_s <= cg.time_s * (1 + 1e-6) and lean.hop_bytes <= lean.hop_bytes_before
-        ctx.record.lean = {"status": lean.status if kept else "slower: not used",
+        rec.lean = {"status": lean.status if kept else "slower: not used",
                            "hop_bytes_before": lean.hop_bytes_before, "hop_bytes": lean.hop_bytes,
-                           "hop_bytes_bound": lean.bound, "gap": lean.gap, "iterations": lean.iterations}
-        ctx.record.timings["lean_s"] = lean.seconds
+                    "hop_bytes_bound": lean.bound, "gap": lean.gap, "iterations": lean.iterations}
+        rec.timings["lean_s"] = lean.seconds
         return (lean.paths, lean.share) if kept else (cg.paths, cg.share)
 
 
@@ -245,8 +259,8 @@ class CandidatePlanner(Planner):
     def paths_per_job(self) -> int:
         return self.k
 
-    def run(self, ctx: Context) -> tuple[PathSet, np.ndarray]:
-        start = time.perf_counter()
+    def run(self, ctx: Context) -> PlannerResult:
+        start, rec = time.perf_counter(), PlanRecord()
         candidates = ctx.candidates
         if candidates is None:
             candidates = make_candidates(ctx.topology, ctx.demands, self.k, self.candidate_kind,
@@ -255,16 +269,17 @@ class CandidatePlanner(Planner):
         elif candidates.num_jobs != ctx.demands.num_jobs:
             raise PlanError(f"candidates are for {candidates.num_jobs} jobs, the demands have "
                             f"{ctx.demands.num_jobs}")
-        ctx.record.k, ctx.record.candidate_paths = self.k, candidates.num_paths
-        ctx.record.timings["paths_s"] = time.perf_counter() - start
+        rec.k, rec.candidate_paths = self.k, candidates.num_paths
+        rec.timings["paths_s"] = time.perf_counter() - start
         ctx.say(f"{candidates.num_paths:,} candidate paths for {ctx.demands.num_jobs:,} jobs in "
-                f"{ctx.record.timings['paths_s']:.2f} s")
+                f"{rec.timings['paths_s']:.2f} s")
         t1 = time.perf_counter()
-        nbytes = self.choose(ctx, candidates)
-        ctx.record.timings["plan_s"] = time.perf_counter() - t1
-        return candidates, nbytes
+        nbytes = self.choose(ctx, candidates, rec)
+        rec.timings["plan_s"] = time.perf_counter() - t1
+        return PlannerResult(candidates, nbytes, rec)
 
-    def choose(self, ctx: Context, candidates: PathSet) -> np.ndarray:
+    def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
+        """Whole bytes per candidate; notes what it did in ``rec`` (the result's record)."""
         raise NotImplementedError
 
 
@@ -284,8 +299,7 @@ class PathLP(CandidatePlanner):
             raise ParameterError(f"unknown solver {self.solver!r}; expected one of {', '.join(LP_SOLVERS)}")
         _time_limit(self.time_limit)
 
-    def choose(self, ctx: Context, candidates: PathSet) -> np.ndarray:
-        rec = ctx.record
+    def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
         ctx.say(f"solving the LP with HiGHS ({self.solver})")
         sol = solve_lp(ctx.topology, ctx.demands, candidates, solver=self.solver, time_limit=self.time_limit,
                        sizes=ctx.sizes, progress=ctx.progress)
@@ -311,8 +325,8 @@ class MaxLoad(CandidatePlanner):
         super().__post_init__()
         _count("maxload", self.maxload, 1)
 
-    def choose(self, ctx: Context, candidates: PathSet) -> np.ndarray:
-        ctx.record.maxload = self.maxload
+    def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
+        rec.maxload = self.maxload
         return maxload_heuristic(ctx.topology, ctx.demands, candidates, self.maxload, progress=ctx.progress)
 
 
@@ -327,8 +341,8 @@ class DemandAware(CandidatePlanner):
         super().__post_init__()
         _count("unit", self.unit, 1)
 
-    def choose(self, ctx: Context, candidates: PathSet) -> np.ndarray:
-        ctx.record.unit = self.unit
+    def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
+        rec.unit = self.unit
         return demand_aware_heuristic(ctx.topology, ctx.demands, candidates, self.unit, progress=ctx.progress)
 
 
@@ -338,7 +352,7 @@ class Dynamic(CandidatePlanner):
 
     name: ClassVar[str] = "dynamic"
 
-    def choose(self, ctx: Context, candidates: PathSet) -> np.ndarray:
+    def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
         return dynamic_routing(ctx.topology, ctx.demands, candidates, progress=ctx.progress)
 
 
