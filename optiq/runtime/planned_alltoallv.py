@@ -184,6 +184,9 @@ _PURPOSE = "optiq.alltoallv"
 
 def _context(comm: Any) -> _Context:
     def make() -> _Context:
+        from mpi4py import MPI
+
+        _HOLDERS[:] = [h for h in _HOLDERS if h != MPI.COMM_NULL]  # communicators freed since
         _HOLDERS.append(comm)
         return _Context(comm)
 
