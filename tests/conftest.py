@@ -56,16 +56,11 @@ def random_demands(topology, jobs: int, seed: int) -> Demands:
     return Demands(src, dst, rng.integers(1, 100, len(src)) * 10**6)
 
 
-def arc_flow_optimum(topology, demands) -> float:
-    """Independent formulation: multicommodity flow on links, minimise the completion time.
-
-    Bytes and capacities are scaled to O(1) first: raw 1e9 coefficients defeat LP tolerances.
-    """
+def _arc_flow_rows(topology, demands, size, extra_columns: int = 0):
+    """Flow conservation (one row per job and node, ``size[j]`` out of its source and into its
+    destination) and every link's total over the jobs, on one flow variable per (job, link)."""
     J, L, N = demands.num_jobs, topology.num_links, topology.num_nodes
-    byte_unit, cap_unit = float(demands.nbytes.max()), float(topology.capacity.max())
-    size, cap = demands.nbytes / byte_unit, topology.capacity / cap_unit
-    nvar = J * L + 1
-    eq = lil_matrix((J * N, nvar))
+    eq = lil_matrix((J * N, J * L + extra_columns))
     b_eq = np.zeros(J * N)
     for j in range(J):
         for e in range(L):
@@ -73,11 +68,25 @@ def arc_flow_optimum(topology, demands) -> float:
             eq[j * N + topology.link_dst[e], j * L + e] -= 1
         b_eq[j * N + demands.src[j]] = size[j]
         b_eq[j * N + demands.dst[j]] = -size[j]
-    ub = lil_matrix((L, nvar))
+    ub = lil_matrix((L, J * L + extra_columns))
     for e in range(L):
         for j in range(J):
             ub[e, j * L + e] = 1
+    return eq, b_eq, ub
+
+
+def arc_flow_optimum(topology, demands) -> float:
+    """Independent formulation: multicommodity flow on links, minimise the completion time.
+
+    Bytes and capacities are scaled to O(1) first: raw 1e9 coefficients defeat LP tolerances.
+    """
+    J, L = demands.num_jobs, topology.num_links
+    byte_unit, cap_unit = float(demands.nbytes.max()), float(topology.capacity.max())
+    cap = topology.capacity / cap_unit
+    eq, b_eq, ub = _arc_flow_rows(topology, demands, demands.nbytes / byte_unit, extra_columns=1)
+    for e in range(L):
         ub[e, J * L] = -cap[e]
+    nvar = J * L + 1
     cost = np.zeros(nvar)
     cost[-1] = 1
     res = linprog(cost, A_ub=ub.tocsr(), b_ub=np.zeros(L), A_eq=eq.tocsr(), b_eq=b_eq, method="highs")
@@ -115,21 +124,9 @@ def launch(n: int, *argv, timeout: float = 120) -> tuple[subprocess.CompletedPro
 def arc_flow_least_hop_bytes(topology, demands, time_s: float) -> float:
     """Independent formulation of the lean step: multicommodity flow on links, every link
     carrying at most ``capacity * time_s``, fewest bytes times links."""
-    J, L, N = demands.num_jobs, topology.num_links, topology.num_nodes
+    J, L = demands.num_jobs, topology.num_links
     unit = float(demands.nbytes.max())
-    size = demands.nbytes / unit
-    eq = lil_matrix((J * N, J * L))
-    b_eq = np.zeros(J * N)
-    for j in range(J):
-        for e in range(L):
-            eq[j * N + topology.link_src[e], j * L + e] += 1
-            eq[j * N + topology.link_dst[e], j * L + e] -= 1
-        b_eq[j * N + demands.src[j]] = size[j]
-        b_eq[j * N + demands.dst[j]] = -size[j]
-    ub = lil_matrix((L, J * L))
-    for e in range(L):
-        for j in range(J):
-            ub[e, j * L + e] = 1
+    eq, b_eq, ub = _arc_flow_rows(topology, demands, demands.nbytes / unit)
     res = linprog(np.ones(J * L), A_ub=ub.tocsr(), b_ub=topology.capacity * time_s / unit * (1 + 1e-9),
                   A_eq=eq.tocsr(), b_eq=b_eq, method="highs")
     assert res.status == 0
