@@ -291,7 +291,8 @@ def test_a_failing_rank_stops_every_rank(tmp_path, mode):
 
 def test_the_run_report_follows_the_shared_schema(tmp_path):
     from optiq.runtime import RunReport, Timing
-    from optiq.sim.runs import REPORT_KEYS, TIMING_KEYS, read_run_record
+    from optiq.sim import read_run_report
+    from optiq.sim.runs import REPORT_KEYS, TIMING_KEYS
 
     timing = Timing("optiq opt", [0.5, 0.25, 0.75], 1000, True)
     report = RunReport(method="opt", topology="torus 2x2", plan_fingerprint="f" * 16, ranks=4, jobs=2, paths=3,
@@ -302,10 +303,21 @@ def test_the_run_report_follows_the_shared_schema(tmp_path):
     assert tuple(data) == REPORT_KEYS and tuple(data["baseline"])[1:] == TIMING_KEYS
     path = tmp_path / "r.json"
     path.write_text(json.dumps(data))
-    record = read_run_record(path)
-    assert (record.plan_fingerprint, record.chunk_size, record.link_bw_Bps, record.elapsed_s) == \
-        ("f" * 16, 4096, None, 0.5)
-    data["elapsed_s"] = "fast"
-    path.write_text(json.dumps(data))
-    with pytest.raises(PlanError, match="'elapsed_s' is 'fast', not a positive number"):
-        read_run_record(path)
+    back = read_run_report(path)
+    assert back == report and back.to_dict() == data and str(back) == str(report)
+    assert (back.elapsed_s, back.plan.min_s, back.baseline.name) == (0.5, 0.25, "MPI_Alltoallv")
+    # every key is checked, and the mistake named
+    for key, value, message in (("elapsed_s", "fast", "'elapsed_s' is 'fast', not a number"),
+                                ("elapsed_s", 0.4, "'elapsed_s' is 0.4, but the median of 'times_s' is 0.5"),
+                                ("chunk_size", 0, "'chunk_size' is 0, not a whole number of at least 1"),
+                                ("link_bw_Bps", -1, "'link_bw_Bps' is -1, not a positive number or null"),
+                                ("verified", "yes", "'verified' is 'yes', not true, false or null"),
+                                ("times_s", [], "'times_s' is \\[\\], not a list of times"),
+                                ("baseline", 3, "'baseline' is 3, not an object or null"),
+                                ("method", None, "'method' is None, not a string")):
+        path.write_text(json.dumps({**data, key: value}))
+        with pytest.raises(PlanError, match=message):
+            read_run_report(path)
+    path.write_text(json.dumps({k: v for k, v in data.items() if k != "plan_fingerprint"}))
+    with pytest.raises(PlanError, match="has no 'plan_fingerprint'"):
+        read_run_report(path)

@@ -8,7 +8,7 @@ from conftest import SMALL_TOPOLOGIES, random_demands
 from optiq import Demands, Plan, make_plan
 from optiq.cli import main
 from optiq.paths import PathSet
-from optiq.sim import ChunkModel, RunRecord, fit_chunk_model, simulate_chunks, simulate_direct, simulate_flows
+from optiq.sim import ChunkModel, RunReport, Timing, fit_chunk_model, simulate_chunks, simulate_direct, simulate_flows
 from optiq.topology import mesh, torus
 from optiq.workloads import constant_ratio
 
@@ -173,8 +173,15 @@ def test_link_rate_replaces_every_capacity():
 
 
 def _runs_from(plan, truth, chunks, rate=None):
-    return [RunRecord(c, rate, simulate_chunks(plan, replace(truth, link_rate_Bps=rate or truth.link_rate_Bps),
-                                              c).completion_time_s) for c in chunks]
+    """Reports of runs of ``plan`` at each chunk size, timed by the chunk model ``truth``."""
+    model = replace(truth, link_rate_Bps=rate or truth.link_rate_Bps)
+    return [RunReport(method=plan.method, topology=plan.topology.name, plan_fingerprint=plan.fingerprint,
+                      ranks=plan.topology.num_nodes, jobs=plan.demands.num_jobs, paths=len(plan.path_bytes),
+                      chunk_size=c, window=4, link_bw_Bps=rate, predicted_time_s=plan.predicted_time_s,
+                      predicted_at="plan", repeats=1, warmup=0, baseline=None, chunks_forwarded=0,
+                      buffer_bytes_max=0, messages=1,
+                      plan=Timing(f"optiq {plan.method}", (simulate_chunks(plan, model, c).completion_time_s,),
+                                  int(plan.demands.nbytes.sum()), None)) for c in chunks]
 
 
 def test_fit_recovers_a_known_model_from_synthetic_runs():
@@ -199,9 +206,7 @@ def test_fit_chunk_cli_round_trip_and_errors(tmp_path, capsys):
     runs = []
     for sample in _runs_from(plan, truth, [2048, 8192, 32768]):
         runs.append(tmp_path / f"run{sample.chunk_size}.json")
-        runs[-1].write_text(json.dumps({"topology": t.name, "plan_fingerprint": plan.fingerprint,
-                                        "link_bw_Bps": None, "chunk_size": sample.chunk_size,
-                                        "elapsed_s": sample.elapsed_s}))
+        runs[-1].write_text(json.dumps(sample.to_dict()))
     out = tmp_path / "model.json"
     assert main(["fit-chunk", str(plan_path), *map(str, runs), "-o", str(out)]) == 0
     capsys.readouterr()

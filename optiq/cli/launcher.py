@@ -48,7 +48,7 @@ def replay(args: argparse.Namespace) -> int:
     """Replay ``args.plan`` on ``COMM_WORLD``; the exit code (1 if verification failed)."""
     MPI = need_mpi("optiq run")
     from ..runtime.executor import bcast_plan, check_comm
-    from ..runtime.runner import format_report, measure, predicted_time
+    from ..runtime.runner import measure, predicted_time
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -73,7 +73,7 @@ def replay(args: argparse.Namespace) -> int:
                          baseline=args.baseline, timeout=timeout, pace_paths=args.pace_paths)
     failed = [t.name for t in (report.plan, report.baseline) if t is not None and t.verified is False]
     if rank == 0:
-        print(format_report(report), flush=True)
+        print(report, flush=True)
         if args.json:
             write_results(args.json, report.to_dict(), "--json")
         if failed:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,12 +17,13 @@ from ..mpi.waiting import allreduce_asleep, start_together
 from .algorithms import allreduce, exchange
 from .cost import algorithms
 from .fit import Sample
+from .report import AlgorithmTiming
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["run_microbenchmarks", "bench_algorithms", "AlgorithmTiming"]
+__all__ = ["run_microbenchmarks", "bench_algorithms"]
 
 
 def _timed(comm, run: Callable[[], object], repeat: int, warmup: int) -> tuple[float, list[float]]:
@@ -99,16 +99,6 @@ def run_microbenchmarks(comm: Any, sizes: Sequence[int] = (16384, 131072, 104857
     return samples
 
 
-@dataclass(frozen=True)
-class AlgorithmTiming:
-    """Measured time of one algorithm and whether it matched MPI's Allreduce bit for bit."""
-
-    algorithm: str
-    time_s: float
-    times_s: list[float] = field(repr=False)
-    correct: bool
-
-
 def bench_algorithms(comm: Any, nbytes: int, *, names: Sequence[str] | None = None, repeat: int = 5, warmup: int = 1, seed: int = 0,
                      say: Callable[[str], None] = lambda msg: None) -> tuple[list[AlgorithmTiming], float]:
     """Time every algorithm (default: all for this rank count) and MPI's Allreduce on ``nbytes``.
@@ -145,5 +135,5 @@ def bench_algorithms(comm: Any, nbytes: int, *, names: Sequence[str] | None = No
         result.fill(np.nan)
         correct = comm.allreduce(bool(np.array_equal(allreduce(comm, data, name, result), expected)), op=MPI.LAND)
         median, times = _timed(comm, lambda: allreduce(comm, data, name, result), repeat, warmup)
-        timings.append(AlgorithmTiming(name, median, times, correct))
+        timings.append(AlgorithmTiming(name, median, tuple(times), correct))
     return timings, mpi_time

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .cost import MODELS, AllreduceParams, predict, rank_algorithms
@@ -70,8 +70,9 @@ class AlgorithmTiming:
     """One algorithm measured: median time of the slowest rank, every repeat's, whether it
     matched MPI's Allreduce bit for bit, and what each model predicted (if given)."""
 
+    algorithm: str
     time_s: float
-    times_s: list[float]
+    times_s: tuple[float, ...] = field(repr=False)
     correct: bool
     predicted_s: dict[str, float] | None = None
 
@@ -121,12 +122,11 @@ class BenchReport:
         return "\n".join(lines)
 
 
-def bench_report(timings: Iterable[Any], mpi_time_s: float, ranks: int, nbytes: int, repeat: int,
+def bench_report(timings: Iterable[AlgorithmTiming], mpi_time_s: float, ranks: int, nbytes: int, repeat: int,
                  models: dict[str, AllreduceParams] | None = None) -> BenchReport:
     """The report of :func:`optiq.collectives.bench.bench_algorithms`'s timings (medians of
     the slowest rank), with each model's prediction when ``models`` is given."""
-    algs = {t.algorithm: AlgorithmTiming(t.time_s, list(t.times_s), t.correct,
-                                         None if models is None else
-                                         {m: predict(t.algorithm, ranks, nbytes, models[m]).total for m in MODELS})
+    algs = {t.algorithm: t if models is None else
+            replace(t, predicted_s={m: predict(t.algorithm, ranks, nbytes, models[m]).total for m in MODELS})
             for t in timings}
     return BenchReport(ranks, nbytes, repeat, mpi_time_s, algs)

@@ -5,13 +5,14 @@ or from an application: :func:`alltoallv` in place of ``comm.Alltoallv`` (it pla
 time and caches), or :func:`run_plan` / :class:`Executor` with a plan made ahead.
 """
 
+from ..sim.runs import RunReport, Timing
 from .executor import Executor, bcast_plan, check_comm, run_plan
 from .planned_alltoallv import AlltoallvResult, alltoallv, clear_cache
-from .runner import BASELINES, RunReport, Timing, format_report, measure, predicted_time
+from .runner import BASELINES, measure, predicted_time
 from .schedule import RankSchedule, Stream, compile_schedule
 from .transport import TransferResult
 from .verify import fill_send_buffers, find_mismatches, job_pattern
 
-__all__ = ["alltoallv", "AlltoallvResult", "clear_cache", "run_plan", "Executor", "TransferResult", "measure", "RunReport", "Timing", "format_report",
+__all__ = ["alltoallv", "AlltoallvResult", "clear_cache", "run_plan", "Executor", "TransferResult", "measure", "RunReport", "Timing",
            "predicted_time", "compile_schedule", "RankSchedule", "Stream", "check_comm", "bcast_plan", "job_pattern",
            "fill_send_buffers", "find_mismatches", "BASELINES"]

@@ -1,14 +1,15 @@
-"""Timed, repeated, verified runs of a plan and of the Alltoallv baseline, and their report."""
+"""Timed, repeated, verified runs of a plan and of the Alltoallv baseline, reported as a
+:class:`~optiq.sim.runs.RunReport`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..mpi.waiting import allreduce_asleep, start_together
 from ..plan import Plan
+from ..sim.runs import RunReport, Timing
 from .baseline import AlltoallvBaseline
 from .executor import Executor, predicted_time
 from .verify import fill_send_buffers, find_mismatches
@@ -17,98 +18,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["Timing", "RunReport", "measure", "predicted_time", "format_report", "BASELINES"]
+__all__ = ["measure", "predicted_time", "BASELINES"]
 
 BASELINES = ("none", "alltoallv")
-
-
-@dataclass
-class Timing:
-    """Completion times of repeated runs (each the slowest rank's) and their check.
-
-    Attributes
-    ----------
-    name : str
-    times_s : list of float
-        One per measured repeat (warm-up excluded).
-    bytes_total : int
-    verified : bool or None
-        Whether every byte matched on every rank in every repeat; ``None`` if not checked.
-    mismatches : list of str
-        Messages naming job and offset of wrong bytes (rank-prefixed), if any.
-    """
-
-    name: str
-    times_s: list[float]
-    bytes_total: int
-    verified: bool | None
-    mismatches: list[str] = field(default_factory=list)
-
-    @property
-    def min_s(self) -> float:
-        return float(np.min(self.times_s))
-
-    @property
-    def median_s(self) -> float:
-        return float(np.median(self.times_s))
-
-    @property
-    def throughput_Bps(self) -> float:
-        """Bytes over the median time."""
-        return self.bytes_total / self.median_s if self.median_s > 0 else float("inf")
-
-    def to_dict(self) -> dict:
-        return {"bytes_total": self.bytes_total, "elapsed_s": self.median_s, "elapsed_min_s": self.min_s,
-                "elapsed_median_s": self.median_s, "throughput_Bps": self.throughput_Bps,
-                "times_s": list(self.times_s), "verified": self.verified, "mismatches": list(self.mismatches)}
-
-
-@dataclass
-class RunReport:
-    """Everything ``optiq run`` measured; :meth:`to_dict` is the ``--json`` contract.
-
-    The top-level ``bytes_total``, ``elapsed_s`` (median), ``elapsed_min_s``,
-    ``elapsed_median_s``, ``throughput_Bps`` and ``verified`` are the plan's; the baseline,
-    when run, has the same keys under ``baseline``.
-    """
-
-    method: str
-    topology: str
-    plan_fingerprint: str
-    ranks: int
-    jobs: int
-    paths: int
-    chunk_size: int
-    window: int
-    link_bw_Bps: float | None
-    predicted_time_s: float
-    predicted_at: str
-    repeats: int
-    warmup: int
-    plan: Timing
-    baseline: Timing | None
-    chunks_forwarded: int
-    buffer_bytes_max: int
-    messages: int
-
-    @property
-    def measured_over_predicted(self) -> float:
-        return self.plan.median_s / self.predicted_time_s if self.predicted_time_s > 0 else float("nan")
-
-    def to_dict(self) -> dict:
-        """The report as :data:`optiq.sim.runs.REPORT_KEYS` say."""
-        out = {"method": self.method, "topology": self.topology, "plan_fingerprint": self.plan_fingerprint,
-               "ranks": self.ranks, "jobs": self.jobs,
-               "paths": self.paths, "chunk_size": self.chunk_size, "window": self.window,
-               "link_bw_Bps": self.link_bw_Bps, "repeats": self.repeats, "warmup": self.warmup}
-        out.update(self.plan.to_dict())
-        out.update({"predicted_time_s": self.predicted_time_s, "predicted_at": self.predicted_at,
-                    "measured_over_predicted": self.measured_over_predicted,
-                    "chunks_forwarded": self.chunks_forwarded, "messages": self.messages,
-                    "buffer_bytes_max": self.buffer_bytes_max,
-                    "baseline": None if self.baseline is None else {"name": self.baseline.name,
-                                                                    **self.baseline.to_dict()}})
-        return out
 
 
 def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: bool = False, seed: int = 0,
@@ -169,7 +81,7 @@ def _measure(comm, plan, executor, host, *, repeat, warmup, verify, seed, baseli
         if verify:
             verified = bool(allreduce_asleep(comm, not problems, MPI.MIN))
             problems = [m for ms in comm.allgather(problems[:3]) for m in ms]
-        return Timing(name, times, bytes_total, verified, problems)
+        return Timing(name, tuple(times), bytes_total, verified, tuple(problems))
 
     stats = {}
 
@@ -195,28 +107,3 @@ def _measure(comm, plan, executor, host, *, repeat, warmup, verify, seed, baseli
                      chunks_forwarded=int(comm.allreduce(stats["forwarded"], op=MPI.SUM)),
                      buffer_bytes_max=int(comm.allreduce(stats["buffer"], op=MPI.MAX)),
                      messages=int(comm.allreduce(stats["messages"], op=MPI.SUM)))
-
-
-def format_report(report: RunReport) -> str:
-    """The table ``optiq run`` prints."""
-    r = report
-    paced = f", links paced at {r.link_bw_Bps / 1e6:g} MB/s" if r.link_bw_Bps else ""
-    lines = [f"{r.method} plan on {r.topology}: {r.ranks} ranks, {r.jobs} jobs, {r.paths} paths, "
-             f"{r.plan.bytes_total / 2**20:,.1f} MiB, chunk {r.chunk_size / 1024:g} KiB, window {r.window}{paced}; "
-             f"{r.repeats} repeat(s) after {r.warmup} warm-up",
-             f"{'':16} {'min s':>10} {'median s':>10} {'GB/s':>8}  verified"]
-    for t in (r.plan, r.baseline):
-        if t is not None:
-            check = {None: "not checked", True: "yes", False: "NO"}[t.verified]
-            lines.append(f"{t.name:16} {t.min_s:10.4f} {t.median_s:10.4f} {t.throughput_Bps / 1e9:8.3f}  {check}")
-    lines.append(f"{r.messages:,} MPI messages per transfer (chunks ready together on a path travel together), "
-                 f"{r.chunks_forwarded:,} chunks forwarded")
-    lines.append(f"predicted (flow level, {r.predicted_at}): {r.predicted_time_s:.4f} s; "
-                 f"measured median / predicted = {r.measured_over_predicted:.2f}")
-    if r.baseline is not None:
-        unpaced = " (Alltoallv is not paced)" if r.link_bw_Bps else ""
-        lines.append(f"Alltoallv median / plan median = {r.baseline.median_s / r.plan.median_s:.2f}{unpaced}")
-    for t in (r.plan, r.baseline):
-        if t is not None:
-            lines.extend(f"mismatch ({t.name}): {m}" for m in t.mismatches)
-    return "\n".join(lines)

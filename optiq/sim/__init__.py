@@ -3,8 +3,8 @@
 from .chunk import ChunkModel, ChunkResult, load_chunk_model, simulate_chunks, simulate_direct
 from .fit import ChunkFit, fit_chunk_model, read_run_samples
 from .flow import SHARING, FlowResult, simulate_flows
-from .runs import RunRecord, read_run_record
+from .runs import RunReport, Timing, read_run_report
 
 __all__ = ["simulate_flows", "FlowResult", "SHARING", "simulate_chunks", "simulate_direct", "ChunkModel",
-           "ChunkResult", "load_chunk_model", "fit_chunk_model", "ChunkFit", "RunRecord", "read_run_record",
+           "ChunkResult", "load_chunk_model", "fit_chunk_model", "ChunkFit", "RunReport", "Timing", "read_run_report",
            "read_run_samples"]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import PlanError
 from .chunk import ChunkModel, simulate_chunks
-from .runs import RunRecord, read_run_record
+from .runs import RunReport, read_run_report
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -32,13 +32,13 @@ class ChunkFit:
     """A fitted :class:`ChunkModel` and how well it reproduces the runs."""
 
     model: ChunkModel
-    samples: tuple[RunRecord, ...] = field(repr=False)
+    samples: tuple[RunReport, ...] = field(repr=False)
     simulated_s: np.ndarray = field(repr=False)
     mean_rel_error: float
     max_rel_error: float
 
 
-def read_run_samples(paths: Iterable[str | Path], plan: Plan | None = None) -> list[RunRecord]:
+def read_run_samples(paths: Iterable[str | Path], plan: Plan | None = None) -> list[RunReport]:
     """Read ``optiq run --json`` files; with ``plan``, check each run replayed that plan.
 
     Raises
@@ -48,13 +48,11 @@ def read_run_samples(paths: Iterable[str | Path], plan: Plan | None = None) -> l
     """
     samples = []
     for path in paths:
-        record = read_run_record(path)
-        if plan is not None and record.plan_fingerprint != plan.fingerprint:
-            found = record.plan_fingerprint
-            raise PlanError(f"{str(path)!r} measured " + (f"another plan (fingerprint {found}, this plan's is "
-                            f"{plan.fingerprint})" if found else "a plan it does not name (no plan_fingerprint: "
-                            "made by an older optiq run; measure again)"))
-        samples.append(record)
+        report = read_run_report(path)
+        if plan is not None and report.plan_fingerprint != plan.fingerprint:
+            raise PlanError(f"{str(path)!r} measured another plan (fingerprint {report.plan_fingerprint}, this "
+                            f"plan's is {plan.fingerprint})")
+        samples.append(report)
     return samples
 
 
@@ -66,15 +64,16 @@ def _simulate(plan, model: ChunkModel, samples) -> np.ndarray:
     return out
 
 
-def fit_chunk_model(plan: Plan, samples: Sequence[RunRecord], *, header_bytes: int = 0, max_evaluations: int = 200) -> ChunkFit:
+def fit_chunk_model(plan: Plan, samples: Sequence[RunReport], *, header_bytes: int = 0, max_evaluations: int = 200) -> ChunkFit:
     """Fit forwarding cost, hop latency and (for unpaced runs) the link rate to ``samples``.
 
     Parameters
     ----------
     plan : Plan
         The plan the runs replayed.
-    samples : sequence of RunRecord
-        At least two runs; the more chunk sizes, the better the fit.
+    samples : sequence of RunReport
+        At least two runs; the more chunk sizes, the better the fit. Each contributes its
+        chunk size, emulated link rate (``None``: unpaced) and median time.
     header_bytes : int
         Bytes added to every chunk (0 for the executor, whose messages carry no header).
     max_evaluations : int
@@ -88,7 +87,8 @@ def fit_chunk_model(plan: Plan, samples: Sequence[RunRecord], *, header_bytes: i
     ------
     PlanError
         With fewer distinct runs (chunk size and link rate) than parameters to fit: two,
-        three when a run was unpaced (the link rate is fitted too).
+        three when a run was unpaced (the link rate is fitted too); for a run whose median
+        time is 0.
 
     Examples
     --------
@@ -98,7 +98,14 @@ def fit_chunk_model(plan: Plan, samples: Sequence[RunRecord], *, header_bytes: i
     >>> from optiq.topology import mesh
     >>> plan = make_plan(mesh((4,), bandwidth=1e9), Demands([0], [3], [2**20]), "default")
     >>> truth = ChunkModel(hop_latency_s=2e-6, header_bytes=0, forward_cost_s=3e-5, link_rate_Bps=2e8)
-    >>> runs = [RunRecord(c, None, float(_simulate(plan, truth, [RunRecord(c, None, 1.0)])[0]))
+    >>> from optiq.sim import Timing
+    >>> def unpaced_run(chunk, seconds):
+    ...     return RunReport(method="default", topology=plan.topology.name, plan_fingerprint=plan.fingerprint,
+    ...                      ranks=4, jobs=1, paths=1, chunk_size=chunk, window=4, link_bw_Bps=None,
+    ...                      predicted_time_s=0.0, predicted_at="", repeats=1, warmup=0, baseline=None,
+    ...                      plan=Timing("optiq default", (seconds,), 2**20, None), chunks_forwarded=0,
+    ...                      buffer_bytes_max=0, messages=1)
+    >>> runs = [unpaced_run(c, simulate_chunks(plan, truth, c).completion_time_s)
     ...         for c in (4096, 16384, 65536, 262144)]
     >>> fit = fit_chunk_model(plan, runs)
     >>> fit.max_rel_error < 1e-3, round(fit.model.link_rate_Bps / 2e8, 3)
@@ -114,6 +121,8 @@ def fit_chunk_model(plan: Plan, samples: Sequence[RunRecord], *, header_bytes: i
         raise PlanError(f"fitting {needed} parameters needs runs at {needed} or more distinct chunk sizes (or link "
                         f"rates), got {distinct} among {len(samples)} run(s)")
     measured = np.array([s.elapsed_s for s in samples])
+    if not (measured > 0).all():
+        raise PlanError(f"a run to fit needs a time above 0 s; run {int(np.argmin(measured))} took 0 s")
     busiest = float(plan.link_bytes.max())
 
     def model_of(x: np.ndarray) -> ChunkModel:
