@@ -65,7 +65,7 @@ def test_zero_byte_paths_and_offsets(tmp_path):
 
 def test_default_window_shrinks_to_the_forwarding_budget(tmp_path, monkeypatch):
     from optiq.runtime import executor
-    from optiq.runtime.transport import forwarding_slots
+    from optiq.runtime.slots import forwarding_slots
 
     topo = from_spec("mesh:8")
     src = np.arange(4)
@@ -85,7 +85,7 @@ def test_default_window_shrinks_to_the_forwarding_budget(tmp_path, monkeypatch):
 @pytest.mark.parametrize("link_bw", [1e6, 25e6, 50e6, 100e6, 200e6, 1e9, 1e10])
 def test_paced_default_window_cuts_segments_into_whole_messages(chunk, link_bw):
     from optiq.runtime.executor import MAX_DEFAULT_WINDOW, WINDOW, default_window
-    from optiq.runtime.transport import paced_message_chunks, segment_chunks
+    from optiq.runtime.slots import paced_message_chunks, segment_chunks
 
     window = default_window(chunk, link_bw)
     per_message, seg = paced_message_chunks(chunk, link_bw), segment_chunks(window)

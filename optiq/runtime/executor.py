@@ -12,7 +12,8 @@ from ..errors import PlanError, TransferError
 from ..plan import Plan, load_plan
 from .memory import job_buffers
 from .schedule import RankSchedule, compile_schedule
-from .transport import TransferResult, forwarding_slots, paced_message_chunks, path_slots, transfer
+from .slots import forwarding_slots, paced_message_chunks, path_slots
+from .transport import TransferResult, transfer
 
 if TYPE_CHECKING:
     from typing import Any
@@ -42,7 +43,7 @@ def default_window(chunk_size: int, link_bw: float | None) -> int:
     :data:`WINDOW` chunks); with emulated links of ``link_bw`` bytes/s it holds
     :data:`PACED_SLACK_S` of a link's traffic (at least :data:`WINDOW`, at most
     :data:`MAX_DEFAULT_WINDOW` chunks), rounded to a whole number of paced messages per
-    segment (:func:`~optiq.runtime.transport.paced_message_chunks`), so that no segment
+    segment (:func:`~optiq.runtime.slots.paced_message_chunks`), so that no segment
     ends in a short message (a short last message costs a whole message's overhead; the
     4x4 opt plan of ``benchmarks/executor.py`` measures both choices).
 

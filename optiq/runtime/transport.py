@@ -41,8 +41,11 @@ and the plan keeps its predicted time (:func:`optiq.sim.simulate_flows` with
 ``pace_paths``); without it, flows alone on their links run ahead and the others fall
 behind.
 
-The progress loop reuses one request slot per message in flight (``Testsome`` sets it to
-``REQUEST_NULL`` in place) and sleeps with a growing back-off (:mod:`optiq.mpi.waiting`) as
+The state is in named objects: a ``_StreamState`` per stream (chunks held, sent, in which
+segment), a ``_Link`` per outgoing link (its queue, window and token bucket), and
+``_Requests``, the requests in flight, each with the ``_Message`` it moves (which chunks of
+which stream, sent or received). The progress loop reuses one request slot per message in
+flight (``Testsome`` sets it to ``REQUEST_NULL`` in place) and sleeps with a growing back-off (:mod:`optiq.mpi.waiting`) as
 soon as nothing moved, so oversubscribed ranks leave the cores to the ranks with work.
 
 Why runs of chunks and not one message per chunk, what the copies cost and which other
@@ -55,19 +58,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from enum import IntEnum
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..errors import TransferError
 from ..mpi.waiting import idle_pause, sleep_until
-from .memory import job_buffers
-from .schedule import RankSchedule
+from .schedule import RankSchedule, Stream
+from .slots import PACED_MESSAGE_S, forwarding_slots, paced_message_chunks, path_slots, segment_chunks
 
-__all__ = ["TransferResult", "Transfer", "transfer", "segment_chunks", "path_slots", "forwarding_slots",
-           "paced_message_chunks"]
+__all__ = ["TransferResult", "Transfer", "transfer"]
 
-_SEND, _FORWARD_RECV, _FINAL_RECV = 0, 1, 2
 #: Paced: link time an idle link may make up for (seconds), so that ranks which wake late
 #: (oversubscribed cores) do not stretch the emulated link's schedule.
 PACED_BURST_S = 0.02
@@ -75,72 +77,6 @@ PACED_BURST_S = 0.02
 #: and so only waits for its own sends to complete (seconds): the receivers take the bytes
 #: within moments, and the last forwarder to notice sets the transfer's time.
 SEND_COMPLETION_POLL_S = 1e-4
-#: Paced: link time one message carries at most (seconds), so that the cost of an MPI
-#: message (a few tens of microseconds with ranks sharing cores) stays below the link time
-#: it stands for.
-PACED_MESSAGE_S = 0.005
-
-
-def segment_chunks(window: int) -> int:
-    """Most chunks one message carries: half the window (one if the window is 1).
-
-    A forwarder's slots of a path are whole segments of this many chunks
-    (:func:`path_slots`); no message crosses a segment boundary of its path, so every
-    message lands in consecutive slots.
-
-    Examples
-    --------
-    >>> segment_chunks(1), segment_chunks(4), segment_chunks(5)
-    (1, 2, 2)
-    """
-    return max(1, window // 2)
-
-
-def paced_message_chunks(chunk_size: int, link_bw: float, message_s: float = PACED_MESSAGE_S) -> int:
-    """Chunks a paced message carries when none are overdue: ``message_s`` of link time, at least one.
-
-    Examples
-    --------
-    >>> paced_message_chunks(65536, 25e6), paced_message_chunks(65536, 200e6)
-    (1, 15)
-    """
-    return max(1, int(message_s * link_bw / chunk_size))
-
-
-def path_slots(window: int) -> int:
-    """Slots a forwarder keeps per path: the window rounded down to whole segments.
-
-    Examples
-    --------
-    >>> path_slots(1), path_slots(3), path_slots(4), path_slots(5)
-    (1, 3, 4, 4)
-    """
-    seg = segment_chunks(window)
-    return seg * (window // seg)
-
-
-def forwarding_slots(schedule: RankSchedule, chunk_size: int, window: int) -> list[np.ndarray]:
-    """Memory for the chunks this rank forwards: :func:`path_slots` slots per forwarded path.
-
-    One ``(slots, chunk_size)`` array per stream of ``schedule`` (empty unless the rank
-    forwards it), with fewer slots when the path has fewer chunks, all in one region on
-    huge pages (:mod:`optiq.runtime.memory`). The pages are written once here, so a
-    transfer that reuses them does not pay for the kernel mapping them in.
-
-    Examples
-    --------
-    >>> from optiq.runtime import Stream, RankSchedule
-    >>> s = Stream(path=0, job=0, offset=0, nbytes=10_000, prev=0, next=2, link=1)
-    >>> [a.shape for a in forwarding_slots(RankSchedule(1, (s,), {}, {}), 1000, 4)]
-    [(4, 1000)]
-    """
-    ring = path_slots(window)
-    sizes = {k: (min(ring, s.num_chunks(chunk_size)) if s.prev >= 0 and s.next >= 0 else 0) * chunk_size
-             for k, s in enumerate(schedule.streams)}
-    slots = [buf.reshape(-1, chunk_size) for buf in job_buffers(sizes).values()]
-    for buf in slots:
-        buf.fill(0)
-    return slots
 
 
 @dataclass
@@ -174,6 +110,117 @@ class TransferResult:
     messages: int
 
 
+class _Kind(IntEnum):
+    """What a request in flight does: send chunks on, receive them to forward, receive them for good."""
+
+    SEND = 0
+    FORWARD_RECV = 1
+    FINAL_RECV = 2
+
+
+class _StreamState:
+    """Where one of this rank's streams (its hop of one path) stands.
+
+    Attributes
+    ----------
+    stream : Stream
+    chunks : int
+        Chunks of the path.
+    forwards : bool
+        Whether this rank forwards the path (it neither starts nor ends here).
+    ready : int
+        Chunks this rank holds, in order (all of them at the source).
+    sent : int
+        Chunks handed to the outgoing link.
+    held : list of int
+        Forwarders: chunks received into each segment of the slots and not yet sent on.
+    slots : ndarray
+        Forwarders: the ``(slots, chunk size)`` memory the path's chunks pass through.
+    receiving : bool
+        A receive is posted (one at a time: message sizes vary).
+    queued : bool
+        The stream waits in its link's queue.
+    rate : float or None
+        Paced paths, at the source: the path's bytes per second.
+    busy_until : float
+        Paced paths: when the path's token bucket is next empty.
+    """
+
+    __slots__ = ("stream", "chunks", "forwards", "ready", "sent", "held", "slots", "receiving", "queued", "rate",
+                 "busy_until")
+
+    def __init__(self, stream: Stream, chunk_size: int, segments: int, slots: np.ndarray,
+                 rate: float | None) -> None:
+        self.stream = stream
+        self.chunks = stream.num_chunks(chunk_size)
+        self.forwards = stream.prev >= 0 and stream.next >= 0
+        self.ready = self.chunks if stream.prev < 0 else 0
+        self.sent = 0
+        self.held = [0] * segments if self.forwards else []
+        self.slots = slots
+        self.receiving = self.queued = False
+        self.rate = rate
+        self.busy_until = 0.0
+
+    def progress(self) -> float:
+        """Fraction of the path's chunks handed to the link."""
+        return self.sent / self.chunks
+
+
+class _Message(NamedTuple):
+    """Chunks ``first .. first + chunks - 1`` of one stream, moved by one MPI request."""
+
+    kind: _Kind
+    state: _StreamState
+    first: int
+    chunks: int
+
+
+class _Requests:
+    """The requests in flight, one reusable slot each.
+
+    ``Testsome`` sets a completed request to ``REQUEST_NULL`` in place, so a slot is reused
+    by the next request and nothing is rebuilt per completion.
+    """
+
+    __slots__ = ("requests", "statuses", "messages", "free", "_status", "_testsome", "_byte")
+
+    def __init__(self) -> None:
+        from mpi4py import MPI
+
+        self._status, self._testsome, self._byte = MPI.Status, MPI.Request.Testsome, MPI.BYTE  # bound once: hot loop
+        self.requests: list[Any] = []
+        self.statuses: list[Any] = []
+        self.messages: list[_Message | None] = []
+        self.free: list[int] = []
+
+    def add(self, request: Any, message: _Message) -> None:
+        if self.free:
+            j = self.free.pop()
+            self.requests[j], self.messages[j] = request, message
+        else:
+            self.requests.append(request)
+            self.statuses.append(self._status())
+            self.messages.append(message)
+
+    def completed(self) -> list[tuple[_Message, int]]:
+        """The messages whose requests completed since the last call, with the bytes each received."""
+        done = self._testsome(self.requests, self.statuses) if self.requests else None
+        if not done:
+            return []
+        out = []
+        for j, d in enumerate(done):  # Testsome fills the statuses in the order of ``done``
+            message = self.messages[d]
+            assert message is not None
+            self.messages[d] = None
+            self.free.append(d)
+            out.append((message, 0 if message.kind == _Kind.SEND else self.statuses[j].Get_count(self._byte)))
+        return out
+
+    def in_flight(self) -> list[_Message]:
+        return [m for m in self.messages if m is not None]
+
+
 class _Link:
     """An outgoing link of this rank: streams with a chunk ready, source chunks in flight, pacing.
 
@@ -182,12 +229,13 @@ class _Link:
     together, as the flow-level plan assumes, instead of small paths finishing first.
     """
 
-    __slots__ = ("queue", "inflight", "pending", "busy_until")
+    __slots__ = ("queue", "inflight", "pending", "leaves", "busy_until")
 
     def __init__(self) -> None:
-        self.queue: list[int] = []
+        self.queue: list[_StreamState] = []
         self.inflight = 0  # source chunks in flight
-        self.pending: tuple[int, int, int, float] | None = None  # stream, first chunk, chunks, time it leaves
+        self.pending: _Message | None = None  # the next message, once its time comes
+        self.leaves = 0.0  # ... which is this
         self.busy_until = 0.0
 
 
@@ -206,16 +254,16 @@ class Transfer:
         sends and receives (checked by the caller).
     window : int
         Source chunks in flight per outgoing link, and receive slots per forwarded path
-        (rounded down to whole segments, :func:`path_slots`); a message carries at most
-        :func:`segment_chunks` chunks.
+        (rounded down to whole segments, :func:`~optiq.runtime.slots.path_slots`); a message
+        carries at most :func:`~optiq.runtime.slots.segment_chunks` chunks.
     link_bw : float, optional
         Emulated bandwidth of every outgoing link in bytes/s: a message leaves only once
         the link has earned the time to carry it (see the module docstring).
     timeout : float
         Seconds before :meth:`run` gives up with :class:`TransferError`.
     slots : list of ndarray, optional
-        :func:`forwarding_slots` of the same schedule, chunk size and window, to reuse
-        memory across transfers; allocated here when not given.
+        :func:`~optiq.runtime.slots.forwarding_slots` of the same schedule, chunk size and
+        window, to reuse memory across transfers; allocated here when not given.
     burst_s : float
         Paced: link time an idle link may make up for later (its token bucket's depth).
     message_s : float
@@ -231,40 +279,26 @@ class Transfer:
                  message_s: float = PACED_MESSAGE_S, path_rate: dict[int, float] | None = None) -> None:
         from mpi4py import MPI
 
-        self._byte, self._status, self._testsome = MPI.BYTE, MPI.Status, MPI.Request.Testsome  # bound once: hot loop
+        self._byte = MPI.BYTE
         self.comm, self.window, self.link_bw, self.timeout = comm, window, link_bw, timeout
         self.burst_s, self.message_s = burst_s, message_s
         self.chunk, self.send, self.recv = chunk_size, send, recv
         self.seg = segment_chunks(window)
         self.paced_chunks = 1 if link_bw is None else paced_message_chunks(chunk_size, link_bw, message_s)
         self.nseg = path_slots(window) // self.seg  # segments of slots per forwarded path
-        streams = self.streams = schedule.streams
-        self.nchunks = [s.num_chunks(chunk_size) for s in streams]
-        self.forwards = [s.prev >= 0 and s.next >= 0 for s in streams]
-        self.links: dict[int, _Link] = {s.link: _Link() for s in streams if s.next >= 0}
+        self.streams = schedule.streams
         #: forwarding slots of every stream this rank forwards (none for the others)
         self.slots = forwarding_slots(schedule, chunk_size, window) if slots is None else slots
-        #: chunks of a forwarded path received into each segment of its slots and not yet sent on
-        self.held = [[0] * self.nseg if f else [] for f in self.forwards]
-        #: chunks this rank holds, in order (all of them at the source)
-        self.ready = [c if s.prev < 0 else 0 for s, c in zip(streams, self.nchunks)]
-        self.sent = [0] * len(streams)       # chunks handed to a link
-        self.receiving = [False] * len(streams)  # a receive is posted (one at a time: message sizes vary)
-        self.queued = [False] * len(streams)
-        # one slot per request in flight, reused once it completes (Testsome sets it to
-        # REQUEST_NULL in place), so nothing is rebuilt per completion
-        self.requests: list = []
-        self.statuses: list = []
-        self.what: list[tuple[int, int, int, int] | None] = []  # (kind, stream, first chunk, chunks) per request
-        self.free: list[int] = []
+        self.states = [_StreamState(s, chunk_size, self.nseg, buf,
+                                    path_rate.get(s.path) if path_rate and s.prev < 0 and s.next >= 0 else None)
+                       for s, buf in zip(self.streams, self.slots)]
+        self.path_paced = any(st.rate is not None for st in self.states)
+        self.links: dict[int, _Link] = {s.link: _Link() for s in self.streams if s.next >= 0}
+        self.requests = _Requests()
         # every chunk is sent once where the stream has a next rank and received once where it has a previous one
-        self.remaining = sum(c * ((s.next >= 0) + (s.prev >= 0)) for s, c in zip(streams, self.nchunks))
+        self.remaining = sum(st.chunks * ((s.next >= 0) + (s.prev >= 0)) for s, st in zip(self.streams, self.states))
+        self.unsent = sum(st.chunks for s, st in zip(self.streams, self.states) if s.next >= 0)  # not handed to MPI
         self.chunks_sent = self.chunks_forwarded = self.messages = 0
-        self.unsent = sum(c for s, c in zip(streams, self.nchunks) if s.next >= 0)  # chunks not handed to MPI yet
-        #: paced paths: the rate of every source stream (None: unpaced) and when its bucket is next empty
-        self.rate = [path_rate.get(s.path) if path_rate and s.prev < 0 and s.next >= 0 else None for s in streams]
-        self.busy_until = [0.0] * len(streams)
-        self.path_paced = any(r is not None for r in self.rate)
 
     def run(self, start_at: float | None = None) -> TransferResult:
         """Move the bytes; returns when this rank's chunks have all been sent and received.
@@ -283,124 +317,107 @@ class Transfer:
             outstanding then: treat the communicator as broken and abort.
         """
         start = sleep_until(start_at)
-        for k, s in enumerate(self.streams):
-            if s.prev >= 0:
-                self._post_recv(k)
+        for st in self.states:
+            st.busy_until = start
+            if st.stream.prev >= 0:
+                self._post_recv(st)
             else:
-                self._enqueue(k)
+                self._enqueue(st)
         for link in self.links.values():
             link.busy_until = start
-        self.busy_until = [start] * len(self.streams)
         idle = 0
         while self.remaining:
             now = time.perf_counter()
-            done = self._testsome(self.requests, self.statuses) if self.requests else None
-            if done:
-                self._completed(done)
+            done = self.requests.completed()
+            for message, nbytes in done:
+                self._completed(message, nbytes)
             moved, deadline = self._pump(now)
             if done or moved:
                 idle = 0
                 continue
             if now - start > self.timeout:
-                raise TransferError(_timeout_message(self.comm.Get_rank(), self.timeout, self.streams,
-                                                     [m for m in self.what if m]))
+                raise TransferError(_timeout_message(self.comm.Get_rank(), self.timeout, self.requests.in_flight()))
             idle += 1
             pause = idle_pause(idle)
-            if not self.unsent and not any(self.receiving):
+            if not self.unsent and not any(st.receiving for st in self.states):
                 pause = min(pause, SEND_COMPLETION_POLL_S)  # only its own sends are left to complete
             time.sleep(min(pause, max(0.0, deadline - now)))
         return TransferResult(recv=self.recv, elapsed_s=time.perf_counter() - start, chunks_sent=self.chunks_sent,
                               chunks_forwarded=self.chunks_forwarded,
                               buffer_bytes=sum(b.nbytes for b in self.slots), messages=self.messages)
 
-    def _completed(self, done: list[int]) -> None:
-        """Free the completed requests' slots and act on what each completion allows."""
-        for j, d in enumerate(done):  # Testsome fills the statuses in the order of ``done``
-            kind, k, i, m = self.what[d]  # type: ignore[misc]
-            self.what[d] = None
-            self.free.append(d)
-            if kind == _SEND:
-                self.remaining -= m
-                if self.forwards[k]:
-                    self.held[k][(i // self.seg) % self.nseg] -= m
-                    if not self.receiving[k]:
-                        self._post_recv(k)  # the slots may be free again
-                else:
-                    self.links[self.streams[k].link].inflight -= m
-                continue
-            m = -(-self.statuses[j].Get_count(self._byte) // self.chunk)  # whole chunks, the last may be short
+    def _completed(self, message: _Message, nbytes: int) -> None:
+        """Act on what one completed request allows."""
+        kind, st, i, m = message
+        if kind == _Kind.SEND:
             self.remaining -= m
-            self.receiving[k] = False
-            if kind == _FORWARD_RECV:
-                self.held[k][(i // self.seg) % self.nseg] += m
-                self.ready[k] += m
-                self._enqueue(k)
+            if st.forwards:
+                st.held[(i // self.seg) % self.nseg] -= m
+                if not st.receiving:
+                    self._post_recv(st)  # the slots may be free again
             else:
-                self.ready[k] += m  # the destination counts what arrived the same way
-            self._post_recv(k)
+                self.links[st.stream.link].inflight -= m
+            return
+        m = -(-nbytes // self.chunk)  # whole chunks, the last may be short
+        self.remaining -= m
+        st.receiving = False
+        st.ready += m
+        if kind == _Kind.FORWARD_RECV:
+            st.held[(i // self.seg) % self.nseg] += m
+            self._enqueue(st)
+        self._post_recv(st)
 
-    def _add(self, request: Any, what: tuple[int, int, int, int]) -> None:
-        if self.free:
-            j = self.free.pop()
-            self.requests[j], self.what[j] = request, what
-        else:
-            self.requests.append(request)
-            self.statuses.append(self._status())
-            self.what.append(what)
+    def _span(self, st: _StreamState, i: int, m: int) -> tuple[int, int]:
+        """Byte range of chunks ``i .. i + m - 1`` of a stream, relative to the path's start."""
+        return i * self.chunk, min((i + m) * self.chunk, st.stream.nbytes)
 
-    def _span(self, k: int, i: int, m: int) -> tuple[int, int]:
-        """Byte range of chunks ``i .. i + m - 1`` of stream ``k``, relative to the path's start."""
-        return i * self.chunk, min((i + m) * self.chunk, self.streams[k].nbytes)
-
-    def _slot_view(self, k: int, i: int, m: int) -> np.ndarray:
-        """The slots of chunks ``i .. i + m - 1`` of forwarded stream ``k`` (one segment, so consecutive)."""
+    def _slot_view(self, st: _StreamState, i: int, m: int) -> np.ndarray:
+        """The slots of chunks ``i .. i + m - 1`` of a forwarded stream (one segment, so consecutive)."""
         first = i % (self.seg * self.nseg)  # slots cycle through the segments
-        lo, hi = self._span(k, i, m)
-        return self.slots[k][first:first + m].reshape(-1)[:hi - lo]
+        lo, hi = self._span(st, i, m)
+        return st.slots[first:first + m].reshape(-1)[:hi - lo]
 
-    def _post_recv(self, k: int) -> None:
+    def _post_recv(self, st: _StreamState) -> None:
         """Post the receive of the path's next message, if there is one and room for it.
 
         A message never crosses a segment boundary, so a forwarder receives up to the end
         of the current segment of its slots, once the chunks held in that segment before
         have been sent on; the destination receives up to the end of the path.
         """
-        s, i = self.streams[k], self.ready[k]
-        if i >= self.nchunks[k]:
+        s, i = st.stream, st.ready
+        if i >= st.chunks:
             return
-        if self.forwards[k]:
-            if i % self.seg == 0 and self.held[k][(i // self.seg) % self.nseg]:
+        if st.forwards:
+            if i % self.seg == 0 and st.held[(i // self.seg) % self.nseg]:
                 return  # the segment's previous chunks are still on their way out
-            m = min(self.seg - i % self.seg, self.nchunks[k] - i)
-            buf, kind = self._slot_view(k, i, m), _FORWARD_RECV
+            m = min(self.seg - i % self.seg, st.chunks - i)
+            buf, kind = self._slot_view(st, i, m), _Kind.FORWARD_RECV
         else:
             lo = s.offset + i * self.chunk
-            buf, kind = self.recv[s.job][lo:s.offset + s.nbytes], _FINAL_RECV
-            m = self.nchunks[k] - i
-        self._add(self.comm.Irecv([buf, self._byte], source=s.prev, tag=s.path), (kind, k, i, m))
-        self.receiving[k] = True
+            buf, kind = self.recv[s.job][lo:s.offset + s.nbytes], _Kind.FINAL_RECV
+            m = st.chunks - i
+        self.requests.add(self.comm.Irecv([buf, self._byte], source=s.prev, tag=s.path), _Message(kind, st, i, m))
+        st.receiving = True
 
-    def _enqueue(self, k: int) -> None:
-        if not self.queued[k] and self.sent[k] < self.ready[k]:
-            self.links[self.streams[k].link].queue.append(k)
-            self.queued[k] = True
+    def _enqueue(self, st: _StreamState) -> None:
+        if not st.queued and st.sent < st.ready:
+            self.links[st.stream.link].queue.append(st)
+            st.queued = True
 
-    def _progress_of(self, k: int) -> float:
-        return self.sent[k] / self.nchunks[k]
-
-    def _start_send(self, k: int, i: int, m: int) -> None:
-        s = self.streams[k]
-        if self.forwards[k]:
-            buf = self._slot_view(k, i, m)
+    def _start_send(self, message: _Message) -> None:
+        _, st, i, m = message
+        s = st.stream
+        if st.forwards:
+            buf = self._slot_view(st, i, m)
             self.chunks_forwarded += m
         else:
-            lo, hi = self._span(k, i, m)
+            lo, hi = self._span(st, i, m)
             buf = self.send[s.job][s.offset + lo:s.offset + hi]
             self.chunks_sent += m
             self.links[s.link].inflight += m
         self.messages += 1
         self.unsent -= m
-        self._add(self.comm.Isend([buf, self._byte], dest=s.next, tag=s.path), (_SEND, k, i, m))
+        self.requests.add(self.comm.Isend([buf, self._byte], dest=s.next, tag=s.path), message)
 
     def _pump(self, now: float) -> tuple[bool, float]:
         """Start what the links allow; return whether anything started and the next pacing deadline."""
@@ -408,19 +425,18 @@ class Transfer:
         for link in self.links.values():
             while True:
                 if link.pending is not None:
-                    k, i, m, leaves = link.pending
-                    if leaves > now:
-                        deadline = min(deadline, leaves)
+                    if link.leaves > now:
+                        deadline = min(deadline, link.leaves)
                         break
-                    self._start_send(k, i, m)
-                    self._enqueue(k)
+                    self._start_send(link.pending)
+                    self._enqueue(link.pending.state)
                     link.pending, moved = None, True
                 if not link.queue:
                     break
                 if link.inflight < self.window:
                     candidates = link.queue
                 else:  # the window holds source chunks only: forwarded ones always go
-                    candidates = [q for q in link.queue if self.forwards[q]]
+                    candidates = [q for q in link.queue if q.forwards]
                     if not candidates:
                         break
                 if self.path_paced:  # a paced path waits for its own bucket, not the link
@@ -429,30 +445,29 @@ class Transfer:
                         deadline = min(deadline, min(self._path_free(q) for q in candidates))
                         break
                     candidates = free
-                k = min(candidates, key=self._progress_of)
-                link.queue.remove(k)
-                self.queued[k] = False
-                link.pending = self._message(link, k, now)
+                st = min(candidates, key=_StreamState.progress)
+                link.queue.remove(st)
+                st.queued = False
+                link.pending, link.leaves = self._message(link, st, now)
         return moved, deadline
 
-    def _message(self, link: _Link, k: int, now: float) -> tuple[int, int, int, float]:
-        """The next message of stream ``k`` on ``link``: its first chunk, chunks and the time it leaves.
+    def _message(self, link: _Link, st: _StreamState, now: float) -> tuple[_Message, float]:
+        """The next message of a stream on ``link``, and the time it leaves.
 
         It takes the stream's next chunk and every further one that is ready, in the same
         segment (the receiver's slots) and within the window; paced, as long as the
         message lasts at most ``message_s`` on the link or its chunks were due by ``now``
         anyway. It leaves once the link has earned the time to carry all of it.
         """
-        i = self.sent[k]
-        s = self.streams[k]
-        limit = self.ready[k] - i
-        if not self.forwards[k]:
+        i = st.sent
+        limit = st.ready - i
+        if not st.forwards:
             limit = min(limit, self.window - link.inflight)
-        if not s.direct:
+        if not st.stream.direct:
             limit = min(limit, self.seg - i % self.seg)
-        rate = self.rate[k]
+        rate = st.rate
         if rate is not None:  # a paced path: at most the chunks its bucket has earned
-            begin = max(self.busy_until[k], now - self.burst_s)
+            begin = max(st.busy_until, now - self.burst_s)
             limit = max(1, min(limit, int((now - begin) * rate / self.chunk)))
         if self.link_bw is None:
             m, leaves = limit, now
@@ -460,24 +475,24 @@ class Transfer:
             begin = max(link.busy_until, now - self.burst_s)
             overdue = int((now - begin) * self.link_bw / self.chunk)  # chunks the link has earned the time for
             m = max(1, min(limit, max(self.paced_chunks, overdue)))
-            lo, hi = self._span(k, i, m)
+            lo, hi = self._span(st, i, m)
             leaves = link.busy_until = begin + (hi - lo) / self.link_bw
         if rate is not None:
-            lo, hi = self._span(k, i, m)
-            path_leaves = self.busy_until[k] = max(self.busy_until[k], now - self.burst_s) + (hi - lo) / rate
-            leaves = max(leaves, path_leaves)
-        self.sent[k] = i + m
-        return k, i, m, leaves
+            lo, hi = self._span(st, i, m)
+            st.busy_until = max(st.busy_until, now - self.burst_s) + (hi - lo) / rate
+            leaves = max(leaves, st.busy_until)
+        st.sent = i + m
+        return _Message(_Kind.SEND, st, i, m), leaves
 
-    def _path_free(self, k: int) -> float:
-        """When stream ``k``'s bucket holds a message: ``message_s`` of its rate, or what is
+    def _path_free(self, st: _StreamState) -> float:
+        """When a stream's bucket holds a message: ``message_s`` of its rate, or what is
         left of the path (0, for a stream whose path is not paced)."""
-        rate = self.rate[k]
+        rate = st.rate
         if rate is None:
             return 0.0
         message = max(self.chunk, int(self.message_s * rate / self.chunk) * self.chunk)
-        left = self.streams[k].nbytes - self.sent[k] * self.chunk
-        return max(self.busy_until[k], time.perf_counter() - self.burst_s) + min(message, left) / rate
+        left = st.stream.nbytes - st.sent * self.chunk
+        return max(st.busy_until, time.perf_counter() - self.burst_s) + min(message, left) / rate
 
 
 def transfer(comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
@@ -489,9 +504,9 @@ def transfer(comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int,
                     slots=slots, path_rate=path_rate).run(start_at)
 
 
-def _timeout_message(rank: int, timeout: float, streams, meta) -> str:
-    waiting = sorted({(streams[k].path, streams[k].prev) for kind, k, *_ in meta if kind != _SEND})
-    sending = sorted({(streams[k].path, streams[k].next) for kind, k, *_ in meta if kind == _SEND})
+def _timeout_message(rank: int, timeout: float, in_flight: list[_Message]) -> str:
+    waiting = sorted({(m.state.stream.path, m.state.stream.prev) for m in in_flight if m.kind != _Kind.SEND})
+    sending = sorted({(m.state.stream.path, m.state.stream.next) for m in in_flight if m.kind == _Kind.SEND})
     parts = []
     if waiting:
         parts.append("waiting for " + ", ".join(f"path {p} from rank {r}" for p, r in waiting[:5])
