@@ -5,7 +5,7 @@ from conftest import SMALL_TOPOLOGIES, all_simple_paths, arc_flow_least_hop_byte
 
 from optiq.errors import WorkloadError
 from optiq.lp import build_pyomo_model, solve_lp, solve_pyomo_model
-from optiq.lp.colgen import CGStatus, column_generation
+from optiq.lp.colgen import CGOptions, CGStatus, column_generation
 from optiq.lp.restricted import RestrictedLP
 from optiq.paths import diverse_paths
 from optiq.paths.pricing import least_cost_paths, min_hops
@@ -21,7 +21,7 @@ def test_column_generation_reaches_the_arc_flow_optimum(name, seed):
     topo = SMALL_TOPOLOGIES[name]()
     d = random_demands(topo, 5, seed)
     want = arc_flow_optimum(topo, d)
-    cg = column_generation(topo, d, gap=0.0, hop_slack=topo.num_nodes)  # every simple path allowed
+    cg = column_generation(topo, d, CGOptions(gap=0.0, hop_slack=topo.num_nodes))  # every simple path allowed
     assert cg.time_s == pytest.approx(want, rel=1e-6)
     assert cg.lower_bound_s <= want * (1 + 1e-9)
     assert all(it.bound_s <= want * (1 + 1e-9) for it in cg.history)  # every bound is a proven one
@@ -31,8 +31,8 @@ def test_column_generation_reaches_the_arc_flow_optimum(name, seed):
 def test_gap_stops_early_and_is_honest():
     t = torus((4, 4, 4), bandwidth=1e9)
     d = constant_ratio(64, nbytes=2**20, num_sources=4, ratio=8)
-    exact = column_generation(t, d, gap=0.0)
-    loose = column_generation(t, d, gap=0.2)
+    exact = column_generation(t, d, CGOptions(gap=0.0))
+    loose = column_generation(t, d, CGOptions(gap=0.2))
     assert loose.iterations <= exact.iterations
     assert loose.history[-1].gap <= 0.2
     assert loose.lower_bound_s <= exact.time_s * (1 + 1e-9)
@@ -129,9 +129,9 @@ def test_bad_qos_is_a_workload_error(shares, classes, fragment):
 def test_a_time_limited_run_is_never_worse_than_its_first_restricted_lp():
     t = torus((8, 8, 8), bandwidth=1e9)
     d = constant_ratio(512, nbytes=2**20, num_sources=32)
-    one = column_generation(t, d, max_iterations=1, gap=0.0)
+    one = column_generation(t, d, CGOptions(max_iterations=1, gap=0.0))
     assert one.status == CGStatus.ITERATION_LIMIT and one.time_s <= one.first_time_s * (1 + 1e-12)
-    longer = column_generation(t, d, time_limit=5.0, gap=0.0)
+    longer = column_generation(t, d, CGOptions(time_limit=5.0, gap=0.0))
     assert longer.time_s <= longer.first_time_s * (1 + 1e-12)
     plan = make_plan(t, d, "opt", time_limit=5.0)
     # the plan is the best solution's whole bytes: its busiest link matches that LP's time
@@ -145,7 +145,7 @@ def test_a_time_limited_run_is_never_worse_than_its_first_restricted_lp():
 def test_a_time_limit_before_the_first_lp_gives_the_default_routes_and_says_so():
     t = torus((8, 8, 8), bandwidth=1e9)
     d = constant_ratio(512, nbytes=2**20, num_sources=32)
-    cg = column_generation(t, d, time_limit=1e-3, gap=0.0)
+    cg = column_generation(t, d, CGOptions(time_limit=1e-3, gap=0.0))
     assert cg.status == CGStatus.TIME_LIMIT and cg.iterations == 0
     plan = make_plan(t, d, "opt", time_limit=1e-3)
     default = make_plan(t, d, "default")
@@ -157,8 +157,8 @@ def test_a_time_limit_before_the_first_lp_gives_the_default_routes_and_says_so()
 def test_first_order_restricted_lps_reach_the_interior_point_optimum():
     t = torus((4, 4, 4), bandwidth=1e9)
     d = constant_ratio(64, nbytes=2**20, num_sources=4, ratio=8)
-    exact = column_generation(t, d, gap=0.0)
-    fast = column_generation(t, d, gap=0.005, solver="hipdlp")
+    exact = column_generation(t, d, CGOptions(gap=0.0))
+    fast = column_generation(t, d, CGOptions(gap=0.005, solver="hipdlp"))
     assert fast.lower_bound_s <= exact.time_s * (1 + 1e-9)
     assert fast.time_s <= exact.time_s * 1.005 + 1e-15
 

@@ -46,29 +46,26 @@ import numpy as np
 
 from ..errors import SolverError
 from ..mpi.workers import Workers
-from ..paths import PathSet, least_cost_paths, min_hops, system_routes
-from ..paths.pathset import csr_positions, path_key
+from ..paths import PathSet, min_hops, system_routes
+from .columns import IDLE_SHARE, ColumnPool
 from .highs_lp import solve_lp
+from .pricer import Pricer
 from .restricted import RestrictedLP
 from .solution import FIRST_ORDER, LPStatus
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from numpy.typing import ArrayLike
-
     from ..topology import Topology
     from ..workloads import Demands
 
-__all__ = ["ColumnGeneration", "CGStatus", "CGIteration", "column_generation", "DEFAULT_GAP", "DEFAULT_HOP_SLACK",
-           "INITIAL_BUSY"]
+__all__ = ["CGOptions", "CGResult", "CGStatus", "CGIteration", "column_generation", "DEFAULT_GAP",
+           "DEFAULT_HOP_SLACK", "INITIAL_BUSY"]
 
 #: Stop when the plan is within 1% of the best proven lower bound.
 DEFAULT_GAP = 0.01
 #: Priced paths may be this many hops longer than the job's shortest route.
 DEFAULT_HOP_SLACK = 2
-#: Columns carrying less than this share of their job after a solve leave the restricted LP.
-IDLE_SHARE = 1e-3
 #: Before the first solve, links loaded to this fraction of the busiest (every job split
 #: evenly over its initial columns) get rows; the others join when a solve overloads them.
 INITIAL_BUSY = 0.5
@@ -84,6 +81,81 @@ class CGStatus(enum.Enum):
     NO_IMPROVING_PATH = "no improving path within the hop limit"
     TIME_LIMIT = "time limit"
     ITERATION_LIMIT = "iteration limit"
+
+
+@dataclass(frozen=True)
+class CGOptions:
+    """How :func:`column_generation` runs.
+
+    Attributes
+    ----------
+    gap : float
+        Stop when ``(LP time - best bound) / LP time <= gap``.
+    hop_slack : int
+        Priced paths have at most (the job's hop distance + ``hop_slack``) links.
+    time_limit : float, optional
+        Seconds for the whole run (the initial paths are made first, whatever the limit);
+        the best plan found is returned with status ``TIME_LIMIT``: never worse than the
+        first restricted LP, or the default routes if that LP was not solved in time.
+    max_iterations : int
+    known_bound_s : float
+        A lower bound known beforehand (e.g. a cut bound); the best bound starts there.
+    smoothing : float
+        Sharpness of the smoothed weights ``exp(smoothing * (utilisation - 1))``.
+    solver : str, optional
+        HiGHS algorithm for the restricted LPs; default ``hipdlp`` (first order, much faster
+        at scale, within its tolerance of each LP's optimum) unless ``gap`` is below 1e-3,
+        then ``ipm-nox`` (interior point without crossover).
+    tolerance : float, optional
+        The restricted LPs' tolerance; default by ``gap`` and the solver.
+    idle_share : float
+        Columns carrying less than this share of their job after a solve leave the LP.
+    seed : int
+        Seed of the initial candidates.
+    overlap : bool
+        Price the last solution's utilisation while the next LP solves (HiGHS runs in a
+        thread and releases the GIL), so on two cores an iteration costs the dual pricing
+        plus the longer of the two; the utilisation columns then join one LP later.
+    vertex_within_s : float
+        At the end, solve the LP over the paths that carry data once more with interior
+        point and crossover when the restricted LPs took at most this many seconds on
+        average and the time limit leaves room: a vertex is exact, where the first-order
+        LPs are only within their tolerance, and uses far fewer paths. ``0`` never.
+
+    Raises
+    ------
+    SolverError
+        If ``gap`` is not in [0, 1).
+    """
+
+    gap: float = DEFAULT_GAP
+    hop_slack: int = DEFAULT_HOP_SLACK
+    time_limit: float | None = None
+    max_iterations: int = 100
+    known_bound_s: float = 0.0
+    smoothing: float = 10.0
+    solver: str | None = None
+    tolerance: float | None = None
+    idle_share: float = IDLE_SHARE
+    seed: int = 0
+    overlap: bool = True
+    vertex_within_s: float = float("inf")
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.gap < 1:
+            raise SolverError(f"gap must be in [0, 1), got {self.gap}")
+
+    @property
+    def lp_solver(self) -> str:
+        """The restricted LPs' algorithm: ``solver``, or one chosen by ``gap``."""
+        return self.solver or ("hipdlp" if self.gap >= 1e-3 else "ipm-nox")
+
+    @property
+    def lp_tolerance(self) -> float:
+        """The restricted LPs' tolerance: ``tolerance``, or one chosen by ``gap`` and the solver."""
+        if self.tolerance is not None:
+            return self.tolerance
+        return 1e-8 if self.gap == 0 else 1e-5 if self.lp_solver in FIRST_ORDER else 1e-6
 
 
 @dataclass(frozen=True)
@@ -103,7 +175,7 @@ class CGIteration:
 
 
 @dataclass(frozen=True)
-class ColumnGeneration:
+class CGResult:
     """The result of :func:`column_generation`.
 
     Attributes
@@ -143,13 +215,9 @@ class ColumnGeneration:
         return len(self.history)
 
 
-def column_generation(topology: Topology, demands: Demands, *, initial: PathSet | None = None, hop_slack: int = DEFAULT_HOP_SLACK,
-                      gap: float = DEFAULT_GAP, time_limit: float | None = None, max_iterations: int = 100,
-                      known_bound_s: float = 0.0, smoothing: float = 10.0, solver: str | None = None,
-                      sizes: np.ndarray | None = None, seed: int = 0, idle_share: float | None = None,
-                      tolerance: float | None = None, workers: Workers | None = None, overlap: bool = True,
-                      vertex_within_s: float = float("inf"),
-                      progress: Callable[[str], None] | None = None) -> ColumnGeneration:
+def column_generation(topology: Topology, demands: Demands, options: CGOptions | None = None, *,
+                      initial: PathSet | None = None, sizes: np.ndarray | None = None,
+                      workers: Workers | None = None, progress: Callable[[str], None] | None = None) -> CGResult:
     """Solve the path LP over all paths within the hop limit, adding paths as prices ask.
 
     Every iteration solves the restricted LP and prices two sets of link weights: the LP's
@@ -162,54 +230,28 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
     ----------
     topology : Topology
     demands : Demands
+    options : CGOptions, optional
+        Target gap, hop slack, limits and solver (defaults: :class:`CGOptions`).
     initial : PathSet, optional
         The first columns; default every job's default route and a few fast candidates
         (:func:`optiq.paths.initial_columns`).
-    hop_slack : int
-        Priced paths have at most (the job's hop distance + ``hop_slack``) links.
-    gap : float
-        Stop when ``(LP time - best bound) / LP time <= gap``.
-    time_limit : float, optional
-        Seconds for the whole run (the initial paths are made first, whatever the limit);
-        the best plan found is returned with status ``TIME_LIMIT``: never worse than the
-        first restricted LP, or the default routes if that LP was not solved in time.
-    max_iterations : int
-    known_bound_s : float
-        A lower bound known beforehand (e.g. a cut bound); the best bound starts there.
-    smoothing : float
-        Sharpness of the smoothed weights.
-    solver : str, optional
-        HiGHS algorithm for the restricted LPs; default ``hipdlp`` (first order, 4-5 times
-        faster at scale, within 1e-5 of each LP's optimum) unless ``gap`` is below 1e-3,
-        then ``ipm-nox`` (interior point without crossover).
     sizes : ndarray, optional
         Replace the jobs' bytes (QoS effective sizes, :mod:`optiq.workloads.qos`).
-    seed : int
-        Seed of the initial candidates and of the jitter of the smoothed weights.
     workers : Workers, optional
         Spread the pricing (one shortest-path tree per source) over MPI ranks; the result
         is the same for any number of ranks.
-    vertex_within_s : float
-        At the end, solve the LP over the paths that carry data once more with interior
-        point and crossover when the restricted LPs took at most this many seconds on
-        average and the time limit leaves room: a vertex is exact, where the first-order
-        LPs are only within their tolerance, and uses far fewer paths. ``0`` never.
-    overlap : bool
-        Price the last solution's utilisation while the next LP solves (HiGHS runs in a
-        thread and releases the GIL), so on two cores an iteration costs the dual pricing
-        plus the longer of the two; the utilisation columns then join one LP later.
     progress : callable, optional
         Gets one line per step: initial paths, then per iteration paths, rows, LP time,
         bound, gap and elapsed time.
 
     Returns
     -------
-    ColumnGeneration
+    CGResult
 
     Raises
     ------
     SolverError
-        If HiGHS fails on a restricted LP, or ``gap`` is not in [0, 1).
+        If HiGHS fails on a restricted LP.
 
     Examples
     --------
@@ -221,209 +263,191 @@ def column_generation(topology: Topology, demands: Demands, *, initial: PathSet 
     >>> cg.gap <= 0.01 and cg.lower_bound_s <= cg.time_s <= cg.first_time_s
     True
     """
-    from ..paths.initial import initial_columns
-
-    if not 0 <= gap < 1:
-        raise SolverError(f"gap must be in [0, 1), got {gap}")
-    say = progress or (lambda msg: None)
-    start = time.perf_counter()
-    deadline = float("inf") if time_limit is None else start + time_limit
-    J = demands.num_jobs
-    size = demands.nbytes.astype(float) if sizes is None else np.asarray(sizes, dtype=float)
-    hop_limit = min_hops(topology, demands.src, demands.dst) + hop_slack
-    if initial is None:
-        initial = initial_columns(topology, demands, hop_slack=hop_slack, seed=seed, progress=progress,
-                                  workers=workers)
-    if solver is None:
-        solver = "hipdlp" if gap >= 1e-3 else "ipm-nox"
-    if tolerance is None:
-        tolerance = 1e-8 if gap == 0 else 1e-5 if solver in FIRST_ORDER else 1e-6
-    lp = RestrictedLP(topology, demands, sizes=size, solver=solver, tolerance=tolerance)
-    columns = _Columns(lp, IDLE_SHARE if idle_share is None else idle_share)
-    columns.add(initial.links, initial.hops, initial.job)
-    lp.add_busy_links(INITIAL_BUSY)
-    pricer = _Pricer(topology, demands, size, hop_limit, smoothing, lp.t0, progress, workers)
-    paths_s = time.perf_counter() - start
-    say(f"column generation: {lp.num_paths:,} initial paths for {J:,} jobs, {lp.num_link_rows:,} of "
-        f"{topology.num_links:,} link rows, {paths_s:.1f} s")
-    bound, lp_s, price_s, history = float(known_bound_s), 0.0, 0.0, []
-    best: tuple[float, PathSet, np.ndarray] | None = None  # time, the paths that carry data, their shares
-    first_time = float("inf")
-    status = CGStatus.ITERATION_LIMIT
-    previous = None  # the last solution: its utilisation is priced while the next LP solves
-    next_bound, retry_gap = BOUND_EVERY, float("inf")  # when the whole graph is searched next for a bound (tori)
-    last_gap = float("inf")
-    background = ThreadPoolExecutor(max_workers=1) if overlap else None
+    run = _Run(topology, demands, options or CGOptions(), initial, sizes, workers, progress)
+    background = ThreadPoolExecutor(max_workers=1) if run.options.overlap else None
     try:
-        for it in range(1, max_iterations + 1):
-            t_iter = time.perf_counter()
-            limit = _remaining(deadline)
-            smoothed = None
-            full = not pricer.regions or (it >= next_bound and last_gap <= retry_gap)
-            pricer.searched_whole = False
-            if background is not None and previous is not None:
-                solving = background.submit(lp.solve, limit, progress=progress)  # HiGHS releases the GIL
-                t0 = time.perf_counter()
-                smoothed = pricer.utilisation(previous, bound=full, beat=bound)
-                price_s += time.perf_counter() - t0
-                sol = solving.result()
-            else:
-                sol = lp.solve(limit, progress=progress)
-            lp_s += sol.solve_s
-            if sol.status == LPStatus.TIME_LIMIT:
-                status = CGStatus.TIME_LIMIT
-                say(f"iteration {it}: time limit during the LP solve; keeping the best plan found")
-                break
-            if best is None:
-                first_time = sol.time_s
-            if best is None or sol.time_s < best[0]:
-                used = sol.share > 0
-                paths, order = columns.pathset(used)
-                best = (sol.time_s, paths, sol.share[used][order])
-            t0 = time.perf_counter()
-            rows_before, paths_before = sol.rows, lp.num_paths
-            dual_paths, dual_jobs, dual_bound = pricer.duals(sol, bound=full, beat=bound)
-            if smoothed is None or background is None:
-                smoothed = pricer.utilisation(sol, bound=full, beat=bound)
-            previous = sol if background is not None else None
-            this_bound = max(dual_bound, smoothed[2])
-            if full and pricer.regions:  # a search that did not raise the bound waits until the gap has halved
-                next_bound = it + BOUND_EVERY
-                retry_gap = float("inf") if this_bound > bound else last_gap / 2
-            bound = max(bound, this_bound)
-            dropped = columns.drop_idle(sol.share)
-            improved = columns.add_lists(dual_paths, dual_jobs)  # improving paths already in the LP are noise
-            added = improved + columns.add_lists(smoothed[0], smoothed[1])
-            price = time.perf_counter() - t0
-            price_s += price
-            current_gap = max(0.0, (best[0] - bound) / best[0]) if best[0] > 0 else 0.0
-            last_gap = current_gap
-            if lp.solver in FIRST_ORDER:  # far from the target, a looser first-order solve is enough
-                lp.set_tolerance(min(1e-4, max(tolerance, current_gap / 100)))
-            elapsed = time.perf_counter() - start
-            history.append(CGIteration(it, paths_before, rows_before, sol.time_s, bound, current_gap, added,
-                                       sol.solve_s, price, elapsed))
-            say(f"iteration {it}: {paths_before:,} paths, {rows_before:,} link rows, LP {sol.time_s * 1e3:.4f} ms "
-                f"({sol.solve_s:.1f} s, {sol.rounds} solve{'s' if sol.rounds > 1 else ''}), bound "
-                f"{bound * 1e3:.4f} ms{_bound_note(full and pricer.regions, pricer.searched_whole, this_bound)}, gap "
-                f"{current_gap:.2%}; +{added:,} -{dropped:,} paths ({price:.1f} s), {elapsed:.1f} s")
-            if current_gap <= gap:
-                status = CGStatus.GAP_REACHED
-                break
-            if improved == 0 and sol.over == 0:
-                if not full:  # the search in the jobs' regions proved no bound: search the whole graph once
-                    bound = max(bound, pricer.duals(sol, bound=True, beat=bound)[2],
-                                pricer.utilisation(sol, bound=True, beat=bound)[2])
-                    history[-1] = replace(history[-1], bound_s=bound,
-                                          gap=max(0.0, (best[0] - bound) / best[0]) if best[0] > 0 else 0.0)
-                status = CGStatus.NO_IMPROVING_PATH
-                break
-            if time.perf_counter() + 1.2 * (time.perf_counter() - t_iter) >= deadline:
-                status = CGStatus.TIME_LIMIT  # the next (larger) LP would not finish in time
-                say(f"stopping: another iteration would not end within the time limit ({time_limit:g} s)")
+        for it in range(1, run.options.max_iterations + 1):
+            stop = run.iterate(it, background)
+            if stop is not None:
+                run.status = stop
                 break
     finally:
         if background is not None:
             background.shutdown(wait=True)
-    if best is None:  # the time limit ended before the first LP: the default routes are the plan
-        say("time limit reached before the first restricted LP was solved: keeping the default routes")
-        paths = system_routes(topology, demands)
-        share = np.ones(paths.num_paths)
-        best = (_busiest(topology, paths, size, share), paths, share)
-        vertex_within_s = 0.0
-    best_time, paths, share = best
-    mean_lp_s = lp_s / max(len(history), 1)
-    if 0 < vertex_within_s and mean_lp_s <= vertex_within_s and (deadline == float("inf")
-                                                                  or deadline - time.perf_counter() > 2 * mean_lp_s):
-        # a vertex of the LP over the paths that carry data: as fast, far fewer paths (fewer chunk copies)
+    return run.result()
+
+
+@dataclass
+class _Incumbent:
+    """The best solution so far: its time, the paths that carry data and their shares."""
+
+    time_s: float
+    paths: PathSet
+    share: np.ndarray
+
+    def gap(self, bound: float) -> float:
+        return max(0.0, (self.time_s - bound) / self.time_s) if self.time_s > 0 else 0.0
+
+
+class _BoundSchedule:
+    """When pricing searches the whole graph for a bound, where it searches only the jobs'
+    regions otherwise (tori): at :data:`BOUND_EVERY`, again as often while that raises the
+    bound, after a search that did not only once the gap has halved."""
+
+    def __init__(self, regions: bool) -> None:
+        self.regions = regions
+        self.next, self.retry_gap, self.last_gap = BOUND_EVERY, float("inf"), float("inf")
+
+    def whole(self, it: int) -> bool:
+        """Whether iteration ``it`` searches the whole graph (always, where there are no regions)."""
+        return not self.regions or (it >= self.next and self.last_gap <= self.retry_gap)
+
+    def searched(self, it: int, raised: bool) -> None:
+        """A whole-graph search at iteration ``it`` did (not) raise the bound."""
+        self.next = it + BOUND_EVERY
+        self.retry_gap = float("inf") if raised else self.last_gap / 2
+
+
+class _Run:
+    """One column generation: the restricted LP, its columns, the pricer, the best solution
+    and bound so far, and the clock."""
+
+    def __init__(self, topology: Topology, demands: Demands, options: CGOptions, initial: PathSet | None,
+                 sizes: np.ndarray | None, workers: Workers | None, progress: Callable[[str], None] | None) -> None:
+        from ..paths.initial import initial_columns
+
+        self.topology, self.demands, self.options, self.sizes, self.progress = \
+            topology, demands, options, sizes, progress
+        self.say = progress or (lambda msg: None)
+        self.start = time.perf_counter()
+        limit = options.time_limit
+        self.deadline = float("inf") if limit is None else self.start + limit
+        self.size = demands.nbytes.astype(float) if sizes is None else np.asarray(sizes, dtype=float)
+        if initial is None:
+            initial = initial_columns(topology, demands, hop_slack=options.hop_slack, seed=options.seed,
+                                      progress=progress, workers=workers)
+        self.lp = RestrictedLP(topology, demands, sizes=self.size, solver=options.lp_solver,
+                               tolerance=options.lp_tolerance)
+        self.columns = ColumnPool(self.lp, options.idle_share)
+        self.columns.add(initial.links, initial.hops, initial.job)
+        self.lp.add_busy_links(INITIAL_BUSY)
+        hop_limit = min_hops(topology, demands.src, demands.dst) + options.hop_slack
+        self.pricer = Pricer(topology, demands, self.size, hop_limit, options.smoothing, self.lp.t0, progress,
+                             workers)
+        self.schedule = _BoundSchedule(self.pricer.regions)
+        self.paths_s = time.perf_counter() - self.start
+        self.say(f"column generation: {self.lp.num_paths:,} initial paths for {demands.num_jobs:,} jobs, "
+                 f"{self.lp.num_link_rows:,} of {topology.num_links:,} link rows, {self.paths_s:.1f} s")
+        self.bound = float(options.known_bound_s)
+        self.best: _Incumbent | None = None
+        self.first_time = float("inf")
+        self.history: list[CGIteration] = []
+        self.lp_s = self.price_s = 0.0
+        self.status = CGStatus.ITERATION_LIMIT
+        self.previous: Any = None  # the last solution: its utilisation is priced while the next LP solves
+
+    def _solve(self, full: bool, background: ThreadPoolExecutor | None) -> tuple[Any, Any]:
+        """The restricted LP's solution, and the last one's utilisation pricing if it overlapped the solve."""
+        limit = _remaining(self.deadline)
+        if background is None or self.previous is None:
+            return self.lp.solve(limit, progress=self.progress), None
+        solving = background.submit(self.lp.solve, limit, progress=self.progress)  # HiGHS releases the GIL
         t0 = time.perf_counter()
-        vertex_sol = solve_lp(topology, demands, paths, solver="ipm", sizes=sizes, time_limit=_remaining(deadline),
-                              progress=progress)
-        lp_s += time.perf_counter() - t0
-        polished = _busiest(topology, paths, size, vertex_sol.share) if vertex_sol.status == LPStatus.OPTIMAL \
-            else float("inf")
-        if polished <= best_time * (1 + 1e-9):
-            kept = vertex_sol.share > 0
-            say(f"vertex of the final LP: {int(kept.sum()):,} of {paths.num_paths:,} paths carry data "
-                f"({time.perf_counter() - t0:.1f} s)")
-            best_time, paths, share = polished, paths.select(kept), vertex_sol.share[kept]
-    final_gap = max(0.0, (best_time - bound) / best_time) if best_time > 0 else 0.0
-    return ColumnGeneration(paths=paths, share=share, time_s=best_time, lower_bound_s=bound, gap=final_gap,
-                            status=status, history=tuple(history), first_time_s=first_time, paths_s=paths_s,
-                            lp_s=lp_s, price_s=price_s)
+        smoothed = self.pricer.utilisation(self.previous, bound=full, beat=self.bound)
+        self.price_s += time.perf_counter() - t0
+        return solving.result(), smoothed
 
+    def iterate(self, it: int, background: ThreadPoolExecutor | None) -> CGStatus | None:
+        """Solve, price and add columns once; the status to stop with, or ``None`` to go on."""
+        t_iter = time.perf_counter()
+        full = self.schedule.whole(it)
+        self.pricer.searched_whole = False
+        sol, smoothed = self._solve(full, background)
+        self.lp_s += sol.solve_s
+        if sol.status == LPStatus.TIME_LIMIT:
+            self.say(f"iteration {it}: time limit during the LP solve; keeping the best plan found")
+            return CGStatus.TIME_LIMIT
+        if self.best is None:
+            self.first_time = sol.time_s
+        if self.best is None or sol.time_s < self.best.time_s:
+            used = sol.share > 0
+            paths, order = self.columns.pathset(used)
+            self.best = _Incumbent(sol.time_s, paths, sol.share[used][order])
+        t0 = time.perf_counter()
+        rows_before, paths_before = sol.rows, self.lp.num_paths
+        dual_paths, dual_jobs, dual_bound = self.pricer.duals(sol, bound=full, beat=self.bound)
+        if smoothed is None:
+            smoothed = self.pricer.utilisation(sol, bound=full, beat=self.bound)
+        self.previous = sol if background is not None else None
+        this_bound = max(dual_bound, smoothed[2])
+        if full and self.pricer.regions:
+            self.schedule.searched(it, raised=this_bound > self.bound)
+        self.bound = max(self.bound, this_bound)
+        dropped = self.columns.drop_idle(sol.share)
+        improved = self.columns.add_lists(dual_paths, dual_jobs)  # improving paths already in the LP are noise
+        added = improved + self.columns.add_lists(smoothed[0], smoothed[1])
+        price = time.perf_counter() - t0
+        self.price_s += price
+        gap = self.schedule.last_gap = self.best.gap(self.bound)
+        if self.lp.solver in FIRST_ORDER:  # far from the target, a looser first-order solve is enough
+            self.lp.set_tolerance(min(1e-4, max(self.options.lp_tolerance, gap / 100)))
+        elapsed = time.perf_counter() - self.start
+        self.history.append(CGIteration(it, paths_before, rows_before, sol.time_s, self.bound, gap, added,
+                                        sol.solve_s, price, elapsed))
+        note = _bound_note(full and self.pricer.regions, self.pricer.searched_whole, this_bound)
+        self.say(f"iteration {it}: {paths_before:,} paths, {rows_before:,} link rows, LP {sol.time_s * 1e3:.4f} ms "
+                 f"({sol.solve_s:.1f} s, {sol.rounds} solve{'s' if sol.rounds > 1 else ''}), bound "
+                 f"{self.bound * 1e3:.4f} ms{note}, gap {gap:.2%}; +{added:,} -{dropped:,} paths ({price:.1f} s), "
+                 f"{elapsed:.1f} s")
+        if gap <= self.options.gap:
+            return CGStatus.GAP_REACHED
+        if improved == 0 and sol.over == 0:
+            if not full:  # the search in the jobs' regions proved no bound: search the whole graph once
+                self.bound = max(self.bound, self.pricer.duals(sol, bound=True, beat=self.bound)[2],
+                                 self.pricer.utilisation(sol, bound=True, beat=self.bound)[2])
+                self.history[-1] = replace(self.history[-1], bound_s=self.bound, gap=self.best.gap(self.bound))
+            return CGStatus.NO_IMPROVING_PATH
+        if time.perf_counter() + 1.2 * (time.perf_counter() - t_iter) >= self.deadline:
+            self.say(f"stopping: another iteration would not end within the time limit "
+                     f"({self.options.time_limit:g} s)")
+            return CGStatus.TIME_LIMIT  # the next (larger) LP would not finish in time
+        return None
 
-class _Pricer:
-    """The two pricing steps: by the LP's duals (exact) and by smoothed utilisation weights.
+    def result(self) -> CGResult:
+        """The best plan found (the default routes if no LP was solved), polished to a vertex
+        when there is time (:attr:`CGOptions.vertex_within_s`)."""
+        best = self.best
+        vertex = self.options.vertex_within_s
+        if best is None:  # the time limit ended before the first LP: the default routes are the plan
+            self.say("time limit reached before the first restricted LP was solved: keeping the default routes")
+            paths = system_routes(self.topology, self.demands)
+            share = np.ones(paths.num_paths)
+            best = _Incumbent(_busiest(self.topology, paths, self.size, share), paths, share)
+            vertex = 0.0
+        mean_lp_s = self.lp_s / max(len(self.history), 1)
+        if 0 < vertex and mean_lp_s <= vertex and (self.deadline == float("inf")
+                                                   or self.deadline - time.perf_counter() > 2 * mean_lp_s):
+            best = self._vertex(best)
+        return CGResult(paths=best.paths, share=best.share, time_s=best.time_s, lower_bound_s=self.bound,
+                        gap=best.gap(self.bound), status=self.status, history=tuple(self.history),
+                        first_time_s=self.first_time, paths_s=self.paths_s, lp_s=self.lp_s, price_s=self.price_s)
 
-    (Pricing from a pool of coordinate-built paths instead of a graph search was tried and
-    dropped: the paths the optimum needs are not in the pool; ``benchmarks/RESULTS.md``.)
-    """
-
-    def __init__(self, topology: Topology, demands: Demands, size: np.ndarray, hop_limit: np.ndarray, smoothing: float,
-                 t0: float, progress: Callable[[str], None] | None, workers: Workers | None) -> None:
-        self.topology, self.demands, self.size, self.hop_limit = topology, demands, size, hop_limit
-        self.smoothing, self.t0, self.progress, self.workers = smoothing, t0, progress, workers
-        #: search only where hop-limited paths go (tori and meshes, :mod:`optiq.paths.regions`);
-        #: the whole graph when a bound is wanted
-        self.regions = topology.is_torus
-        self.searched_whole = False  # since the caller last reset it
-
-    def _search(self, cost: np.ndarray, too_long: str, what: str, regions: bool):
-        return least_cost_paths(self.topology, self.demands.src, self.demands.dst, cost / self.topology.capacity,
-                                self.hop_limit, too_long=too_long, progress=self.progress, what=what,
-                                workers=self.workers, regions=regions)
-
-    def duals(self, sol: Any, bound: bool = True, beat: float = 0.0) -> tuple[list[np.ndarray], np.ndarray, float]:
-        """Paths of negative reduced cost ``D_j / T0 * Z * cost_w(p) - pi_j``, and the Lagrangian
-        bound (0 when the search stayed in the jobs' regions: see :meth:`_whole_graph`).
-
-        A per-hop penalty keeps paths within their hop limit cheaply; only when it finds
-        nothing does the exact hop-limited search run, so "no improving path" is exact.
-        """
-        tolerance = -1e-9 * np.abs(sol.job_dual).max()
-        regions = self.regions
-        for mode in ("penalty", "exact"):
-            found, path_cost, free_cost = self._search(sol.link_price, mode, "pricing by duals", regions)
-            if mode == "penalty" and regions and bound and self._whole_graph(path_cost, beat):
-                regions = False
-                found, path_cost, free_cost = self._search(sol.link_price, mode, "pricing by duals", regions)
-            reduced = self.size / self.t0 * sol.price_scale * path_cost - sol.job_dual
-            improving = np.flatnonzero((reduced < tolerance) & (np.array([p.size for p in found]) > 0))
-            if improving.size:
-                break
-        return [found[j] for j in improving], improving, 0.0 if regions else float(self.size @ free_cost)
-
-    def utilisation(self, sol: Any, bound: bool = True,
-                    beat: float = 0.0) -> tuple[list[np.ndarray], np.ndarray, float]:
-        """Every job's cheapest path under ``exp(smoothing * (utilisation - 1))``, and that bound
-        (0 when the search stayed in the jobs' regions: see :meth:`_whole_graph`).
-
-        Every link weighs here, so this bound can help where the LP's duals price only the few
-        tight links and most jobs find a free way around them.
-        """
-        smooth = np.exp(self.smoothing * (np.minimum(sol.link_s / sol.time_s, 1.0) - 1.0))
-        weight = smooth / smooth.sum()
-        regions = self.regions
-        found, path_cost, free_cost = self._search(weight, "penalty", "pricing by utilisation", regions)
-        if regions and bound and self._whole_graph(path_cost, beat):
-            regions = False
-            found, _, free_cost = self._search(weight, "penalty", "pricing by utilisation", regions)
-        return found, np.arange(self.demands.num_jobs), 0.0 if regions else float(self.size @ free_cost)
-
-    def _whole_graph(self, region_cost: np.ndarray, beat: float) -> bool:
-        """Whether searching the whole graph under these weights could give a bound above ``beat``.
-
-        The bound is ``sum_j D_j dist_w(j)`` over paths of any length, and a path found in a
-        job's region is one of them: so ``sum_j D_j region_cost_j`` is at least that bound, and
-        when it is no more than ``beat`` the whole search cannot raise the bound. (A job whose
-        region path was dropped for its length counts 0, so the test may skip a search that
-        would have helped, never accept a wrong bound. On a full Blue Gene/Q the cut bound is
-        far above both Lagrangian bounds, and this saves two whole-graph searches per attempt.)
-        """
-        whole = float(self.size @ region_cost) > beat
-        self.searched_whole |= whole
-        return whole
+    def _vertex(self, best: _Incumbent) -> _Incumbent:
+        """A vertex of the LP over the paths that carry data, if no slower: as fast, far
+        fewer paths (fewer chunk copies)."""
+        t0 = time.perf_counter()
+        sol = solve_lp(self.topology, self.demands, best.paths, solver="ipm", sizes=self.sizes,
+                       time_limit=_remaining(self.deadline), progress=self.progress)
+        self.lp_s += time.perf_counter() - t0
+        if sol.status != LPStatus.OPTIMAL:
+            return best
+        polished = _busiest(self.topology, best.paths, self.size, sol.share)
+        if polished > best.time_s * (1 + 1e-9):
+            return best
+        kept = sol.share > 0
+        self.say(f"vertex of the final LP: {int(kept.sum()):,} of {best.paths.num_paths:,} paths carry data "
+                 f"({time.perf_counter() - t0:.1f} s)")
+        return _Incumbent(polished, best.paths.select(kept), sol.share[kept])
 
 
 def _bound_note(tried: bool, searched: bool, found: float) -> str:
@@ -433,7 +457,7 @@ def _bound_note(tried: bool, searched: bool, found: float) -> str:
     return f" (whole graph: {found * 1e3:.4f})" if searched else " (whole graph skipped: it could not beat that)"
 
 
-def _busiest(topology, paths: PathSet, size: np.ndarray, share: np.ndarray) -> float:
+def _busiest(topology: Topology, paths: PathSet, size: np.ndarray, share: np.ndarray) -> float:
     """Completion time (busiest link) when path ``p`` carries ``share[p]`` of its job, shares renormalised."""
     share = np.maximum(share, 0.0)
     total = np.bincount(paths.job, weights=share, minlength=size.size)[paths.job]
@@ -443,62 +467,3 @@ def _busiest(topology, paths: PathSet, size: np.ndarray, share: np.ndarray) -> f
 
 def _remaining(deadline: float) -> float | None:
     return None if deadline == float("inf") else max(1e-3, deadline - time.perf_counter())
-
-
-class _Columns:
-    """The columns of the restricted LP, each (job, path) once, and which may be dropped.
-
-    A column that carries less than :data:`IDLE_SHARE` of its job after a solve leaves the
-    LP (interior point pays for every column; on an 8,192-node torus two thirds of them
-    are idle and dropping them makes the next solve three times faster). If pricing asks
-    for it again it comes back for good, so no column cycles.
-    """
-
-    def __init__(self, lp: RestrictedLP, idle_share: float) -> None:
-        self.lp, self.idle_share = lp, idle_share
-        self.keys: list[tuple[int, bytes]] = []   # one per LP column, in column order
-        self.state: dict[tuple[int, bytes], str] = {}  # "in", "kept" (back once: never dropped) or "out"
-        self.age = np.zeros(0, dtype=np.int64)
-
-    def add(self, links: np.ndarray, hops: np.ndarray, jobs: np.ndarray) -> int:
-        offsets = np.concatenate(([0], np.cumsum(hops)))
-        return self.add_lists([links[offsets[p]:offsets[p + 1]] for p in range(hops.size)], jobs)
-
-    def add_lists(self, paths: list[np.ndarray], jobs: ArrayLike) -> int:
-        keep, keys = [], []
-        for i, (p, j) in enumerate(zip(paths, np.asarray(jobs).tolist())):
-            key = path_key(j, p)
-            state = self.state.get(key)
-            if p.size and state != "in" and state != "kept":
-                self.state[key] = "in" if state is None else "kept"
-                keep.append(i)
-                keys.append(key)
-        if keep:
-            hops = np.array([paths[i].size for i in keep], dtype=np.int64)
-            self.lp.add_columns(np.concatenate([paths[i] for i in keep]), hops,
-                                np.asarray(jobs, dtype=np.int64)[keep])
-            self.keys += keys
-            self.age = np.concatenate([self.age, np.zeros(len(keep), dtype=np.int64)])
-        return len(keep)
-
-    def drop_idle(self, share: np.ndarray) -> int:
-        """Drop the columns below :data:`IDLE_SHARE` that were solved once and never came back."""
-        self.age += 1
-        drop = (share < self.idle_share) & (self.age > 0)
-        drop &= np.array([self.state[k] == "in" for k in self.keys], dtype=bool)
-        if not drop.any():
-            return 0
-        self.lp.drop_columns(drop)
-        for i in np.flatnonzero(drop):
-            self.state[self.keys[i]] = "out"
-        self.keys = [k for k, d in zip(self.keys, drop) if not d]
-        self.age = self.age[~drop]
-        return int(drop.sum())
-
-    def pathset(self, mask: np.ndarray) -> tuple[PathSet, np.ndarray]:
-        """The columns where ``mask`` is true, grouped by job, and their order among those columns."""
-        links, offsets, jobs = self.lp.columns
-        keep = np.flatnonzero(mask)
-        hops = np.diff(offsets)[keep]
-        return PathSet.from_csr(links[csr_positions(offsets[keep], hops)], np.concatenate(([0], np.cumsum(hops))),
-                                jobs[keep], self.lp.demands.num_jobs)

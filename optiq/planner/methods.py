@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import ParameterError, PlanError, SolverError
 from ..heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
-from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGStatus, column_generation
+from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGOptions, CGResult, CGStatus, column_generation
 from ..lp.lean import lean_plan
 from ..mpi.workers import Workers
 from ..paths import PathSet, diverse_paths, spread_paths, torus_paths, valiant_paths
@@ -192,10 +192,11 @@ class ColumnGeneration(Planner):
     def run(self, ctx: Context) -> PlannerResult:
         rec, gap = PlanRecord(), self.gap
         start = time.perf_counter()
-        cg = column_generation(ctx.topology, ctx.demands, gap=gap, hop_slack=self.hop_slack,
-                               time_limit=self.time_limit, known_bound_s=ctx.bound_s if ctx.sizes is None else 0.0,
-                               sizes=ctx.sizes, seed=ctx.seed, progress=ctx.progress, workers=ctx.workers,
-                               vertex_within_s=VERTEX_BEFORE_LEAN_S if self.lean else float("inf"))
+        options = CGOptions(gap=gap, hop_slack=self.hop_slack, time_limit=self.time_limit,
+                            known_bound_s=ctx.bound_s if ctx.sizes is None else 0.0, seed=ctx.seed,
+                            vertex_within_s=VERTEX_BEFORE_LEAN_S if self.lean else float("inf"))
+        cg = column_generation(ctx.topology, ctx.demands, options, sizes=ctx.sizes, progress=ctx.progress,
+                               workers=ctx.workers)
         result = PlannerResult(cg.paths, np.zeros(0, dtype=np.int64), rec)
         if ctx.sizes is None and cg.lower_bound_s > ctx.bound_s:
             result.bound_s = cg.lower_bound_s
@@ -220,7 +221,7 @@ class ColumnGeneration(Planner):
         result.paths, result.path_bytes = paths, round_to_bytes(paths, ctx.demands, share)
         return result
 
-    def _lean(self, ctx: Context, cg: Any, spent: float, rec: PlanRecord) -> tuple[PathSet, np.ndarray]:
+    def _lean(self, ctx: Context, cg: CGResult, spent: float, rec: PlanRecord) -> tuple[PathSet, np.ndarray]:
         """The lean step within its budget; the plan it gives if no slower, else column generation's."""
         budget = max(LEAN_MIN_S, spent)
         if self.time_limit is not None:

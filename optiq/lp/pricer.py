@@ -1,0 +1,94 @@
+"""Pricing for column generation: every job's cheapest path under the LP's duals and under
+smoothed utilisation weights, and the Lagrangian bound each weight set proves
+(:mod:`optiq.lp.colgen`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..mpi.workers import Workers
+from ..paths import least_cost_paths
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..topology import Topology
+    from ..workloads import Demands
+
+__all__ = ["Pricer"]
+
+
+class Pricer:
+    """The two pricing steps: by the LP's duals (exact) and by smoothed utilisation weights.
+
+    (Pricing from a pool of coordinate-built paths instead of a graph search was tried and
+    dropped: the paths the optimum needs are not in the pool; ``benchmarks/RESULTS.md``.)
+    """
+
+    def __init__(self, topology: Topology, demands: Demands, size: np.ndarray, hop_limit: np.ndarray, smoothing: float,
+                 t0: float, progress: Callable[[str], None] | None, workers: Workers | None) -> None:
+        self.topology, self.demands, self.size, self.hop_limit = topology, demands, size, hop_limit
+        self.smoothing, self.t0, self.progress, self.workers = smoothing, t0, progress, workers
+        #: search only where hop-limited paths go (tori and meshes, :mod:`optiq.paths.regions`);
+        #: the whole graph when a bound is wanted
+        self.regions = topology.is_torus
+        self.searched_whole = False  # since the caller last reset it
+
+    def _search(self, cost: np.ndarray, too_long: str, what: str, regions: bool):
+        return least_cost_paths(self.topology, self.demands.src, self.demands.dst, cost / self.topology.capacity,
+                                self.hop_limit, too_long=too_long, progress=self.progress, what=what,
+                                workers=self.workers, regions=regions)
+
+    def duals(self, sol: Any, bound: bool = True, beat: float = 0.0) -> tuple[list[np.ndarray], np.ndarray, float]:
+        """Paths of negative reduced cost ``D_j / T0 * Z * cost_w(p) - pi_j``, and the Lagrangian
+        bound (0 when the search stayed in the jobs' regions: see :meth:`_whole_graph`).
+
+        A per-hop penalty keeps paths within their hop limit cheaply; only when it finds
+        nothing does the exact hop-limited search run, so "no improving path" is exact.
+        """
+        tolerance = -1e-9 * np.abs(sol.job_dual).max()
+        regions = self.regions
+        for mode in ("penalty", "exact"):
+            found, path_cost, free_cost = self._search(sol.link_price, mode, "pricing by duals", regions)
+            if mode == "penalty" and regions and bound and self._whole_graph(path_cost, beat):
+                regions = False
+                found, path_cost, free_cost = self._search(sol.link_price, mode, "pricing by duals", regions)
+            reduced = self.size / self.t0 * sol.price_scale * path_cost - sol.job_dual
+            improving = np.flatnonzero((reduced < tolerance) & (np.array([p.size for p in found]) > 0))
+            if improving.size:
+                break
+        return [found[j] for j in improving], improving, 0.0 if regions else float(self.size @ free_cost)
+
+    def utilisation(self, sol: Any, bound: bool = True,
+                    beat: float = 0.0) -> tuple[list[np.ndarray], np.ndarray, float]:
+        """Every job's cheapest path under ``exp(smoothing * (utilisation - 1))``, and that bound
+        (0 when the search stayed in the jobs' regions: see :meth:`_whole_graph`).
+
+        Every link weighs here, so this bound can help where the LP's duals price only the few
+        tight links and most jobs find a free way around them.
+        """
+        smooth = np.exp(self.smoothing * (np.minimum(sol.link_s / sol.time_s, 1.0) - 1.0))
+        weight = smooth / smooth.sum()
+        regions = self.regions
+        found, path_cost, free_cost = self._search(weight, "penalty", "pricing by utilisation", regions)
+        if regions and bound and self._whole_graph(path_cost, beat):
+            regions = False
+            found, _, free_cost = self._search(weight, "penalty", "pricing by utilisation", regions)
+        return found, np.arange(self.demands.num_jobs), 0.0 if regions else float(self.size @ free_cost)
+
+    def _whole_graph(self, region_cost: np.ndarray, beat: float) -> bool:
+        """Whether searching the whole graph under these weights could give a bound above ``beat``.
+
+        The bound is ``sum_j D_j dist_w(j)`` over paths of any length, and a path found in a
+        job's region is one of them: so ``sum_j D_j region_cost_j`` is at least that bound, and
+        when it is no more than ``beat`` the whole search cannot raise the bound. (A job whose
+        region path was dropped for its length counts 0, so the test may skip a search that
+        would have helped, never accept a wrong bound. On a full Blue Gene/Q the cut bound is
+        far above both Lagrangian bounds, and this saves two whole-graph searches per attempt.)
+        """
+        whole = float(self.size @ region_cost) > beat
+        self.searched_whole |= whole
+        return whole
