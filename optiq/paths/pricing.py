@@ -21,6 +21,7 @@ from ..mpi.workers import Workers, block
 from ..utils.progress import Progress, Ticker
 from .regions import region_tree_paths
 from .shortest import hop_limited_shortest_paths
+from .treewalk import walk_back
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -213,18 +214,11 @@ def _tree_paths(topology, sources: np.ndarray, targets: np.ndarray, link_weight:
         cur, src = targets[block].copy(), sources[block]
         steps = np.zeros(block.size, dtype=np.int64)
         record = np.full((block.size, 8), -1, dtype=np.int64)
-        live = np.flatnonzero(cur != src)
-        while live.size:
-            prev = pred[pred_rows[live], cur[live]]
-            if (prev < 0).any():
-                j = block[live[prev < 0][0]]
-                raise PathError(f"node {targets[j]} cannot be reached from node {sources[j]}")
+        for live, prev, here in walk_back(pred, pred_rows, cur, src, block, sources, targets):
             if steps.max() >= record.shape[1]:
                 record = np.concatenate([record, np.full_like(record, -1)], axis=1)
-            record[live, steps[live]] = np.asarray(link_of_pair[prev, cur[live]]).ravel() - 1
+            record[live, steps[live]] = np.asarray(link_of_pair[prev, here]).ravel() - 1
             steps[live] += 1
-            cur[live] = prev
-            live = live[prev != src[live]]
         for i, j in enumerate(block):
             paths[j] = record[i, :steps[i]][::-1].copy()
         if tick:

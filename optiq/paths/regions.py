@@ -23,7 +23,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from ..errors import PathError
+from .treewalk import walk_back
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -156,15 +156,8 @@ def region_tree_paths(topology: Topology, sources: np.ndarray, targets: np.ndarr
                        dtype=np.int64)
         home = np.array([np.searchsorted(regions[k], uniq[first + k]) for k in src_row.tolist()], dtype=np.int64)
         steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (jobs, tail nodes, head nodes) per step
-        live = np.flatnonzero(cur != home)
-        while live.size:
-            prev = pred_of[src_row[live], cur[live]]
-            if (prev < 0).any():
-                j = jobs[live[prev < 0][0]]
-                raise PathError(f"node {targets[j]} cannot be reached from node {sources[j]}")
-            steps.append((live, node_of[src_row[live], prev], node_of[src_row[live], cur[live]]))
-            cur[live] = prev
-            live = live[prev != home[live]]
+        for live, prev, here in walk_back(pred_of, src_row, cur, home, jobs, sources, targets):
+            steps.append((live, node_of[src_row[live], prev], node_of[src_row[live], here]))
         if steps:
             who = np.concatenate([s[0] for s in steps])
             key = np.concatenate([s[1] for s in steps]) * n + np.concatenate([s[2] for s in steps])
