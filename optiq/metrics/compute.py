@@ -102,7 +102,7 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
     link_paths = np.bincount(ps.links, minlength=p.topology.num_links)
     link_bytes = p.link_bytes
     used = link_paths > 0
-    predicted = float((link_bytes / p.topology.capacity).max())
+    predicted = p.predicted_time_s
     total = int(p.demands.total_bytes)
     bound, note = _checked_bound(p, predicted) if check_bound else (float(p.lower_bound_time_s), "")
     fair_s = None
