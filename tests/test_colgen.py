@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from conftest import SMALL_TOPOLOGIES, all_simple_paths, arc_flow_least_hop_bytes, arc_flow_optimum, random_demands
 
-from optiq.errors import WorkloadError
+from optiq.errors import ParameterError, WorkloadError
 from optiq.lp import build_pyomo_model, solve_lp, solve_pyomo_model
 from optiq.lp.colgen import CGOptions, CGStatus, column_generation
 from optiq.lp.restricted import RestrictedLP
@@ -177,3 +177,23 @@ def test_the_lean_step_keeps_the_time_and_meets_the_least_hop_bytes_of_an_indepe
     assert hop_bytes <= float((plain.path_bytes * plain.paths.hops).sum()) * (1 + 1e-9)
     info = lean.info["lean"]
     assert info["hop_bytes"] <= info["hop_bytes_before"] and info["hop_bytes_bound"] <= least * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("setting, fragment", [
+    (dict(gap=1.0), "gap must be in \\[0, 1\\)"), (dict(gap=-0.1), "gap must be"), (dict(hop_slack=-1), "hop_slack"),
+    (dict(max_iterations=0), "max_iterations must be an integer >= 1"), (dict(seed=1.5), "seed"),
+    (dict(time_limit=0), "time_limit must be in \\(0"), (dict(time_limit=float("nan")), "time_limit"),
+    (dict(smoothing=0), "smoothing"), (dict(tolerance=2.0), "tolerance"), (dict(idle_share=1.0), "idle_share"),
+    (dict(vertex_within_s=-1), "vertex_within_s"), (dict(vertex_within_s=float("nan")), "vertex_within_s"),
+    (dict(solver="simplx"), "unknown solver 'simplx'")])
+def test_column_generation_options_out_of_range_are_named_before_any_work(setting, fragment):
+    with pytest.raises(ParameterError, match=fragment):
+        CGOptions(**setting)
+
+
+def test_column_generation_options_take_their_boundary_values_and_choose_the_solver_by_gap():
+    for edge in (dict(gap=0.0), dict(idle_share=0.0), dict(hop_slack=0), dict(vertex_within_s=0),
+                 dict(vertex_within_s=float("inf")), dict(time_limit=1e-3), dict(seed=np.int64(3))):
+        CGOptions(**edge)  # accepted
+    assert CGOptions().lp_solver == "hipdlp" and CGOptions(gap=1e-4).lp_solver == "ipm-nox"
+    assert CGOptions(gap=0.0).lp_tolerance == 1e-8 and CGOptions(solver="ipm", tolerance=1e-7).lp_tolerance == 1e-7

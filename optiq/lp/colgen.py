@@ -36,6 +36,7 @@ its end, so the result is never worse than it) and returns the best plan found.
 from __future__ import annotations
 
 import enum
+import math
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -44,14 +45,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import SolverError
+from ..errors import ParameterError
 from ..mpi.workers import Workers
 from ..paths import PathSet, min_hops, system_routes
 from .columns import IDLE_SHARE, ColumnPool
 from .highs_lp import solve_lp
 from .pricer import Pricer
 from .restricted import RestrictedLP
-from .solution import FIRST_ORDER, LPStatus
+from .solution import FIRST_ORDER, LP_SOLVERS, LPStatus
 
 if TYPE_CHECKING:
     from typing import Any
@@ -124,8 +125,11 @@ class CGOptions:
 
     Raises
     ------
-    SolverError
-        If ``gap`` is not in [0, 1).
+    ParameterError
+        For a setting out of its range, naming it: ``gap`` outside [0, 1), ``hop_slack`` or
+        ``seed`` below 0, ``max_iterations`` below 1, a ``time_limit``, ``smoothing`` or
+        ``tolerance`` that is not a positive finite number, ``idle_share`` outside [0, 1),
+        ``vertex_within_s`` below 0, an unknown ``solver``.
     """
 
     gap: float = DEFAULT_GAP
@@ -142,8 +146,37 @@ class CGOptions:
     vertex_within_s: float = float("inf")
 
     def __post_init__(self) -> None:
-        if not 0 <= self.gap < 1:
-            raise SolverError(f"gap must be in [0, 1), got {self.gap}")
+        def number(name: str, low: float, high: float = math.inf, *, low_open: bool = False,
+                   optional: bool = False) -> None:
+            value = getattr(self, name)
+            if value is None and optional:
+                return
+            ok = isinstance(value, (int, float, np.number)) and not isinstance(value, bool) and \
+                (low < value if low_open else low <= value) and value < high
+            if not ok:
+                raise ParameterError(f"column generation: {name} must be in {'(' if low_open else '['}{low:g}, "
+                                     f"{high:g}), got {value!r}")
+
+        def count(name: str, low: int) -> None:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+                raise ParameterError(f"column generation: {name} must be an integer >= {low}, got {value!r}")
+
+        number("gap", 0.0, 1.0)
+        count("hop_slack", 0)
+        count("max_iterations", 1)
+        count("seed", 0)
+        number("time_limit", 0.0, low_open=True, optional=True)
+        number("smoothing", 0.0, low_open=True)
+        number("tolerance", 0.0, 1.0, low_open=True, optional=True)
+        number("idle_share", 0.0, 1.0)
+        if isinstance(self.vertex_within_s, bool) or not isinstance(self.vertex_within_s, (int, float)) or \
+                not self.vertex_within_s >= 0:  # inf (the default) allowed: whatever the LPs took
+            raise ParameterError(f"column generation: vertex_within_s must be a number >= 0, got "
+                                 f"{self.vertex_within_s!r}")
+        if self.solver is not None and self.solver not in LP_SOLVERS:
+            raise ParameterError(f"column generation: unknown solver {self.solver!r}; choose from "
+                                 f"{', '.join(LP_SOLVERS)}")
 
     @property
     def lp_solver(self) -> str:
