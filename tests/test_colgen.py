@@ -182,7 +182,7 @@ def test_the_lean_step_keeps_the_time_and_meets_the_least_hop_bytes_of_an_indepe
 @pytest.mark.parametrize("setting, fragment", [
     (dict(gap=1.0), "gap must be in \\[0, 1\\)"), (dict(gap=-0.1), "gap must be"), (dict(hop_slack=-1), "hop_slack"),
     (dict(max_iterations=0), "max_iterations must be an integer >= 1"), (dict(seed=1.5), "seed"),
-    (dict(time_limit=0), "time_limit must be in \\(0"), (dict(time_limit=float("nan")), "time_limit"),
+    (dict(time_limit=0), "time_limit must be a finite number of seconds > 0"), (dict(time_limit=float("nan")), "time_limit"),
     (dict(smoothing=0), "smoothing"), (dict(tolerance=2.0), "tolerance"), (dict(idle_share=1.0), "idle_share"),
     (dict(vertex_within_s=-1), "vertex_within_s"), (dict(vertex_within_s=float("nan")), "vertex_within_s"),
     (dict(solver="simplx"), "unknown solver 'simplx'")])

@@ -36,7 +36,6 @@ its end, so the result is never worse than it) and returns the best plan found.
 from __future__ import annotations
 
 import enum
-import math
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +47,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..mpi.workers import Workers
 from ..paths import PathSet, min_hops, system_routes
+from ..utils.checks import check_count, check_range, check_seconds
 from .columns import IDLE_SHARE, ColumnPool
 from .highs_lp import solve_lp
 from .pricer import Pricer
@@ -146,34 +146,16 @@ class CGOptions:
     vertex_within_s: float = float("inf")
 
     def __post_init__(self) -> None:
-        def number(name: str, low: float, high: float = math.inf, *, low_open: bool = False,
-                   optional: bool = False) -> None:
-            value = getattr(self, name)
-            if value is None and optional:
-                return
-            ok = isinstance(value, (int, float, np.number)) and not isinstance(value, bool) and \
-                (low < value if low_open else low <= value) and value < high
-            if not ok:
-                raise ParameterError(f"column generation: {name} must be in {'(' if low_open else '['}{low:g}, "
-                                     f"{high:g}), got {value!r}")
-
-        def count(name: str, low: int) -> None:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-                raise ParameterError(f"column generation: {name} must be an integer >= {low}, got {value!r}")
-
-        number("gap", 0.0, 1.0)
-        count("hop_slack", 0)
-        count("max_iterations", 1)
-        count("seed", 0)
-        number("time_limit", 0.0, low_open=True, optional=True)
-        number("smoothing", 0.0, low_open=True)
-        number("tolerance", 0.0, 1.0, low_open=True, optional=True)
-        number("idle_share", 0.0, 1.0)
-        if isinstance(self.vertex_within_s, bool) or not isinstance(self.vertex_within_s, (int, float)) or \
-                not self.vertex_within_s >= 0:  # inf (the default) allowed: whatever the LPs took
-            raise ParameterError(f"column generation: vertex_within_s must be a number >= 0, got "
-                                 f"{self.vertex_within_s!r}")
+        where = "column generation"
+        check_range("gap", self.gap, 0.0, 1.0, where=where)
+        for name, low in (("hop_slack", 0), ("max_iterations", 1), ("seed", 0)):
+            check_count(name, getattr(self, name), low, where=where)
+        check_seconds("time_limit", self.time_limit, where=where)
+        check_range("smoothing", self.smoothing, 0.0, where=where, low_open=True)
+        check_range("tolerance", self.tolerance, 0.0, 1.0, where=where, low_open=True, optional=True)
+        check_range("idle_share", self.idle_share, 0.0, 1.0, where=where)
+        # inf (the default): polish whatever the restricted LPs took
+        check_range("vertex_within_s", self.vertex_within_s, 0.0, where=where, high_open=False)
         if self.solver is not None and self.solver not in LP_SOLVERS:
             raise ParameterError(f"column generation: unknown solver {self.solver!r}; choose from "
                                  f"{', '.join(LP_SOLVERS)}")

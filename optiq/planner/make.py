@@ -14,6 +14,7 @@ from ..mpi.workers import Workers
 from ..paths import PathSet, system_routes
 from ..plan import DEFAULT_CHUNK_SIZE, Plan, PlanRecord
 from ..topology import Topology
+from ..utils.checks import check_count
 from ..utils.resources import PLAN_BYTES_PER_ENTRY, check_memory
 from ..workloads import Demands
 from ..workloads.qos import QoSClasses
@@ -113,9 +114,8 @@ def _check_parameters(topology: Any, demands: Any, method: str | Planner, params
         raise ParameterError(f"topology must be a Topology (e.g. from_spec('bgq:1024')), not {type(topology).__name__}")
     if not isinstance(demands, Demands):
         raise ParameterError(f"demands must be Demands (e.g. read_demands(FILE)), not {type(demands).__name__}")
-    for name, value, low in (("chunk_size", chunk_size, 1), ("seed", seed, 0)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}")
+    check_count("chunk_size", chunk_size, 1)
+    check_count("seed", seed, 0)
     if isinstance(method, Planner):
         if params:
             raise ParameterError(f"give {', '.join(sorted(params))} to the {type(method).__name__} object, not to "

@@ -19,7 +19,6 @@ True
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -36,6 +35,7 @@ from ..mpi.workers import Workers
 from ..paths import PathSet, diverse_paths, spread_paths, torus_paths, valiant_paths
 from ..plan import PlanRecord
 from ..topology import Topology
+from ..utils.checks import check_count, check_seconds
 from ..workloads import Demands
 
 __all__ = ["Context", "PlannerResult", "Planner", "CandidatePlanner", "SystemRoutes", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic",
@@ -120,18 +120,6 @@ class PlannerResult:
     bound_from: str = ""
 
 
-def _count(name: str, value: Any, low: int, *, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}")
-
-
-def _time_limit(value: float | None) -> None:
-    if value is not None and not (isinstance(value, (int, float)) and 0 < value < math.inf):
-        raise ParameterError(f"time_limit must be a finite number of seconds > 0, got {value!r}")
-
-
 class Planner:
     """A planning method with its parameters (a frozen dataclass in every subclass)."""
 
@@ -186,8 +174,8 @@ class ColumnGeneration(Planner):
     def __post_init__(self) -> None:
         if not (isinstance(self.gap, (int, float)) and 0 <= self.gap < 1):
             raise ParameterError(f"gap must be a fraction in [0, 1), got {self.gap!r}")
-        _count("hop_slack", self.hop_slack, 0)
-        _time_limit(self.time_limit)
+        check_count("hop_slack", self.hop_slack, 0)
+        check_seconds("time_limit", self.time_limit)
 
     def run(self, ctx: Context) -> PlannerResult:
         rec, gap = PlanRecord(), self.gap
@@ -250,8 +238,8 @@ class CandidatePlanner(Planner):
     candidate_kind: str = "auto"
 
     def __post_init__(self) -> None:
-        _count("k", self.k, 1)
-        _count("hop_limit", self.hop_limit, 1, optional=True)
+        check_count("k", self.k, 1)
+        check_count("hop_limit", self.hop_limit, 1, optional=True)
         if self.candidate_kind not in CANDIDATE_KINDS:
             raise ParameterError(f"unknown candidate kind {self.candidate_kind!r}; expected one of "
                             f"{', '.join(CANDIDATE_KINDS)}")
@@ -298,7 +286,7 @@ class PathLP(CandidatePlanner):
         super().__post_init__()
         if self.solver not in LP_SOLVERS:
             raise ParameterError(f"unknown solver {self.solver!r}; expected one of {', '.join(LP_SOLVERS)}")
-        _time_limit(self.time_limit)
+        check_seconds("time_limit", self.time_limit)
 
     def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
         ctx.say(f"solving the LP with HiGHS ({self.solver})")
@@ -324,7 +312,7 @@ class MaxLoad(CandidatePlanner):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _count("maxload", self.maxload, 1)
+        check_count("maxload", self.maxload, 1)
 
     def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
         rec.maxload = self.maxload
@@ -340,7 +328,7 @@ class DemandAware(CandidatePlanner):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _count("unit", self.unit, 1)
+        check_count("unit", self.unit, 1)
 
     def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
         rec.unit = self.unit

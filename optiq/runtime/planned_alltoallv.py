@@ -61,12 +61,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OptiqError, ParameterError, TransferError
+from ..errors import OptiqError, TransferError
 from ..mpi.comms import cached_on, forget
 from ..mpi.launch import together
 from ..mpi.waiting import allreduce_asleep, start_together, wait_politely
 from ..plan import Plan
 from ..topology import Topology, from_spec
+from ..utils.checks import check_count
 from .executor import Executor
 from .ranklevel import RankNetwork, host_demands_of, rank_plan
 
@@ -358,8 +359,7 @@ def alltoallv(comm: Any, sendbuf: Any, sendcounts: Any = None, sdispls: Any = No
     ctx = _context(comm)
     c = ctx.comm
     rank, size = c.Get_rank(), c.Get_size()
-    if not isinstance(cache_size, int) or cache_size < 1:
-        raise ParameterError(f"cache_size must be an integer >= 1, got {cache_size!r}")
+    check_count("cache_size", cache_size, 1)
     config = repr((method, network.spec or network.name if isinstance(network, Topology) else network,
                    hosts if isinstance(hosts, (str, type(None))) else "given", link_bw,
                    sorted(planner_options.items()), chunk_model))

@@ -1,0 +1,73 @@
+"""Checks of numeric parameters, shared by every layer, each raising a
+:class:`~optiq.errors.ParameterError` that names the parameter and the value it got."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import ParameterError
+
+__all__ = ["check_count", "check_range", "check_seconds"]
+
+
+def _prefix(where: str) -> str:
+    return f"{where}: " if where else ""
+
+
+def check_count(name: str, value: Any, low: int, *, where: str = "", optional: bool = False) -> None:
+    """Refuse ``value`` unless it is an integer (not a bool) of at least ``low``; ``None`` too if ``optional``.
+
+    Examples
+    --------
+    >>> check_count("k", 3, 1)
+    >>> check_count("k", 0, 1, where="diverse paths")
+    Traceback (most recent call last):
+    ...
+    optiq.errors.ParameterError: diverse paths: k must be an integer >= 1, got 0
+    """
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ParameterError(f"{_prefix(where)}{name} must be an integer >= {low}, got {value!r}")
+
+
+def check_range(name: str, value: Any, low: float, high: float = math.inf, *, where: str = "",
+                low_open: bool = False, high_open: bool = True, optional: bool = False) -> None:
+    """Refuse ``value`` unless it is a number (not a bool) in the interval from ``low`` to ``high``,
+    each end open or closed as asked; ``None`` too if ``optional``. NaN is never in range.
+
+    Examples
+    --------
+    >>> check_range("gap", 0.0, 0.0, 1.0)
+    >>> check_range("gap", 1.0, 0.0, 1.0)
+    Traceback (most recent call last):
+    ...
+    optiq.errors.ParameterError: gap must be in [0, 1), got 1.0
+    """
+    if value is None and optional:
+        return
+    ok = isinstance(value, (int, float, np.number)) and not isinstance(value, bool) and \
+        (low < value if low_open else low <= value) and (value < high if high_open else value <= high)
+    if not ok:
+        raise ParameterError(f"{_prefix(where)}{name} must be in {'(' if low_open else '['}{low:g}, {high:g}"
+                             f"{')' if high_open else ']'}, got {value!r}")
+
+
+def check_seconds(name: str, value: Any, *, where: str = "", optional: bool = True) -> None:
+    """Refuse a time limit that is not a finite number of seconds above 0 (``None``: no limit).
+
+    Examples
+    --------
+    >>> check_seconds("time_limit", None)
+    >>> check_seconds("time_limit", float("inf"))
+    Traceback (most recent call last):
+    ...
+    optiq.errors.ParameterError: time_limit must be a finite number of seconds > 0, got inf
+    """
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not 0 < value < math.inf:
+        raise ParameterError(f"{_prefix(where)}{name} must be a finite number of seconds > 0, got {value!r}")
