@@ -314,7 +314,9 @@ def test_the_run_report_follows_the_shared_schema(tmp_path):
                                 ("verified", "yes", "'verified' is 'yes', not true, false or null"),
                                 ("times_s", [], "'times_s' is \\[\\], not a list of times"),
                                 ("baseline", 3, "'baseline' is 3, not an object or null"),
-                                ("method", None, "'method' is None, not a string")):
+                                ("method", None, "'method' is None, not a string"),
+                                ("ranks", 10**400, "'ranks' is 1000.*, not a number"),
+                                ("times_s", [10**400], "'times_s' is \\[1000.*\\], not a list of times")):
         path.write_text(json.dumps({**data, key: value}))
         with pytest.raises(PlanError, match=message):
             read_run_report(path)

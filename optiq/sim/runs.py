@@ -218,7 +218,7 @@ class _Keys:
 
     def number(self, key: str) -> float:
         value = self.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if not _finite(value):
             raise self._wrong(key, "a number")
         return float(value)
 
@@ -238,8 +238,7 @@ class _Keys:
 
     def timing(self, name: str) -> Timing:
         times = self.get("times_s")
-        if not isinstance(times, list) or not times or not all(
-                isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t < math.inf for t in times):
+        if not isinstance(times, list) or not times or not all(_finite(t) and t >= 0 for t in times):
             raise self._wrong("times_s", "a list of times of 0 s or more")
         verified = self.get("verified")
         if verified is not None and not isinstance(verified, bool):
@@ -253,6 +252,13 @@ class _Keys:
             raise PlanError(f"{self.where}: 'elapsed_s' is {elapsed!r}, but the median of 'times_s' is "
                             f"{timing.median_s!r}")
         return timing
+
+
+def _finite(value: Any) -> bool:
+    """Whether a JSON value is a finite number (JSON integers may be too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) if isinstance(value, float) else abs(value) < 2**63
 
 
 def read_run_report(path: str | Path) -> RunReport:
