@@ -16,6 +16,20 @@ from optiq.workloads import Demands
 
 collect_ignore = ["mpi"]  # scripts run under mpiexec by the tests, not test modules
 
+SYNTHETIC_FABRIC = Path(__file__).parent.parent / "scripts" / "synthetic_fabric.py"
+
+
+def synthetic():
+    """The fabric writer of ``scripts/`` (test data written by the repository's own script)."""
+    if "synthetic_fabric" not in sys.modules:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("synthetic_fabric", SYNTHETIC_FABRIC)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["synthetic_fabric"] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+    return sys.modules["synthetic_fabric"]
+
 
 def all_simple_paths(topology, demands) -> PathSet:
     """Every simple path of every job, parallel links distinguished (brute force)."""
@@ -75,8 +89,9 @@ def _arc_flow_rows(topology, demands, size, extra_columns: int = 0):
     return eq, b_eq, ub
 
 
-def arc_flow_optimum(topology, demands) -> float:
-    """Independent formulation: multicommodity flow on links, minimise the completion time.
+def arc_flow_optimum(topology, demands, links=None) -> float:
+    """Independent formulation: multicommodity flow on links (only those where the mask
+    ``links`` is true, if given), minimise the completion time.
 
     Bytes and capacities are scaled to O(1) first: raw 1e9 coefficients defeat LP tolerances.
     """
@@ -89,9 +104,41 @@ def arc_flow_optimum(topology, demands) -> float:
     nvar = J * L + 1
     cost = np.zeros(nvar)
     cost[-1] = 1
-    res = linprog(cost, A_ub=ub.tocsr(), b_ub=np.zeros(L), A_eq=eq.tocsr(), b_eq=b_eq, method="highs")
+    res = linprog(cost, A_ub=ub.tocsr(), b_ub=np.zeros(L), A_eq=eq.tocsr(), b_eq=b_eq, method="highs",
+                  bounds=_link_bounds(links, J, L, extra=1))
     assert res.status == 0
     return res.fun * byte_unit / cap_unit
+
+
+def _link_bounds(links, J: int, L: int, extra: int = 0):
+    """linprog bounds of one flow variable per (job, link): zero on the links not in the mask."""
+    if links is None:
+        return (0, None)
+    per_link = [(0, None) if ok else (0, 0) for ok in np.asarray(links, bool)]
+    return per_link * J + [(0, None)] * extra
+
+
+def all_chains(topology, demands, *, forwarders=None) -> PathSet:
+    """Every forwarded path of one or two legs: each job's route, and its chain through every
+    other rank (brute force, from the network's own routes)."""
+    from optiq.paths import network_routes
+
+    hosts = range(topology.num_endpoints) if forwarders is None else forwarders
+    links, jobs, stops = [], [], []
+    for j, (s, d) in enumerate(zip(demands.src.tolist(), demands.dst.tolist())):
+        direct = network_routes(topology, [s], [d]).path(0)
+        links.append(direct)
+        stops.append(np.arange(direct.size) == direct.size - 1)
+        jobs.append(j)
+        for h in hosts:
+            if h not in (s, d):
+                legs = network_routes(topology, [s, h], [h, d])
+                first, second = legs.path(0), legs.path(1)
+                links.append(np.concatenate([first, second]))
+                stops.append(np.concatenate([np.arange(first.size) == first.size - 1,
+                                             np.arange(second.size) == second.size - 1]))
+                jobs.append(j)
+    return PathSet.from_lists(links, jobs, demands.num_jobs, stops)
 
 
 @pytest.fixture(params=sorted(SMALL_TOPOLOGIES))
@@ -121,13 +168,32 @@ def launch(n: int, *argv, timeout: float = 120) -> tuple[subprocess.CompletedPro
     return proc, time.perf_counter() - start
 
 
-def arc_flow_least_hop_bytes(topology, demands, time_s: float) -> float:
-    """Independent formulation of the lean step: multicommodity flow on links, every link
-    carrying at most ``capacity * time_s``, fewest bytes times links."""
+def arc_flow_least_hop_bytes(topology, demands, time_s: float, links=None) -> float:
+    """Independent formulation of the lean step: multicommodity flow on links (those of the
+    mask ``links``, if given), every link carrying at most ``capacity * time_s``, fewest
+    bytes times links."""
     J, L = demands.num_jobs, topology.num_links
     unit = float(demands.nbytes.max())
     eq, b_eq, ub = _arc_flow_rows(topology, demands, demands.nbytes / unit)
     res = linprog(np.ones(J * L), A_ub=ub.tocsr(), b_ub=topology.capacity * time_s / unit * (1 + 1e-9),
-                  A_eq=eq.tocsr(), b_eq=b_eq, method="highs")
+                  A_eq=eq.tocsr(), b_eq=b_eq, method="highs", bounds=_link_bounds(links, J, L))
+    assert res.status == 0
+    return res.fun * unit
+
+
+def path_least_hop_bytes(topology, demands, paths, time_s: float) -> float:
+    """The lean step's LP over a fixed set of paths (brute force): fewest bytes times links with
+    every link carrying at most ``capacity * time_s``."""
+    unit = float(demands.nbytes.max())
+    P, J, L = paths.num_paths, demands.num_jobs, topology.num_links
+    size = demands.nbytes[paths.job] / unit
+    eq = lil_matrix((J, P))
+    eq[paths.job, np.arange(P)] = 1
+    ub = lil_matrix((L, P))
+    for p in range(P):
+        for e in paths.path(p):
+            ub[e, p] += size[p]
+    res = linprog(size * paths.hops, A_ub=ub.tocsr(), b_ub=topology.capacity * time_s / unit * (1 + 1e-9),
+                  A_eq=eq.tocsr(), b_eq=np.ones(J), method="highs")
     assert res.status == 0
     return res.fun * unit

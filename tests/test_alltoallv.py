@@ -5,6 +5,7 @@ import pytest
 from conftest import MPI_SCRIPTS, launch
 
 from optiq import from_spec, make_plan
+from optiq.errors import PlanError
 from optiq.runtime.ranklevel import WITHIN_HOST, host_demands_of, rank_network, rank_plan
 
 
@@ -23,7 +24,7 @@ def test_rank_plans_carry_every_rank_pair_on_its_host_pairs_paths(spec, host_of)
     matrix[rng.random((N, N)) < 0.25] = 0
     net = rank_network(t, host_of)
     hosts = host_demands_of(matrix, host_of)
-    host_plan = make_plan(t, hosts, "opt")
+    host_plan = make_plan(t, hosts, "opt", forwarders=np.unique(host_of))  # only hosts with a rank forward
     plan = rank_plan(net, matrix, host_plan)  # a valid Plan: paths connect, bytes add up per job
     x = net.topology
     rank = net.rank_of_endpoint
@@ -46,6 +47,16 @@ def test_rank_plans_carry_every_rank_pair_on_its_host_pairs_paths(spec, host_of)
             leader = {h: int(np.flatnonzero(host_of == h)[0]) for h in host_of}
             extra = (leader[host_of[a]] != a) + (leader[host_of[b]] != b)
             assert (hops >= t.pair_hops([host_of[a]], [host_of[b]])[0] + extra).all()
+
+
+def test_a_host_plan_that_stops_where_no_rank_runs_is_refused():
+    t = from_spec("torus:4x4")
+    host_of = np.array([0, 0, 5, 10])
+    matrix = np.full((4, 4), 10**6) * (1 - np.eye(4, dtype=np.int64))
+    anywhere = make_plan(t, host_demands_of(matrix, host_of), "opt")  # may stop at any node of the torus
+    assert set(anywhere.topology.link_dst[anywhere.paths.links[anywhere.paths.stops]].tolist()) - {0, 5, 10}
+    with pytest.raises(PlanError, match="where no rank runs"):
+        rank_plan(rank_network(t, host_of), matrix, anywhere)
 
 
 def test_host_demands_leave_out_traffic_within_hosts():

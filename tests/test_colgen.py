@@ -1,27 +1,49 @@
 import networkx as nx
 import numpy as np
 import pytest
-from conftest import SMALL_TOPOLOGIES, all_simple_paths, arc_flow_least_hop_bytes, arc_flow_optimum, random_demands
+from conftest import (
+    SMALL_TOPOLOGIES,
+    all_chains,
+    all_simple_paths,
+    arc_flow_least_hop_bytes,
+    arc_flow_optimum,
+    path_least_hop_bytes,
+    random_demands,
+)
 
 from optiq.errors import ParameterError, WorkloadError
 from optiq.lp import build_pyomo_model, solve_lp, solve_pyomo_model
 from optiq.lp.colgen import CGOptions, CGStatus, column_generation
 from optiq.lp.restricted import RestrictedLP
-from optiq.paths import diverse_paths
+from optiq.paths import diverse_paths, route_twins
 from optiq.paths.pricing import least_cost_paths, min_hops
+from optiq.paths.space import PathSpace
 from optiq.planner import make_plan
 from optiq.topology import torus
 from optiq.workloads import constant_ratio
 from optiq.workloads.qos import QoSClasses
 
 
+def optimum_of_space(topo, d, routing):
+    """The best plan of a path space by an independent formulation: arc flow on every link
+    (free), on the links the network's routes between neighbours take (forwarded, every node a
+    rank), or the LP over every chain through at most one rank (forwarded, switches)."""
+    if routing == "free":
+        return arc_flow_optimum(topo, d)
+    if topo.num_endpoints == topo.num_nodes:
+        return arc_flow_optimum(topo, d, links=route_twins(topo) == np.arange(topo.num_links))
+    return solve_lp(topo, d, all_chains(topo, d), solver="ipm").time_s
+
+
+@pytest.mark.parametrize("routing", ["free", "forwarded"])
 @pytest.mark.parametrize("name", sorted(SMALL_TOPOLOGIES))
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_column_generation_reaches_the_arc_flow_optimum(name, seed):
+def test_column_generation_reaches_the_optimum_of_an_independent_formulation(name, seed, routing):
     topo = SMALL_TOPOLOGIES[name]()
     d = random_demands(topo, 5, seed)
-    want = arc_flow_optimum(topo, d)
-    cg = column_generation(topo, d, CGOptions(gap=0.0, hop_slack=topo.num_nodes))  # every simple path allowed
+    want = optimum_of_space(topo, d, routing)
+    space = PathSpace(topo, d, routing)
+    cg = column_generation(topo, d, CGOptions(gap=0.0, hop_slack=topo.num_nodes), space=space)  # any simple path
     assert cg.time_s == pytest.approx(want, rel=1e-6)
     assert cg.lower_bound_s <= want * (1 + 1e-9)
     assert all(it.bound_s <= want * (1 + 1e-9) for it in cg.history)  # every bound is a proven one
@@ -165,13 +187,20 @@ def test_first_order_restricted_lps_reach_the_interior_point_optimum():
 
 @pytest.mark.parametrize("name", sorted(SMALL_TOPOLOGIES))
 @pytest.mark.parametrize("seed", [1, 2])
-def test_the_lean_step_keeps_the_time_and_meets_the_least_hop_bytes_of_an_independent_lp(name, seed):
+@pytest.mark.parametrize("routing", ["free", "forwarded"])
+def test_the_lean_step_keeps_the_time_and_meets_the_least_hop_bytes_of_an_independent_lp(name, seed, routing):
     topo = SMALL_TOPOLOGIES[name]()
     demands = random_demands(topo, 6, seed=seed)
-    plain = make_plan(topo, demands, "opt", lean=False)
-    lean = make_plan(topo, demands, "opt")
+    plain = make_plan(topo, demands, "opt", lean=False, routing=routing)
+    lean = make_plan(topo, demands, "opt", routing=routing)
     assert lean.predicted_time_s == pytest.approx(plain.predicted_time_s, rel=1e-6)
-    least = arc_flow_least_hop_bytes(topo, demands, lean.predicted_time_s)
+    if routing == "free":
+        least = arc_flow_least_hop_bytes(topo, demands, lean.predicted_time_s)
+    elif topo.num_endpoints == topo.num_nodes:
+        least = arc_flow_least_hop_bytes(topo, demands, lean.predicted_time_s,
+                                         links=route_twins(topo) == np.arange(topo.num_links))
+    else:
+        least = path_least_hop_bytes(topo, demands, all_chains(topo, demands), lean.predicted_time_s)
     hop_bytes = float((lean.path_bytes * lean.paths.hops).sum())
     assert least * (1 - 1e-6) <= hop_bytes <= 1.02 * least
     assert hop_bytes <= float((plain.path_bytes * plain.paths.hops).sum()) * (1 + 1e-9)

@@ -94,8 +94,8 @@ def test_valiant_paths_detour_through_distinct_random_groups():
 def test_every_method_plans_the_balanced_1056_host_dragonfly():
     t = from_spec("dragonfly:1056")
     d = constant_ratio(t.num_endpoints, "disjoint")
-    candidates = make_candidates(t, d, 8)
-    times = {m: make_plan(t, d, m, candidates=candidates if m != "opt" else None, k=8).predicted_time_s
+    candidates = make_candidates(t, d, 8)  # chains of minimal routes; dynamic (free) makes its own paths
+    times = {m: make_plan(t, d, m, candidates=candidates if m not in ("opt", "dynamic") else None, k=8).predicted_time_s
              for m in ("default", "heu1", "heu2", "dynamic", "lp", "opt")}
     bound = make_plan(t, d, "opt").lower_bound_time_s
     assert all(bound <= v * (1 + 1e-9) for v in times.values())

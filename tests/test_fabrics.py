@@ -1,12 +1,10 @@
 """InfiniBand fabrics (ibnetdiscover, forwarding tables, minhop), Slurm topologies and host lists."""
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import synthetic
 
 from optiq import Demands, from_spec, load_plan, make_plan
 from optiq.cli import main
@@ -15,19 +13,6 @@ from optiq.paths import minhop_tables, system_routes
 from optiq.topology import compress_hostlist, expand_hostlist, read_ibnetdiscover, read_topology_conf
 from optiq.topology.lft import read_forwarding_tables
 from optiq.workloads import named_hosts
-
-SCRIPT = Path(__file__).parent.parent / "scripts" / "synthetic_fabric.py"
-
-
-def synthetic():
-    """The fabric writer of ``scripts/`` (test data written by the repository's own script)."""
-    if "synthetic_fabric" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("synthetic_fabric", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["synthetic_fabric"] = module  # dataclasses look their module up
-        spec.loader.exec_module(module)
-    return sys.modules["synthetic_fabric"]
-
 
 # -- a hand-built fabric: two leaves under one spine, two parallel cables from leaf L1 ---------
 #    L1 (lid 1): ports 1, 2 -> node1, node2; ports 3, 4 -> S ports 1, 2

@@ -48,10 +48,14 @@ def test_round_trip_without_spec_embeds_links(tmp_path):
 
 def test_parallel_links_are_kept_apart(tmp_path):
     t = torus((2,), spec="torus:2")
-    p = make_plan(t, Demands([0], [1], [1000]), "opt", k=2)
-    assert p.paths.num_paths == 2 and p.predicted_time_s == pytest.approx(500 / 1.8e9)
-    p.save(tmp_path / "e.json")
-    assert load_plan(tmp_path / "e.json").paths.links.tolist() == p.paths.links.tolist()
+    free = make_plan(t, Demands([0], [1], [1000]), "opt", k=2, routing="free")
+    assert free.paths.num_paths == 2 and free.predicted_time_s == pytest.approx(500 / 1.8e9)
+    free.save(tmp_path / "e.json")
+    assert load_plan(tmp_path / "e.json").paths.links.tolist() == free.paths.links.tolist()
+    # the network routes 0 -> 1 over one of them (the + link, Blue Gene/Q's rule): so does a forwarded plan
+    forwarded = make_plan(t, Demands([0], [1], [1000]), "opt", k=2)
+    assert forwarded.paths.links.tolist() == t.links_between(0, 1)[:1]
+    assert forwarded.predicted_time_s == pytest.approx(1000 / 1.8e9) == free.realized_time_s
 
 
 def edit(plan, tmp_path, change):
@@ -76,9 +80,18 @@ def _bytes_off(data):
 
 
 def _break_path(data):
-    p = next(p for job in data["jobs"] for p in job["paths"] if len(p["nodes"]) >= 3)
-    p["nodes"] = p["nodes"][:1] + p["nodes"][2:]  # skip a node: two hops apart on a torus
-    p.pop("links")
+    p = next(p for job in data["jobs"] for p in job["paths"] if len(p["links"]) >= 3)
+    p["links"] = p["links"][:1] + p["links"][2:]  # skip a link: the path breaks
+
+
+def _leave_the_route(data):
+    p = next(p for job in data["jobs"] for p in job["paths"] if len(p["links"]) >= 2 and len(p["stops"]) > 2)
+    p["stops"] = [p["stops"][0], p["stops"][-1]]  # one leg: no longer the network's route
+
+
+def _stop_off_path(data):
+    p = next(p for job in data["jobs"] for p in job["paths"] if len(p["stops"]) > 2)
+    p["stops"][1] = 31 - p["stops"][1]
 
 
 @pytest.mark.parametrize("change,fragment", [
@@ -86,11 +99,14 @@ def _break_path(data):
     (_set(["version"], 99), "version 99"),
     (_set(["topology"], {"spec": "bgq:3"}), "no Blue Gene/Q preset"),
     (_bytes_off, "demand is"),
-    (_break_path, "no link from node"),
+    (_break_path, "is not connected"),
+    (_leave_the_route, "the network routes it"),
+    (_stop_off_path, "is not on the path"),
+    (_set(["routing"], "adaptive"), "\"routing\" must be one of"),
     (_set(["jobs", 0, "paths", 0, "bytes"], -1), "non-negative"),
     (_set(["jobs", 0, "dst"], 99), "out of range"),
-    (_set(["jobs", 0, "paths", 0, "nodes", 0], 5), "does not go from node 5"),
-    (_set(["jobs", 0, "paths", 0, "links", 0], 10**6), "does not go from"),
+    (_set(["jobs", 0, "paths", 0, "stops", 0], 5), "its stops must begin at its first node"),
+    (_set(["jobs", 0, "paths", 0, "links", 0], 10**6), "link 1000000 does not exist"),
     (_set(["jobs", 0, "paths"], []), "has no paths"),
     (_set(["chunk_size"], 0), "chunk_size"),
     (_set(["jobs"], []), "no \"jobs\""),
@@ -124,7 +140,9 @@ def test_metrics_by_hand():
     m = plan_metrics(plan)
     assert (m.total_paths, m.hops_max, m.hops_avg) == (2, 2, 2.0)
     assert m.hopbytes_per_path_max == 2 * 3 * 2**16
-    assert m.copies_per_path_max == 3 and m.copies_per_path_avg == 2.0  # chunks x 1 intermediate
+    assert m.copies_per_path_max == 0  # the network's own routes: one leg each, no copy
+    free = plan_metrics(make_plan(t, d, "default", chunk_size=2**16, routing="free"))
+    assert free.copies_per_path_max == 3 and free.copies_per_path_avg == 2.0  # chunks x 1 intermediate rank
     assert m.bytes_per_link_max == 3 * 2**16
     assert m.predicted_time_s == pytest.approx(3 * 2**16 / 1e9)
     assert m.throughput_Bps == pytest.approx(4 * 2**16 / m.predicted_time_s)

@@ -27,21 +27,25 @@ def small_plan(tmp_path, spec="torus:2x2", method="heu2", name="plan.json", **kw
 
 # -- in process -------------------------------------------------------------------------
 
-def test_schedule_roles_follow_the_paths(tmp_path):
-    plan, _ = small_plan(tmp_path, "mesh:4", "default")
+@pytest.mark.parametrize("routing", ["forwarded", "free"])
+def test_schedule_roles_follow_the_stops(tmp_path, routing):
+    plan, _ = small_plan(tmp_path, "mesh:4", "default", routing=routing)
     hops = set(zip(*[a.tolist() for a in rank_hops(plan)][:3]))
     for r in range(4):
         sched = compile_schedule(plan, r)
         assert set(sched.send_jobs) == set(np.flatnonzero(plan.demands.src == r).tolist())
         assert set(sched.recv_jobs) == set(np.flatnonzero(plan.demands.dst == r).tolist())
         for s in sched.streams:
-            nodes = plan.paths.nodes(s.path, plan.topology)
-            i = nodes.index(r)
-            assert s.prev == (nodes[i - 1] if i > 0 else -1)
-            assert s.next == (nodes[i + 1] if i + 1 < len(nodes) else -1)
+            stops = plan.paths.stop_nodes(s.path, plan.topology)
+            i = stops.index(r)
+            assert s.prev == (stops[i - 1] if i > 0 else -1)
+            assert s.next == (stops[i + 1] if i + 1 < len(stops) else -1)
+            assert s.direct == (len(stops) == 2)
             if s.next >= 0:
                 assert (s.path, r, s.next) in hops
-                assert plan.topology.link_src[s.link] == r and plan.topology.link_dst[s.link] == s.next
+                assert plan.topology.link_src[s.link] == r  # the first link of the leg to the next stop
+    copies = plan.paths.copies.sum()
+    assert copies == (0 if routing == "forwarded" else (plan.paths.hops - 1).sum())
 
 
 def test_fat_tree_hops_skip_switches(tmp_path):
@@ -69,7 +73,7 @@ def test_default_window_shrinks_to_the_forwarding_budget(tmp_path, monkeypatch):
 
     topo = from_spec("mesh:8")
     src = np.arange(4)
-    plan = make_plan(topo, Demands(src, src + 4, np.full(4, 2**22)), "default")  # rank 3 forwards all four
+    plan = make_plan(topo, Demands(src, src + 4, np.full(4, 2**22)), "default", routing="free")  # 3 forwards all four
     sched = compile_schedule(plan, 3)
     chunk = 2**16
     wide = executor.default_window(chunk, None)
@@ -247,14 +251,15 @@ def test_paced_run_is_never_faster_than_its_links(tmp_path):
     proc, _ = launch(4, "-m", "optiq.runtime", path, "--link-bw", "50MB/s", "--json", out, "--repeat", 1)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
-    assert report["predicted_time_s"] == pytest.approx(plan.link_bytes.max() / 50e6)
+    assert report["predicted_time_s"] == pytest.approx(predicted_time(plan, 50e6)[0])
+    assert predicted_time(plan, 50e6)[0] == pytest.approx(plan.link_bytes.max() / 50e6)  # one-hop paths
     assert report["elapsed_min_s"] >= report["predicted_time_s"]
 
 
 def _corrupt(tmp_path, path, what):
     data = json.loads(path.read_text())
     if what == "node":
-        data["jobs"][0]["paths"][0]["nodes"][-1] = 99
+        data["jobs"][0]["paths"][0]["stops"][-1] = 99
     bad = tmp_path / f"bad-{what}.json"
     bad.write_text(json.dumps(data) if what == "node" else path.read_text()[:-40])
     return bad
@@ -264,7 +269,7 @@ def _corrupt(tmp_path, path, what):
     ("too few ranks", "mpiexec -n 8"),
     ("missing", "does not exist"),
     ("corrupt", "not valid JSON"),
-    ("node", "node 99 does not exist"),
+    ("node", "stop 99 does not exist"),
 ])
 def test_bad_plans_fail_on_every_rank(tmp_path, case, fragment):
     _, path = small_plan(tmp_path, "torus:2x4" if case == "too few ranks" else "torus:2x2")

@@ -45,7 +45,7 @@ def test_paced_paths_end_at_the_predicted_time_under_any_sharing(name, method, s
 
 
 def test_fair_sharing_is_reported_beside_the_prediction_and_paced_paths_keep_it(tmp_path, capsys):
-    plan = make_plan(torus((4, 4, 4, 2)), constant_ratio(128, nbytes=2**20), "opt", lean=False)
+    plan = make_plan(torus((4, 4, 4, 2)), constant_ratio(128, nbytes=2**20), "opt", lean=False, routing="free")
     plan.save(tmp_path / "p.json")
     assert main(["eval", str(tmp_path / "p.json"), "--json", "-q"]) == 0
     m = json.loads(capsys.readouterr().out)
@@ -117,14 +117,18 @@ def test_simulate_cli_json(tmp_path, capsys):
 
 @pytest.mark.parametrize("hops, chunks, header, latency, forward", [
     (1, 5, 0, 0.0, 0.0), (3, 8, 32, 1e-7, 2e-6), (4, 16, 64, 5e-8, 5e-4), (2, 1, 16, 1e-6, 1e-5)])
-def test_one_path_matches_the_pipelined_closed_form(hops, chunks, header, latency, forward):
+@pytest.mark.parametrize("routing", ["free", "forwarded"])
+def test_one_path_matches_the_pipelined_closed_form(hops, chunks, header, latency, forward, routing):
     t = mesh((hops + 1,), bandwidth=1e8)
     s = 4096
-    plan = make_plan(t, Demands([0], [hops], [chunks * s]), "default", chunk_size=s)
+    plan = make_plan(t, Demands([0], [hops], [chunks * s]), "default", chunk_size=s, routing=routing)
     model = ChunkModel(hop_latency_s=latency, header_bytes=header, forward_cost_s=forward)
     per_link = (s + header) / 1e8
-    want = hops * per_link + hops * latency + (hops - 1) * forward + (chunks - 1) * max(per_link, forward)
-    assert simulate_chunks(plan, model).completion_time_s == pytest.approx(want, rel=1e-12)
+    copies = hops - 1 if routing == "free" else 0  # free plans stop at every rank; forwarded: one leg
+    want = hops * per_link + hops * latency + copies * forward + (chunks - 1) * max(per_link, forward if copies else 0)
+    result = simulate_chunks(plan, model)
+    assert result.completion_time_s == pytest.approx(want, rel=1e-12)
+    assert result.copies == copies * chunks
 
 
 @pytest.mark.parametrize("name", sorted(SMALL_TOPOLOGIES))

@@ -69,7 +69,8 @@ def plan(args: argparse.Namespace) -> int:
     topology, demands = _workload(args, say)
     qos = read_qos(args.qos, demands.num_jobs) if args.qos else None
     plan = make_plan(topology, demands, args.method, progress=say, qos=qos, comm=comm, chunk_size=args.chunk_size,
-                     seed=args.seed, **_planner_options(args))
+                     seed=args.seed, routing=args.routing, max_intermediates=args.max_intermediates or 1,
+                     **_planner_options(args))
     if not leader:
         return 0
     _warn(plan)
@@ -79,8 +80,11 @@ def plan(args: argparse.Namespace) -> int:
         print("QoS throughput: " + ", ".join(f"{name} {rate / 1e9:.3f} GB/s (share {qos.shares[name]:g})"
                                              for name, rate in rates.items()))
     m = plan_metrics(plan, check_bound=False, fair=False)
-    print(f"wrote {args.output}: {args.method}, {m.jobs} jobs, {m.total_paths} paths, predicted "
+    print(f"wrote {args.output}: {args.method}, {plan.routing}, {m.jobs} jobs, {m.total_paths} paths, predicted "
           f"{m.predicted_time_s * 1e3:.3f} ms (lower bound {m.lower_bound_time_s * 1e3:.3f} ms)")
+    if plan.routing == "free":
+        print(f"free plan: the network must route every path as planned; routed by its own rule "
+              f"({topology.default_routing}) it takes {plan.realized_time_s * 1e3:.3f} ms")
     return 0
 
 
@@ -96,6 +100,7 @@ def evaluate(args: argparse.Namespace) -> int:
     else:
         print(metrics_table([m]))
         print(f"default routes: {plan.topology.default_routing}, {m.default_time_s * 1e3:.3f} ms")
+        print(_routing_line(plan, m))
         if m.fair_time_s is not None:
             print(f"links shared max-min fairly: {m.fair_time_s * 1e3:.3f} ms, {m.fair_time_s / m.predicted_time_s:.3f} "
                   f"x predicted (optiq run --pace-paths sends every path at its planned rate, which keeps the "
@@ -117,7 +122,7 @@ def compare(args: argparse.Namespace) -> int:
     if unknown or not methods:
         raise OptiqError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}")
     rows, times = _compare(topology, demands, methods, _planner_options(args), say, chunk_size=args.chunk_size,
-                           seed=args.seed)
+                           seed=args.seed, routing=args.routing, max_intermediates=args.max_intermediates or 1)
     if args.json:
         print(dumps([dict(r.to_dict(), plan_s=float(t)) for r, t in zip(rows, times)]))
     else:
@@ -328,6 +333,15 @@ def _workload(args, say):
         demands = on_hosts(demands, hosts)
     demands.check_against(topology)
     return topology, demands
+
+
+def _routing_line(plan, m) -> str:
+    """What the plan's routing means for its time, in one line."""
+    if plan.routing == "forwarded":
+        return (f"forwarded: every leg is the network's own route ({plan.topology.default_routing}), so the plan "
+                f"holds as the network routes; {m.copies_per_path_avg:.2f} copies per path on average")
+    return (f"free: the network must route every path as planned; routed by its own rule it takes "
+            f"{m.realized_time_s * 1e3:.3f} ms ({m.realized_time_s / m.predicted_time_s:.2f}x the predicted time)")
 
 
 def _named(plan, links: int, jobs: int) -> dict:

@@ -17,7 +17,7 @@ from . import argtypes
 
 __all__ = ["add_arguments", "replay", "main", "MANY_CHUNKS"]
 
-#: Chunk hops per transfer beyond which a run warns (the executor's per-chunk work is Python).
+#: Chunk legs per transfer beyond which a run warns (the executor's per-chunk work is Python).
 MANY_CHUNKS = 1_000_000
 
 
@@ -42,26 +42,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds per transfer before every rank gives up (default 60 + 10x the predicted time)")
     p.add_argument("--seed", type=argtypes.non_negative_int, default=0,
                    help="seed of the --verify patterns (default 0)")
+    p.add_argument("--routing", choices=("free",),
+                   help="free: this network routes every path as planned (per-flow rules, source routing), so run "
+                        "a free plan even where the network's own routes would carry it more slowly (refused "
+                        "otherwise)")
 
 
 def replay(args: argparse.Namespace) -> int:
     """Replay ``args.plan`` on ``COMM_WORLD``; the exit code (1 if verification failed)."""
     MPI = need_mpi("optiq run")
-    from ..runtime.executor import bcast_plan, check_comm
+    from ..runtime.executor import bcast_plan, check_comm, check_routes
     from ..runtime.runner import measure, predicted_time
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
     together(comm, lambda: check_writable(args.json, "--json") if rank == 0 and args.json else None)
     plan = bcast_plan(comm, args.plan)
+    if args.routing != "free":
+        check_routes(plan)
     check_comm(comm, plan)
     predicted, at = predicted_time(plan, args.link_bw)
     timeout = args.timeout or 60.0 + 10 * predicted
     runs = (args.warmup + args.repeat) * (2 if args.baseline != "none" else 1)
     chunk = args.chunk_size or plan.chunk_size
-    chunks = int((-(-plan.path_bytes // chunk) * plan.paths.hops).sum())
+    chunks = int((-(-plan.path_bytes // chunk) * plan.paths.legs).sum())
     if rank == 0 and chunks > MANY_CHUNKS:
-        print(f"optiq: warning: {chunks:,} chunk hops per transfer at --chunk-size {chunk:,} B; each costs the "
+        print(f"optiq: warning: {chunks:,} chunk legs per transfer at --chunk-size {chunk:,} B; each costs the "
               f"executor a few microseconds of Python, so expect at least {chunks * 5e-6:.0f} s per transfer",
               file=sys.stderr, flush=True)
     if rank == 0 and predicted * runs > 2.0:
@@ -70,7 +76,8 @@ def replay(args: argparse.Namespace) -> int:
     with abort_on_failure(comm):
         report = measure(comm, plan, repeat=args.repeat, warmup=args.warmup, verify=args.verify, seed=args.seed,
                          window=args.window, link_bw=args.link_bw, chunk_size=args.chunk_size,
-                         baseline=args.baseline, timeout=timeout, pace_paths=args.pace_paths)
+                         baseline=args.baseline, timeout=timeout, pace_paths=args.pace_paths,
+                         routes_as_planned=args.routing == "free")
     failed = [t.name for t in (report.plan, report.baseline) if t is not None and t.verified is False]
     if rank == 0:
         print(report, flush=True)

@@ -9,6 +9,8 @@ from .. import __version__
 from ..experiments.fattree_study import DEFAULT_TOPOLOGY as FATTREE_TOPOLOGY
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK
+from ..paths import FORWARDED, ROUTINGS
+from ..paths.chains import MAX_INTERMEDIATES
 from ..plan import DEFAULT_CHUNK_SIZE
 from ..planner import CANDIDATE_KINDS, METHODS
 from ..sim import SHARING, ChunkModel
@@ -76,10 +78,18 @@ def add_trace_options(p: argparse.ArgumentParser, *, placement: bool = True) -> 
 
 
 def add_planning(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--routing", choices=ROUTINGS, default=FORWARDED,
+                   help="forwarded (default): every path a chain of the network's own routes between the ranks it "
+                        "stops at, so the plan holds as the network routes; free: paths anywhere, for a network "
+                        "that routes every path as planned (an upper bound)")
+    p.add_argument("--max-intermediates", type=types.positive_int,
+                   help=f"forwarded, on fat-trees, fabrics and dragonflies: ranks a chain may stop at (default 1, "
+                        f"at most {MAX_INTERMEDIATES})")
     p.add_argument("--k", type=types.positive_int, help="lp and heuristics: candidate paths per job (default 16)")
     p.add_argument("--candidates", choices=CANDIDATE_KINDS,
-                   help="lp/heuristics: how candidates are made (auto: valiant on dragonflies, diverse up to 2,048 "
-                        "nodes, spread beyond)")
+                   help="lp/heuristics: how candidates are made (auto: chains for forwarded plans on fat-trees, "
+                        "fabrics and dragonflies; else valiant on dragonflies, diverse up to 2,048 nodes, spread "
+                        "beyond)")
     p.add_argument("--maxload", type=types.positive_int, help="heu1: paths allowed per link (default 16)")
     p.add_argument("--unit", type=types.size, help="heu2: bytes placed per step (default 1MiB)")
     p.add_argument("--hop-limit", type=types.positive_int, help="longest candidate path (default: network diameter)")
@@ -97,8 +107,8 @@ def add_planning(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = types.Parser(prog="optiq", description="Plan multipath data movement on torus and "
-                                     "fat-tree interconnects.")
+    parser = types.Parser(prog="optiq", description="Plan multipath data movement on supercomputer "
+                                     "interconnects (tori, fat-trees, InfiniBand fabrics, dragonflies).")
     parser.add_argument("--version", action="version", version=f"optiq {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="plan one workload with one method and write the plan file")

@@ -47,6 +47,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..mpi.workers import Workers
 from ..paths import PathSet, min_hops, system_routes
+from ..paths.space import PathSpace
 from ..utils.checks import check_count, check_range, check_seconds
 from .columns import IDLE_SHARE, ColumnPool
 from .highs_lp import solve_lp
@@ -232,7 +233,8 @@ class CGResult:
 
 def column_generation(topology: Topology, demands: Demands, options: CGOptions | None = None, *,
                       initial: PathSet | None = None, sizes: np.ndarray | None = None,
-                      workers: Workers | None = None, progress: Callable[[str], None] | None = None) -> CGResult:
+                      workers: Workers | None = None, progress: Callable[[str], None] | None = None,
+                      space: PathSpace | None = None) -> CGResult:
     """Solve the path LP over all paths within the hop limit, adding paths as prices ask.
 
     Every iteration solves the restricted LP and prices two sets of link weights: the LP's
@@ -250,6 +252,11 @@ def column_generation(topology: Topology, demands: Demands, options: CGOptions |
     initial : PathSet, optional
         The first columns; default every job's default route and a few fast candidates
         (:func:`optiq.paths.initial_columns`).
+    space : PathSpace, optional
+        Where the paths may go (:class:`optiq.paths.space.PathSpace`); default forwarded
+        paths: legs of the network's own routes. The Lagrangian bound is then a bound on the
+        plans of that space. The result's paths stop only at their ends, unless the space
+        chooses stops itself (chains): ``space.finish`` gives them the rest.
     sizes : ndarray, optional
         Replace the jobs' bytes (QoS effective sizes, :mod:`optiq.workloads.qos`).
     workers : Workers, optional
@@ -278,7 +285,8 @@ def column_generation(topology: Topology, demands: Demands, options: CGOptions |
     >>> cg.gap <= 0.01 and cg.lower_bound_s <= cg.time_s <= cg.first_time_s
     True
     """
-    run = _Run(topology, demands, options or CGOptions(), initial, sizes, workers, progress)
+    space = space or PathSpace(topology, demands)
+    run = _Run(space, options or CGOptions(), initial, sizes, workers, progress)
     background = ThreadPoolExecutor(max_workers=1) if run.options.overlap else None
     try:
         for it in range(1, run.options.max_iterations + 1):
@@ -327,10 +335,11 @@ class _Run:
     """One column generation: the restricted LP, its columns, the pricer, the best solution
     and bound so far, and the clock."""
 
-    def __init__(self, topology: Topology, demands: Demands, options: CGOptions, initial: PathSet | None,
+    def __init__(self, space: PathSpace, options: CGOptions, initial: PathSet | None,
                  sizes: np.ndarray | None, workers: Workers | None, progress: Callable[[str], None] | None) -> None:
         from ..paths.initial import initial_columns
 
+        topology, demands = space.topology, space.demands
         self.topology, self.demands, self.options, self.sizes, self.progress = \
             topology, demands, options, sizes, progress
         self.say = progress or (lambda msg: None)
@@ -340,15 +349,14 @@ class _Run:
         self.size = demands.nbytes.astype(float) if sizes is None else np.asarray(sizes, dtype=float)
         if initial is None:
             initial = initial_columns(topology, demands, hop_slack=options.hop_slack, seed=options.seed,
-                                      progress=progress, workers=workers)
+                                      progress=progress, workers=workers, space=space)
         self.lp = RestrictedLP(topology, demands, sizes=self.size, solver=options.lp_solver,
-                               tolerance=options.lp_tolerance)
-        self.columns = ColumnPool(self.lp, options.idle_share)
-        self.columns.add(initial.links, initial.hops, initial.job)
+                               tolerance=options.lp_tolerance, repeats=space.kind == "chains")
+        self.columns = ColumnPool(self.lp, options.idle_share, keep_stops=space.kind == "chains")
+        self.columns.add(initial)
         self.lp.add_busy_links(INITIAL_BUSY)
         hop_limit = min_hops(topology, demands.src, demands.dst) + options.hop_slack
-        self.pricer = Pricer(topology, demands, self.size, hop_limit, options.smoothing, self.lp.t0, progress,
-                             workers)
+        self.pricer = Pricer(space, self.size, hop_limit, options.smoothing, self.lp.t0, progress, workers)
         self.schedule = _BoundSchedule(self.pricer.regions)
         self.paths_s = time.perf_counter() - self.start
         self.say(f"column generation: {self.lp.num_paths:,} initial paths for {demands.num_jobs:,} jobs, "
@@ -390,17 +398,17 @@ class _Run:
             self.best = _Incumbent(sol.time_s, paths, sol.share[used][order])
         t0 = time.perf_counter()
         rows_before, paths_before = sol.rows, self.lp.num_paths
-        dual_paths, dual_jobs, dual_bound = self.pricer.duals(sol, bound=full, beat=self.bound)
+        dual_paths, dual_bound = self.pricer.duals(sol, bound=full, beat=self.bound)
         if smoothed is None:
             smoothed = self.pricer.utilisation(sol, bound=full, beat=self.bound)
         self.previous = sol if background is not None else None
-        this_bound = max(dual_bound, smoothed[2])
+        this_bound = max(dual_bound, smoothed[1])
         if full and self.pricer.regions:
             self.schedule.searched(it, raised=this_bound > self.bound)
         self.bound = max(self.bound, this_bound)
         dropped = self.columns.drop_idle(sol.share)
-        improved = self.columns.add_lists(dual_paths, dual_jobs)  # improving paths already in the LP are noise
-        added = improved + self.columns.add_lists(smoothed[0], smoothed[1])
+        improved = self.columns.add(dual_paths)  # improving paths already in the LP are noise
+        added = improved + self.columns.add(smoothed[0])
         price = time.perf_counter() - t0
         self.price_s += price
         gap = self.schedule.last_gap = self.best.gap(self.bound)
@@ -418,8 +426,8 @@ class _Run:
             return CGStatus.GAP_REACHED
         if improved == 0 and sol.over == 0:
             if not full:  # the search in the jobs' regions proved no bound: search the whole graph once
-                self.bound = max(self.bound, self.pricer.duals(sol, bound=True, beat=self.bound)[2],
-                                 self.pricer.utilisation(sol, bound=True, beat=self.bound)[2])
+                self.bound = max(self.bound, self.pricer.duals(sol, bound=True, beat=self.bound)[1],
+                                 self.pricer.utilisation(sol, bound=True, beat=self.bound)[1])
                 self.history[-1] = replace(self.history[-1], bound_s=self.bound, gap=self.best.gap(self.bound))
             return CGStatus.NO_IMPROVING_PATH
         if time.perf_counter() + 1.2 * (time.perf_counter() - t_iter) >= self.deadline:

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from ..paths import PathSet
 from ..paths.pathset import csr_positions, path_key
 from .restricted import RestrictedLP
-
-if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
 
 __all__ = ["ColumnPool", "IDLE_SHARE"]
 
@@ -26,31 +21,37 @@ class ColumnPool:
     LP (interior point pays for every column; on an 8,192-node torus two thirds of them
     are idle and dropping them makes the next solve three times faster). If pricing asks
     for it again it comes back for good, so no column cycles.
+
+    With ``keep_stops`` the pool remembers every column's stops (chains, whose stops are
+    their own choice); otherwise the paths it gives back stop only at their ends, and the
+    caller gives them the stops their routing rule says.
     """
 
-    def __init__(self, lp: RestrictedLP, idle_share: float) -> None:
-        self.lp, self.idle_share = lp, idle_share
+    def __init__(self, lp: RestrictedLP, idle_share: float, *, keep_stops: bool = False) -> None:
+        self.lp, self.idle_share, self.keep_stops = lp, idle_share, keep_stops
         self.keys: list[tuple[int, bytes]] = []   # one per LP column, in column order
         self.state: dict[tuple[int, bytes], str] = {}  # "in", "kept" (back once: never dropped) or "out"
+        self.stops: dict[tuple[int, bytes], np.ndarray] = {}
         self.age = np.zeros(0, dtype=np.int64)
 
-    def add(self, links: np.ndarray, hops: np.ndarray, jobs: np.ndarray) -> int:
-        offsets = np.concatenate(([0], np.cumsum(hops)))
-        return self.add_lists([links[offsets[p]:offsets[p + 1]] for p in range(hops.size)], jobs)
-
-    def add_lists(self, paths: list[np.ndarray], jobs: ArrayLike) -> int:
+    def add(self, paths: PathSet) -> int:
+        """Add the paths not in the LP (an idle one dropped before comes back for good); how many."""
         keep, keys = [], []
-        for i, (p, j) in enumerate(zip(paths, np.asarray(jobs).tolist())):
-            key = path_key(j, p)
+        for p, j in enumerate(paths.job.tolist()):
+            links = paths.path(p)
+            key = path_key(j, links)
             state = self.state.get(key)
-            if p.size and state != "in" and state != "kept":
+            if links.size and state != "in" and state != "kept":
                 self.state[key] = "in" if state is None else "kept"
-                keep.append(i)
+                keep.append(p)
                 keys.append(key)
+                if self.keep_stops:
+                    self.stops[key] = paths.stops[paths.offsets[p]:paths.offsets[p + 1]]
         if keep:
-            hops = np.array([paths[i].size for i in keep], dtype=np.int64)
-            self.lp.add_columns(np.concatenate([paths[i] for i in keep]), hops,
-                                np.asarray(jobs, dtype=np.int64)[keep])
+            mask = np.zeros(paths.num_paths, dtype=bool)
+            mask[keep] = True
+            chosen = paths.select(mask)
+            self.lp.add_columns(chosen.links, chosen.hops, chosen.job)
             self.keys += keys
             self.age = np.concatenate([self.age, np.zeros(len(keep), dtype=np.int64)])
         return len(keep)
@@ -74,5 +75,8 @@ class ColumnPool:
         links, offsets, jobs = self.lp.columns
         keep = np.flatnonzero(mask)
         hops = np.diff(offsets)[keep]
+        stops = None
+        if self.keep_stops:
+            stops = np.concatenate([self.stops[self.keys[c]] for c in keep]) if keep.size else np.zeros(0, bool)
         return PathSet.from_csr(links[csr_positions(offsets[keep], hops)], np.concatenate(([0], np.cumsum(hops))),
-                                jobs[keep], self.lp.demands.num_jobs)
+                                jobs[keep], self.lp.demands.num_jobs, stops)

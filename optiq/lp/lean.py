@@ -11,8 +11,8 @@ traffic). The second step keeps the time and minimises the bytes on links:
 
 with ``T`` the plan's time. It is solved by column generation too, from the plan's own
 paths: a path of job ``j`` improves it when ``D_j * sum_{e in p} (1 + y_e / c_e) < pi_j``
-(link cost 1 plus the dual price per byte), found by the same least-cost path search, within
-the same hop limit. Link rows are lazy, as in :mod:`optiq.lp.restricted`: the links loaded
+(link cost 1 plus the dual price per byte), found by the same search of the plan's path space
+(:class:`optiq.paths.space.PathSpace`), within the same hop limit. Link rows are lazy, as in :mod:`optiq.lp.restricted`: the links loaded
 to at least half of ``T`` start as rows, and a solve that overloads another adds its row.
 
 For any ``y >= 0``, ``sum_j D_j * dist_{1 + y/c}(j) - T * sum_e y_e`` is at most the least
@@ -28,9 +28,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..paths import PathSet, least_cost_paths, min_hops
+from ..paths import PathSet, min_hops
 from ..paths.pathset import path_key
+from ..paths.space import PathSpace
 from ..utils.progress import heartbeat
+from .restricted import sum_repeats
 from .solution import LPStatus, highs_status, silent_highs
 
 if TYPE_CHECKING:
@@ -90,7 +92,7 @@ class LeanResult:
 def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.ndarray, time_s: float, *,
               sizes: np.ndarray | None = None, hop_slack: int = 2, gap: float = LEAN_GAP, minimal: int = 4,
               time_limit: float | None = None, max_iterations: int = 50, workers: Workers | None = None,
-              progress: Callable[[str], None] | None = None) -> LeanResult:
+              progress: Callable[[str], None] | None = None, space: PathSpace | None = None) -> LeanResult:
     """The plan of fewest hop-bytes no slower than ``time_s`` (module docstring).
 
     Parameters
@@ -111,6 +113,9 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
         that pricing has less to find.
     time_limit : float, optional
         Seconds; the best lean plan found so far is returned (never more hop-bytes than given).
+    space : PathSpace, optional
+        Where new paths may go (default: forwarded paths, :class:`optiq.paths.space.PathSpace`).
+        Chains keep their stops in the result; other paths stop only at their ends.
 
     Examples
     --------
@@ -127,6 +132,8 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
     """
     import highspy
 
+    space = space or PathSpace(topology, demands)
+    repeats = space.kind == "chains"  # a chain may cross a link twice: sum its coefficients
     start = time.perf_counter()
     deadline = float("inf") if time_limit is None else start + time_limit
     say = progress or (lambda message: None)
@@ -147,31 +154,40 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
     highs.passModel(lp)
     row_of_link = np.full(L, -1, dtype=np.int64)
     columns: list[np.ndarray] = []
+    column_stops: list[np.ndarray] = []
     jobs: list[int] = []
     known: set[tuple[int, bytes]] = set()
 
-    def add_columns(new_paths: list[np.ndarray], new_jobs: list[int]) -> int:
-        fresh = [(p, j) for p, j in zip(new_paths, new_jobs) if p.size and path_key(j, p) not in known]
+    def add_columns(new: PathSet) -> int:
+        fresh = []
+        for p, j in enumerate(new.job.tolist()):
+            links = new.path(p)
+            if links.size and path_key(j, links) not in known:
+                known.add(path_key(j, links))
+                fresh.append((links, j, new.stops[new.offsets[p]:new.offsets[p + 1]]))
         if not fresh:
             return 0
-        known.update(path_key(j, p) for p, j in fresh)
-        links = np.concatenate([p for p, _ in fresh])
-        owner = np.repeat(np.arange(len(fresh)), [p.size for p, _ in fresh])
-        job = np.array([j for _, j in fresh], dtype=np.int64)
+        links = np.concatenate([p for p, _, _ in fresh])
+        owner = np.repeat(np.arange(len(fresh)), [p.size for p, _, _ in fresh])
+        job = np.array([j for _, j, _ in fresh], dtype=np.int64)
         rows = row_of_link[links]
         on = rows >= 0
-        count = np.bincount(owner[on], minlength=len(fresh)) + 1  # the job row, then the link rows
+        on_owner, on_rows, on_value = owner[on], rows[on], size[job[owner[on]]] / (cap[links[on]] * time_s)
+        if repeats:
+            on_owner, on_rows, on_value = sum_repeats(on_owner, on_rows, on_value)
+        count = np.bincount(on_owner, minlength=len(fresh)) + 1  # the job row, then the link rows
         starts = np.concatenate(([0], np.cumsum(count)[:-1]))
         index = np.empty(int(count.sum()), dtype=np.int32)
         value = np.empty(index.size)
         index[starts], value[starts] = job, 1.0
         rest = np.ones(index.size, dtype=bool)
         rest[starts] = False
-        index[rest], value[rest] = rows[on], size[job[owner[on]]] / (cap[links[on]] * time_s)
-        cost = size[job] * np.array([p.size for p, _ in fresh]) / unit
+        index[rest], value[rest] = on_rows, on_value
+        cost = size[job] * np.array([p.size for p, _, _ in fresh]) / unit
         highs.addCols(len(fresh), cost, np.zeros(len(fresh)), np.full(len(fresh), highspy.kHighsInf), index.size,
                       starts.astype(np.int32), index, value)
-        columns.extend(p for p, _ in fresh)
+        columns.extend(p for p, _, _ in fresh)
+        column_stops.extend(f for _, _, f in fresh)
         jobs.extend(job.tolist())
         return len(fresh)
 
@@ -183,19 +199,20 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
         flat = np.concatenate(columns)
         col = np.repeat(np.arange(len(columns)), [p.size for p in columns])
         hit = np.flatnonzero(np.isin(flat, links))
-        order = hit[np.lexsort((col[hit], flat[hit]))]  # by link (row), then column
-        row = np.searchsorted(links, flat[order])
+        hit_col, hit_link = col[hit], flat[hit]
+        value = size[np.array(jobs)[hit_col]] / (cap[hit_link] * time_s)
+        if repeats:
+            hit_col, hit_link, value = sum_repeats(hit_col, hit_link, value)
+        order = np.lexsort((hit_col, hit_link))  # by link (row), then column
+        row = np.searchsorted(links, hit_link[order])
         starts = np.searchsorted(row, np.arange(links.size)).astype(np.int32)
-        value = size[np.array(jobs)[col[order]]] / (cap[flat[order]] * time_s)
         highs.addRows(links.size, np.full(links.size, -highspy.kHighsInf), np.ones(links.size), order.size, starts,
-                      col[order].astype(np.int32), value)
+                      hit_col[order].astype(np.int32), value[order])
         return int(links.size)
 
-    given = [paths.path(p) for p in range(paths.num_paths)]
-    add_columns(given, paths.job.tolist())
+    add_columns(paths)
     if minimal:  # the few shortest routes of every job: where the lean plan ends up mostly
-        short = _shortest_routes(topology, demands, minimal, workers)
-        add_columns([short.path(p) for p in range(short.num_paths)], short.job.tolist())
+        add_columns(_shortest_routes(space, minimal, workers))
     loads = paths.link_loads(share * size[paths.job], L) / cap
     add_rows(np.flatnonzero(loads >= INITIAL_ROWS * time_s))
     best_share, best_hop_bytes, bound = None, before, 0.0
@@ -234,12 +251,11 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
         price[has] = np.maximum(-row_dual[row_of_link[has]], 0.0) * unit
         cost = 1.0 + price / (cap * time_s)  # per byte on a link: one hop, plus its price
         for mode in ("penalty", "exact"):  # the cheap search first; the exact one proves there is nothing
-            found, path_cost, free_cost = least_cost_paths(topology, demands.src, demands.dst, cost, hop_limit,
-                                                           too_long=mode, progress=progress, what="lean pricing",
-                                                           workers=workers)
+            found, path_cost, free_cost = space.cheapest(cost, hop_limit, too_long=mode, progress=progress,
+                                                         what="lean pricing", workers=workers)
             reduced = size * path_cost - pi
-            improving = np.flatnonzero((reduced < -1e-9 * np.abs(pi).max()) & (np.array([p.size for p in found]) > 0))
-            if improving.size:
+            improving = np.flatnonzero((reduced < -1e-9 * np.abs(pi).max()) & (found.hops > 0))
+            if improving.size or space.kind == "chains":  # chains: one search is exact
                 break
         bound = max(bound, float(size @ free_cost - price.sum()))
         current = max(0.0, 1.0 - bound / best_hop_bytes)
@@ -248,7 +264,9 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
         if current <= gap:
             status = "gap reached"
             break
-        if not add_columns([found[j] for j in improving], improving.tolist()):
+        mask = np.zeros(J, dtype=bool)
+        mask[improving] = True
+        if not add_columns(found.select(mask)):
             status = "no improving path"
             break
     if best_share is None:  # nothing solved in time: the given plan
@@ -257,17 +275,22 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
     keep = np.flatnonzero(best_share > 0)
     chosen, order = PathSet.from_csr(np.concatenate([columns[c] for c in keep]),
                                      np.concatenate(([0], np.cumsum([columns[c].size for c in keep]))),
-                                     np.array(jobs)[keep], J)
+                                     np.array(jobs)[keep], J,
+                                     np.concatenate([column_stops[c] for c in keep]) if repeats else None)
     lean_share = best_share[keep][order]
     lean_time = chosen.busiest_link_time(lean_share * size[chosen.job], cap)
     return LeanResult(chosen, lean_share, lean_time, before, best_hop_bytes, bound, iterations,
                       time.perf_counter() - start, status)
 
 
-def _shortest_routes(topology: Topology, demands: Demands, k: int, workers: Workers | None) -> PathSet:
-    """Up to ``k`` routes of every job with its fewest hops, spread over the links."""
-    from ..paths import spread_paths, torus_paths
+def _shortest_routes(space: PathSpace, k: int, workers: Workers | None) -> PathSet:
+    """Up to ``k`` routes of every job with its fewest hops, spread over the links (chains:
+    the direct routes)."""
+    from ..paths import spread_paths, system_routes, torus_paths
 
+    topology, demands = space.topology, space.demands
+    if space.kind == "chains":
+        return system_routes(topology, demands)
     if topology.is_torus and topology.num_nodes > 16384:  # coordinates: seconds for a whole Blue Gene/Q
-        return torus_paths(topology, demands, k, hop_slack=0)
-    return spread_paths(topology, demands, k, hop_slack=0, workers=workers)
+        return space.from_links(torus_paths(topology, demands, k, hop_slack=0))
+    return space.from_links(spread_paths(topology, demands, k, hop_slack=0, workers=workers))

@@ -10,41 +10,43 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..mpi.workers import Workers
-from ..paths import least_cost_paths
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..topology import Topology
-    from ..workloads import Demands
+    from ..paths import PathSet
+    from ..paths.space import PathSpace
 
 __all__ = ["Pricer"]
 
 
 class Pricer:
-    """The two pricing steps: by the LP's duals (exact) and by smoothed utilisation weights.
+    """The two pricing steps: by the LP's duals (exact) and by smoothed utilisation weights,
+    each a search of the plan's path space (:class:`optiq.paths.space.PathSpace`: free or
+    forwarded link paths, or chains of the network's routes).
 
     (Pricing from a pool of coordinate-built paths instead of a graph search was tried and
     dropped: the paths the optimum needs are not in the pool; ``benchmarks/RESULTS.md``.)
     """
 
-    def __init__(self, topology: Topology, demands: Demands, size: np.ndarray, hop_limit: np.ndarray, smoothing: float,
+    def __init__(self, space: PathSpace, size: np.ndarray, hop_limit: np.ndarray, smoothing: float,
                  t0: float, progress: Callable[[str], None] | None, workers: Workers | None) -> None:
-        self.topology, self.demands, self.size, self.hop_limit = topology, demands, size, hop_limit
+        self.space = space
+        self.topology, self.demands, self.size, self.hop_limit = space.topology, space.demands, size, hop_limit
         self.smoothing, self.t0, self.progress, self.workers = smoothing, t0, progress, workers
         #: search only where hop-limited paths go (tori and meshes, :mod:`optiq.paths.regions`);
         #: the whole graph when a bound is wanted
-        self.regions = topology.is_torus
+        self.regions = self.topology.is_torus and space.kind != "chains"
         self.searched_whole = False  # since the caller last reset it
 
-    def _search(self, cost: np.ndarray, too_long: str, what: str, regions: bool):
-        return least_cost_paths(self.topology, self.demands.src, self.demands.dst, cost / self.topology.capacity,
-                                self.hop_limit, too_long=too_long, progress=self.progress, what=what,
-                                workers=self.workers, regions=regions)
+    def _search(self, cost: np.ndarray, too_long: str, what: str, regions: bool) -> tuple[PathSet, np.ndarray, np.ndarray]:
+        return self.space.cheapest(cost / self.topology.capacity, self.hop_limit, too_long=too_long, what=what,
+                                   workers=self.workers, regions=regions, progress=self.progress)
 
-    def duals(self, sol: Any, bound: bool = True, beat: float = 0.0) -> tuple[list[np.ndarray], np.ndarray, float]:
-        """Paths of negative reduced cost ``D_j / T0 * Z * cost_w(p) - pi_j``, and the Lagrangian
-        bound (0 when the search stayed in the jobs' regions: see :meth:`_whole_graph`).
+    def duals(self, sol: Any, bound: bool = True, beat: float = 0.0) -> tuple[PathSet, float]:
+        """Paths of negative reduced cost ``D_j / T0 * Z * cost_w(p) - pi_j`` (at most one per job),
+        and the Lagrangian bound (0 when the search stayed in the jobs' regions: see
+        :meth:`_whole_graph`).
 
         A per-hop penalty keeps paths within their hop limit cheaply; only when it finds
         nothing does the exact hop-limited search run, so "no improving path" is exact.
@@ -57,13 +59,12 @@ class Pricer:
                 regions = False
                 found, path_cost, free_cost = self._search(sol.link_price, mode, "pricing by duals", regions)
             reduced = self.size / self.t0 * sol.price_scale * path_cost - sol.job_dual
-            improving = np.flatnonzero((reduced < tolerance) & (np.array([p.size for p in found]) > 0))
-            if improving.size:
+            improving = (reduced < tolerance) & (found.hops > 0)
+            if improving.any():
                 break
-        return [found[j] for j in improving], improving, 0.0 if regions else float(self.size @ free_cost)
+        return found.select(improving), 0.0 if regions else float(self.size @ free_cost)
 
-    def utilisation(self, sol: Any, bound: bool = True,
-                    beat: float = 0.0) -> tuple[list[np.ndarray], np.ndarray, float]:
+    def utilisation(self, sol: Any, bound: bool = True, beat: float = 0.0) -> tuple[PathSet, float]:
         """Every job's cheapest path under ``exp(smoothing * (utilisation - 1))``, and that bound
         (0 when the search stayed in the jobs' regions: see :meth:`_whole_graph`).
 
@@ -77,7 +78,7 @@ class Pricer:
         if regions and bound and self._whole_graph(path_cost, beat):
             regions = False
             found, _, free_cost = self._search(weight, "penalty", "pricing by utilisation", regions)
-        return found, np.arange(self.demands.num_jobs), 0.0 if regions else float(self.size @ free_cost)
+        return found.select(found.hops > 0), 0.0 if regions else float(self.size @ free_cost)
 
     def _whole_graph(self, region_cost: np.ndarray, beat: float) -> bool:
         """Whether searching the whole graph under these weights could give a bound above ``beat``.

@@ -37,13 +37,28 @@ if TYPE_CHECKING:
     from ..topology import Topology
     from ..workloads import Demands
 
-__all__ = ["RestrictedLP", "RestrictedSolution"]
+__all__ = ["RestrictedLP", "RestrictedSolution", "sum_repeats"]
 
 #: First-order solves look for the missing link rows at this looser tolerance, then solve once
 #: at the tolerance asked for (None: every round at that tolerance).
 SCOUT_TOLERANCE: float | None = 1e-3
 #: Links loaded to at least this fraction of the LP's time join the rows with the violated ones.
 NEAR_FULL = 0.9
+
+
+def sum_repeats(column: np.ndarray, row: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Matrix entries with each (column, row) once, the values of repeats summed, ordered by
+    column then row (a path that crosses a link twice loads it twice).
+
+    Examples
+    --------
+    >>> [a.tolist() for a in sum_repeats(np.array([0, 0, 1, 0]), np.array([5, 7, 5, 5]), np.array([1., 2., 4., 8.]))]
+    [[0, 0, 1], [5, 7, 5], [9.0, 2.0, 4.0]]
+    """
+    column, row = np.asarray(column, dtype=np.int64), np.asarray(row, dtype=np.int64)
+    width = int(row.max(initial=0)) + 1
+    keys, inverse = np.unique(column * width + row, return_inverse=True)
+    return keys // width, keys % width, np.bincount(inverse, weights=value, minlength=keys.size)
 
 
 @dataclass(frozen=True)
@@ -105,6 +120,9 @@ class RestrictedLP:
         takes over.
     tolerance : float
         Interior point's optimality tolerance (HiGHS ``ipm_optimality_tolerance``).
+    repeats : bool
+        Whether a path may cross a link twice (a chain through an intermediate rank may):
+        its coefficients are then summed per link.
 
     Examples
     --------
@@ -120,10 +138,10 @@ class RestrictedLP:
     """
 
     def __init__(self, topology: Topology, demands: Demands, *, sizes: np.ndarray | None = None, solver: str = "ipm-nox",
-                 tolerance: float = 1e-8) -> None:
+                 tolerance: float = 1e-8, repeats: bool = False) -> None:
         import highspy
 
-        self.topology, self.demands = topology, demands
+        self.topology, self.demands, self.repeats = topology, demands, repeats
         self.sizes = demands.nbytes.astype(float) if sizes is None else np.asarray(sizes, dtype=float)
         self.t0 = float(self.sizes.max() / topology.capacity.min())
         J, L = demands.num_jobs, topology.num_links
@@ -181,14 +199,17 @@ class RestrictedLP:
         row = self.row_of_link[links]
         active = row >= 0
         coef = self.sizes[jobs[owner[active]]] / (self.topology.capacity[links[active]] * self.t0)
-        count = np.bincount(owner[active], minlength=n) + 1  # the job row, then the active links
+        active_owner, active_row = owner[active], row[active]
+        if self.repeats:
+            active_owner, active_row, coef = sum_repeats(active_owner, active_row, coef)
+        count = np.bincount(active_owner, minlength=n) + 1  # the job row, then the active links
         starts = np.concatenate(([0], np.cumsum(count)[:-1]))
         index = np.empty(int(count.sum()), dtype=np.int32)
         value = np.empty(index.size)
         index[starts], value[starts] = jobs, 1.0
         rest = np.ones(index.size, dtype=bool)
         rest[starts] = False
-        index[rest], value[rest] = row[active], coef  # owner[active] is sorted: fills path by path
+        index[rest], value[rest] = active_row, coef  # active_owner is sorted: fills path by path
         self.highs.addCols(n, np.zeros(n), np.zeros(n), np.full(n, highspy.kHighsInf), index.size,
                            starts.astype(np.int32), index, value)
         self._links.append(links)
@@ -267,6 +288,8 @@ class RestrictedLP:
         col = np.searchsorted(offsets, hit, side="right") - 1 + 1  # + 1: column 0 is Z
         link = flat[hit]
         coef = self.sizes[jobs[col - 1]] / (self.topology.capacity[link] * self.t0)
+        if self.repeats:
+            col, link, coef = sum_repeats(col, link, coef)
         order = np.lexsort((col, link))
         row_local = np.searchsorted(links, link[order])
         starts = np.searchsorted(row_local, np.arange(links.size))

@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..paths import forwarding_ranks
-
 if TYPE_CHECKING:
     from typing import Any
 
@@ -22,10 +20,17 @@ __all__ = ["Metrics", "plan_metrics"]
 class Metrics:
     """Per-plan metrics; bytes in bytes, times in seconds, rates in bytes/s.
 
-    ``copies`` of a path are its chunks times its intermediate ranks (each copies every
-    chunk once; switches forward in hardware, :mod:`optiq.paths.ranks`). Per-link averages are over the links that carry something. Only paths
-    that carry bytes count. ``gap`` is ``1 - lower_bound_time_s / predicted_time_s``: how far
-    the plan can be from the best possible, at most.
+    ``copies`` of a path are its chunks times its intermediate stops (each stop copies every
+    chunk once; between stops the network carries the chunks, :mod:`optiq.paths.routing`).
+    Per-link averages are over the links that carry something. Only paths that carry bytes
+    count. ``gap`` is ``1 - lower_bound_time_s / predicted_time_s``: how far the plan can be
+    from the best possible, at most.
+
+    ``routing`` is how the paths reach the wire (``forwarded``: legs of the network's own
+    routes; ``free``: the network must route every path as planned). ``realized_time_s`` is
+    the busiest link's time when every leg takes the network's own route: for a forwarded
+    plan it equals ``predicted_time_s``; for a free plan it is what a network that routes by
+    its own rule would really do.
 
     ``predicted_time_s`` assumes every link is shared in proportion to the bytes its paths
     still have to send (what the executor does at every sending rank); ``fair_time_s`` is
@@ -46,6 +51,7 @@ class Metrics:
     """
 
     method: str
+    routing: str
     jobs: int
     total_bytes: int
     total_paths: int
@@ -62,6 +68,7 @@ class Metrics:
     bytes_per_link_max: float
     bytes_per_link_avg: float
     predicted_time_s: float
+    realized_time_s: float
     throughput_Bps: float
     lower_bound_time_s: float
     gap: float
@@ -90,15 +97,17 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
     >>> from optiq.planner import make_plan
     >>> plan = make_plan(torus((4, 4), bandwidth=1e9), Demands([0], [5], [2**20]), "default")
     >>> m = plan_metrics(plan)
-    >>> m.total_paths, m.hops_max, m.bytes_per_link_max, m.copies_per_path_max
-    (1, 2, 1048576.0, 16)
+    >>> m.total_paths, m.hops_max, m.bytes_per_link_max, m.copies_per_path_max   # one leg: no copy
+    (1, 2, 1048576.0, 0)
+    >>> m.routing, m.realized_time_s == m.predicted_time_s
+    ('forwarded', True)
     """
     p = plan.used()
     ps, nbytes = p.paths, p.path_bytes.astype(float)
     hops = ps.hops
     per_job = ps.paths_per_job
     hopbytes = nbytes * hops
-    copies = -(-p.path_bytes // p.chunk_size) * forwarding_ranks(ps, p.topology)
+    copies = -(-p.path_bytes // p.chunk_size) * ps.copies
     link_paths = np.bincount(ps.links, minlength=p.topology.num_links)
     link_bytes = p.link_bytes
     used = link_paths > 0
@@ -114,14 +123,15 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
     if not isinstance(default, (int, float)) or isinstance(default, bool):
         default = predicted if p.method == "default" else _default_time(p)
     return Metrics(
-        method=p.method, jobs=p.demands.num_jobs, total_bytes=total, total_paths=ps.num_paths,
+        method=p.method, routing=p.routing, jobs=p.demands.num_jobs, total_bytes=total, total_paths=ps.num_paths,
         paths_per_job_max=int(per_job.max()), paths_per_job_avg=float(per_job.mean()),
         hops_max=int(hops.max()), hops_avg=float(hops.mean()),
         hopbytes_per_path_max=float(hopbytes.max()), hopbytes_per_path_avg=float(hopbytes.mean()),
         copies_per_path_max=int(copies.max()), copies_per_path_avg=float(copies.mean()),
         paths_per_link_max=int(link_paths.max()), paths_per_link_avg=float(link_paths[used].mean()),
         bytes_per_link_max=float(link_bytes.max()), bytes_per_link_avg=float(link_bytes[used].mean()),
-        predicted_time_s=predicted, throughput_Bps=total / predicted if predicted > 0 else float("inf"),
+        predicted_time_s=predicted, realized_time_s=p.realized_time_s,
+        throughput_Bps=total / predicted if predicted > 0 else float("inf"),
         lower_bound_time_s=bound, gap=max(0.0, 1.0 - bound / predicted) if predicted > 0 else 0.0,
         default_time_s=float(default), fair_time_s=fair_s, bound_note=note)
 

@@ -18,8 +18,11 @@ __all__ = ["metrics_table", "links_table", "jobs_table"]
 _MB = 1e6
 _COLUMNS: list[tuple[str, str, Callable[[Metrics], str]]] = [
     ("method", "method", lambda m: m.method),
+    ("routing", "forwarded: legs of the network's routes; free: routed as planned", lambda m: m.routing),
     ("BW GB/s", "predicted throughput", lambda m: f"{m.throughput_Bps / 1e9:.2f}"),
     ("time ms", "predicted completion time", lambda m: f"{m.predicted_time_s * 1e3:.3f}"),
+    ("real ms", "completion time with every leg on the network's own route",
+     lambda m: f"{m.realized_time_s * 1e3:.3f}"),
     ("fair ms", "completion time when links share max-min fairly",
      lambda m: "-" if m.fair_time_s is None else f"{m.fair_time_s * 1e3:.3f}"),
     ("/bound", "time over the lower bound", lambda m: f"{m.predicted_time_s / m.lower_bound_time_s:.3f}"

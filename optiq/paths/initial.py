@@ -16,6 +16,7 @@ from .torus import torus_paths
 if TYPE_CHECKING:
     from ..topology import Topology
     from ..workloads import Demands
+    from .space import PathSpace
 
 __all__ = ["initial_columns", "INITIAL_PATHS"]
 
@@ -24,8 +25,13 @@ INITIAL_PATHS = 5
 
 
 def initial_columns(topology: Topology, demands: Demands, *, k: int = INITIAL_PATHS, hop_slack: int = 2, seed: int = 0,
-                    progress: Callable[[str], None] | None = None, workers: Workers | None = None) -> PathSet:
-    """Every job's default route, then ``k`` load-aware candidates.
+                    progress: Callable[[str], None] | None = None, workers: Workers | None = None,
+                    space: PathSpace | None = None) -> PathSet:
+    """Every job's default route, then ``k`` load-aware candidates, of the path ``space``
+    (default: any path over the links).
+
+    With chains (:mod:`optiq.paths.chains`) the candidates are chains through ``k``
+    intermediate ranks chosen round by round as the load grows.
 
     Load-aware candidates steer later rounds away from the links earlier rounds loaded, so
     the first restricted LP starts near the optimum. On tori and meshes they are chosen from
@@ -44,6 +50,8 @@ def initial_columns(topology: Topology, demands: Demands, *, k: int = INITIAL_PA
     >>> ps.nodes(0, cluster())      # the D-mod-K route comes first
     [0, 20, 24, 21, 6]
     """
+    if space is not None and space.kind == "chains":
+        return space.chains.spread(k + 1, seed=seed, progress=progress)
     default = system_routes(topology, demands)
     if topology.is_torus:
         spread = torus_paths(topology, demands, k, hop_slack=hop_slack, seed=seed, progress=progress)
@@ -56,4 +64,4 @@ def initial_columns(topology: Topology, demands: Demands, *, k: int = INITIAL_PA
     offsets = np.concatenate([default.offsets, default.offsets[-1] + spread.offsets[1:]])
     jobs = np.concatenate([default.job, spread.job])
     merged, _ = PathSet.from_csr(links, offsets, jobs, demands.num_jobs)
-    return merged.unique()
+    return merged.unique() if space is None else space.from_links(merged)

@@ -1,4 +1,5 @@
-"""The :class:`PathSet`: paths as one flat array of link ids plus offsets (CSR style)."""
+"""The :class:`PathSet`: paths as one flat array of link ids plus offsets (CSR style), and
+where each path stops (the ranks that receive and copy its chunks)."""
 
 from __future__ import annotations
 
@@ -25,17 +26,26 @@ class PathSet:
     Path ``p`` belongs to job ``job[p]`` and crosses links ``links[offsets[p]:offsets[p+1]]``
     in order. Paths are grouped by job (``job`` is non-decreasing).
 
+    ``stops[i]`` says whether the path *stops* at the head of link entry ``i``: a rank
+    there receives the path's chunks and sends them on (a copy), or, at the last link, the
+    destination takes them. Between two stops a path is one *leg*, which the network
+    carries by itself (:mod:`optiq.paths.routing`). The last link of every path is a stop;
+    without ``stops`` it is the only one (every path one leg).
+
     Examples
     --------
     >>> ps = PathSet.from_lists([[0, 1], [2]], [0, 0], num_jobs=1)
-    >>> ps.num_paths, ps.hops.tolist(), ps.path(0).tolist()
-    (2, [2, 1], [0, 1])
+    >>> ps.num_paths, ps.hops.tolist(), ps.path(0).tolist(), ps.legs.tolist()
+    (2, [2, 1], [0, 1], [1, 1])
+    >>> PathSet.from_lists([[0, 1]], [0], 1, stops=[[True, True]]).copies.tolist()   # a copy halfway
+    [1]
     """
 
     job: np.ndarray
     offsets: np.ndarray
     links: np.ndarray
     num_jobs: int
+    stops: np.ndarray = None  # type: ignore[assignment]  # None: the last link of every path (set in __post_init__)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "job", np.asarray(self.job, dtype=np.int64))
@@ -45,19 +55,39 @@ class PathSet:
             raise PathError("path offsets do not match the number of paths and links")
         if self.job.size and np.any(np.diff(self.job) < 0):
             raise PathError("paths must be grouped by job (job ids non-decreasing)")
+        last = self.offsets[1:][self.offsets[1:] > self.offsets[:-1]] - 1
+        if self.stops is None:
+            stops = end_stops(self.offsets)
+        else:
+            stops = np.asarray(self.stops, dtype=bool)
+            if stops.shape != self.links.shape:
+                raise PathError(f"{stops.size} stop flags for {self.links.size} link entries")
+            if not stops[last].all():
+                p = int(np.searchsorted(self.offsets, last[~stops[last]][0], side="right") - 1)
+                raise PathError(f"path {p} of job {self.job[p]} does not stop at its destination (its last link)")
+        object.__setattr__(self, "stops", stops)
 
     @classmethod
-    def from_lists(cls, paths: list, jobs: ArrayLike, num_jobs: int) -> PathSet:
-        """Build from a list of link-id lists and the job of each path (reordered by job, stably)."""
+    def from_lists(cls, paths: list, jobs: ArrayLike, num_jobs: int, stops: list | None = None) -> PathSet:
+        """Build from a list of link-id lists and the job of each path (reordered by job, stably);
+        ``stops``, if given, holds one list of stop flags per path (default: each path one leg)."""
         jobs = np.asarray(jobs, dtype=np.int64)
         order = np.argsort(jobs, kind="stable")
         lengths = np.array([len(paths[i]) for i in order], dtype=np.int64)
         flat = np.concatenate([np.asarray(paths[i], dtype=np.int64) for i in order]) if len(paths) else np.zeros(0, np.int64)
-        return cls(jobs[order], np.concatenate(([0], np.cumsum(lengths))), flat, num_jobs)
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        if stops is None:
+            flags = end_stops(offsets)
+        else:
+            flags = (np.concatenate([np.asarray(stops[i], dtype=bool) for i in order]) if len(paths)
+                     else np.zeros(0, bool))
+        return cls(jobs[order], offsets, flat, num_jobs, flags)
 
     @classmethod
-    def from_csr(cls, links: ArrayLike, offsets: ArrayLike, jobs: ArrayLike, num_jobs: int) -> tuple[PathSet, np.ndarray]:
-        """Build from paths in any job order (path ``p`` is ``links[offsets[p]:offsets[p+1]]``).
+    def from_csr(cls, links: ArrayLike, offsets: ArrayLike, jobs: ArrayLike, num_jobs: int,
+                 stops: ArrayLike | None = None) -> tuple[PathSet, np.ndarray]:
+        """Build from paths in any job order (path ``p`` is ``links[offsets[p]:offsets[p+1]]``,
+        with stop flags ``stops[offsets[p]:offsets[p+1]]`` if given).
 
         Returns the path set, grouped by job (stably), and ``order``: its path ``i`` is input
         path ``order[i]``.
@@ -71,11 +101,73 @@ class PathSet:
         links, offsets, jobs = (np.asarray(a, dtype=np.int64) for a in (links, offsets, jobs))
         order = np.argsort(jobs, kind="stable")
         hops = np.diff(offsets)[order]
-        return cls(jobs[order], np.concatenate(([0], np.cumsum(hops))), links[csr_positions(offsets[:-1][order], hops)],
-                   num_jobs), order
+        where = csr_positions(offsets[:-1][order], hops)
+        new_offsets = np.concatenate(([0], np.cumsum(hops)))
+        flags = end_stops(new_offsets) if stops is None else np.asarray(stops, dtype=bool)[where]
+        return cls(jobs[order], new_offsets, links[where], num_jobs, flags), order
+
+    @classmethod
+    def concat(cls, parts: list[PathSet]) -> tuple[PathSet, np.ndarray]:
+        """The paths of several path sets of the same jobs, grouped by job (stably: within a
+        job, the first set's paths first), and ``order`` as :meth:`from_csr` gives it."""
+        num_jobs = parts[0].num_jobs
+        links = np.concatenate([p.links for p in parts])
+        stops = np.concatenate([p.stops for p in parts])
+        jobs = np.concatenate([p.job for p in parts])
+        hops = np.concatenate([p.hops for p in parts])
+        return cls.from_csr(links, np.concatenate(([0], np.cumsum(hops))), jobs, num_jobs, stops)
 
     def __repr__(self) -> str:
-        return f"PathSet(jobs={self.num_jobs}, paths={self.num_paths}, hops_max={int(self.hops.max(initial=0))})"
+        return (f"PathSet(jobs={self.num_jobs}, paths={self.num_paths}, hops_max={int(self.hops.max(initial=0))}, "
+                f"copies_max={int(self.copies.max(initial=0))})")
+
+    def with_stops(self, stops: ArrayLike) -> PathSet:
+        """The same paths with other stop flags (one per link entry)."""
+        return PathSet(self.job, self.offsets, self.links, self.num_jobs, np.asarray(stops, dtype=bool))
+
+    @cached_property
+    def legs(self) -> np.ndarray:
+        """Legs of every path: its stops (the destination included)."""
+        return np.bincount(self.path_of_link_entry, weights=self.stops, minlength=self.num_paths).astype(np.int64)
+
+    @property
+    def copies(self) -> np.ndarray:
+        """Intermediate stops of every path: how many times each of its chunks is copied."""
+        return self.legs - 1
+
+    def leg_entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every leg of every path, in path order: ``(path, first, last)``, the positions in
+        ``links`` of the leg's first and last link.
+
+        Examples
+        --------
+        >>> ps = PathSet.from_lists([[0, 2, 4], [7]], [0, 0], 1, stops=[[False, True, True], [True]])
+        >>> [a.tolist() for a in ps.leg_entries()]
+        [[0, 0, 1], [0, 2, 3], [1, 2, 3]]
+        """
+        last = np.flatnonzero(self.stops)
+        path = self.path_of_link_entry[last]
+        first = np.empty_like(last)
+        new = np.ones(path.size, dtype=bool)
+        new[1:] = path[1:] != path[:-1]
+        first[new] = self.offsets[path[new]]
+        first[~new] = last[np.flatnonzero(~new) - 1] + 1
+        return path, first, last
+
+    def leg_ends(self, topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every leg of every path, in path order: ``(path, tail, head)``, the nodes the leg
+        starts and ends at (the path's source or a stop, and the next stop).
+
+        Examples
+        --------
+        >>> from optiq.topology import mesh
+        >>> t = mesh((4,))
+        >>> ps = PathSet.from_lists([[0, 1, 3]], [0], 1, stops=[[False, True, True]])   # 0 -> 1 -> 2 -> 3
+        >>> [a.tolist() for a in ps.leg_ends(t)]
+        [[0, 0], [0, 2], [2, 3]]
+        """
+        path, first, last = self.leg_entries()
+        return path, topology.link_src[self.links[first]], topology.link_dst[self.links[last]]
 
     @property
     def num_paths(self) -> int:
@@ -122,8 +214,9 @@ class PathSet:
         """The paths where ``mask`` is true (a boolean array over paths), keeping job ids."""
         keep = np.flatnonzero(mask)
         hops = self.hops[keep]
-        return PathSet(self.job[keep], np.concatenate(([0], np.cumsum(hops))),
-                       self.links[csr_positions(self.offsets[keep], hops)], self.num_jobs)
+        where = csr_positions(self.offsets[keep], hops)
+        return PathSet(self.job[keep], np.concatenate(([0], np.cumsum(hops))), self.links[where], self.num_jobs,
+                       self.stops[where])
 
     def unique(self) -> PathSet:
         """The same paths without repeats of a path within its job (the first one stays).
@@ -147,6 +240,11 @@ class PathSet:
         ls = self.path(p)
         return [int(topology.link_src[ls[0]])] + topology.link_dst[ls].tolist()
 
+    def stop_nodes(self, p: int, topology: Topology) -> list[int]:
+        """Path ``p``'s source, the nodes it stops at and its destination, in order."""
+        ls = self.path(p)
+        return [int(topology.link_src[ls[0]])] + topology.link_dst[ls[self.stops[self.offsets[p]:self.offsets[p + 1]]]].tolist()
+
 
 def path_key(job: int, links: np.ndarray) -> tuple[int, bytes]:
     """A hashable identity of a path within its job: equal keys, the same path (the one
@@ -158,6 +256,14 @@ def path_key(job: int, links: np.ndarray) -> tuple[int, bytes]:
     True
     """
     return int(job), np.asarray(links, dtype=np.int64).tobytes()
+
+
+def end_stops(offsets: np.ndarray) -> np.ndarray:
+    """Stop flags of paths that stop only at their ends (one leg each), for CSR ``offsets``."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    flags = np.zeros(int(offsets[-1]), dtype=bool)
+    flags[offsets[1:][offsets[1:] > offsets[:-1]] - 1] = True
+    return flags
 
 
 def csr_positions(starts: np.ndarray, hops: np.ndarray) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""The :class:`Plan`: jobs, their paths and whole bytes per path; versioned JSON files.
+"""The :class:`Plan`: jobs, their paths, where each path stops, and whole bytes per path;
+versioned JSON files.
 
 The file format is documented in ``docs/plan-format.md``.
 """
@@ -9,14 +10,23 @@ import copy
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import OptiqError, PlanError
-from ..paths import PathSet
+from ..paths import FORWARDED, FREE, ROUTINGS, PathSet
+from ..paths.routing import (
+    every_node_a_rank,
+    every_rank_stops,
+    forwarded_stops,
+    misrouted_legs,
+    network_routes,
+    realized_time,
+)
 from ..topology import Topology, from_spec
 from ..utils.jsonfile import write_json
 from ..utils.units import MAX_BYTES
@@ -26,7 +36,9 @@ from .record import PlanRecord
 __all__ = ["Plan", "load_plan", "PLAN_FORMAT", "PLAN_VERSION", "DEFAULT_CHUNK_SIZE"]
 
 PLAN_FORMAT = "optiq-plan"
-PLAN_VERSION = 1
+PLAN_VERSION = 2
+#: Versions :func:`load_plan` reads (version 1: no stops, read as a free plan stopping at every rank).
+READABLE_VERSIONS = (1, 2)
 #: 64 KiB, the chunk size of the OPTIQ Blue Gene/Q runs (8 MiB / 64 KiB = 128 chunks per path).
 DEFAULT_CHUNK_SIZE = 64 * 1024
 
@@ -40,7 +52,8 @@ class Plan:
     topology : Topology
     demands : Demands
     paths : PathSet
-        The paths of the plan, grouped by job.
+        The paths of the plan, grouped by job, with the ranks each stops at
+        (``paths.stops``: the executor receives and sends on every chunk there).
     path_bytes : ndarray of int
         Bytes on every path; per job they sum exactly to the demand.
     chunk_size : int
@@ -56,6 +69,16 @@ class Plan:
     record : PlanRecord
         What the planner did (its parameters, the solver's outcome, warnings, timings);
         the file's ``info`` object (:attr:`info`).
+    routing : {"forwarded", "free"}
+        How the paths reach the wire (:mod:`optiq.paths.routing`): ``forwarded``, every leg
+        between two stops is the network's own route, checked here, so the plan holds on
+        the network as it routes; ``free``, the network must route every path as planned
+        (an upper bound on what such a network could do; :attr:`realized_time_s` says what
+        one that routes by its own rule would do).
+    check_legs : bool
+        Check that a forwarded plan's legs are the network's routes (default). Off only for
+        plans derived from one already checked (a subset, or the rank-level plan of
+        :mod:`optiq.runtime.ranklevel`, whose network is a model of the real one).
 
     Raises
     ------
@@ -73,36 +96,42 @@ class Plan:
     lower_bound_cut: str = ""
     ranks: np.ndarray = None  # type: ignore[assignment]  # None: endpoint i is rank i (set in __post_init__)
     record: PlanRecord = field(default_factory=PlanRecord)
+    routing: str = FORWARDED
+    check_legs: InitVar[bool] = True
 
     @property
     def info(self) -> dict[str, Any]:
         """The record as the plan file's ``info`` object (a new dict: change :attr:`record`)."""
         return self.record.to_dict()
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, check_legs: bool) -> None:
         self.path_bytes = np.asarray(self.path_bytes, dtype=np.int64)
         if self.ranks is None:
             self.ranks = np.arange(self.topology.num_endpoints)
         self.ranks = np.asarray(self.ranks, dtype=np.int64)
-        self.validate()
+        self.validate(legs=check_legs)
 
     def __repr__(self) -> str:
-        return (f"Plan(method={self.method!r}, topology={self.topology.name!r}, jobs={self.demands.num_jobs}, "
-                f"paths={self.paths.num_paths}, predicted_time_s={self.predicted_time_s:.6g}, "
-                f"lower_bound_time_s={self.lower_bound_time_s:.6g})")
+        return (f"Plan(method={self.method!r}, routing={self.routing!r}, topology={self.topology.name!r}, "
+                f"jobs={self.demands.num_jobs}, paths={self.paths.num_paths}, "
+                f"predicted_time_s={self.predicted_time_s:.6g}, lower_bound_time_s={self.lower_bound_time_s:.6g})")
 
     # -- checks -----------------------------------------------------------------------
-    def validate(self) -> None:
+    def validate(self, *, legs: bool = True) -> None:
         """Check the plan against its topology and demands.
 
         Raises
         ------
         PlanError
             If a path does not run from its job's source to its destination over existing
-            links, revisits a node, bytes are negative, or a job's bytes do not sum to its
-            demand; or the chunk size or rank map is invalid.
+            links, bytes are negative, or a job's bytes do not sum to its demand; if a free
+            path revisits a node, a path stops at a node that is not a rank or at one rank
+            twice, or (with ``legs``) a leg of a forwarded path is not the network's route
+            between its stops; or the chunk size, rank map or routing is invalid.
         """
         topo, dem, ps = self.topology, self.demands, self.paths
+        if self.routing not in ROUTINGS:
+            raise PlanError(f"routing must be one of {', '.join(ROUTINGS)}, got {self.routing!r}")
         if self.chunk_size < 1:
             raise PlanError(f"chunk size must be a positive number of bytes, got {self.chunk_size}")
         if ps.num_jobs != dem.num_jobs:
@@ -152,13 +181,29 @@ class Plan:
             j = off[0]
             raise PlanError(f"job {j} ({dem.src[j]} -> {dem.dst[j]}): its paths carry {sums[j]} bytes "
                             f"but its demand is {dem.nbytes[j]}")
-        # a simple path visits every node once: its link tails and its last head are distinct
         n = topo.num_nodes
-        visits = np.concatenate([ps.path_of_link_entry * n + tails, np.arange(ps.num_paths) * n + heads[last]])
+        stop_heads = heads[ps.stops]
+        off_rank = np.flatnonzero(stop_heads >= topo.num_endpoints)
+        if off_rank.size:
+            p = int(ps.path_of_link_entry[np.flatnonzero(ps.stops)[off_rank[0]]])
+            raise PlanError(f"path {p} of job {ps.job[p]} stops at {topo.label(int(stop_heads[off_rank[0]]))}, which "
+                            f"is not a rank: only ranks receive and send on chunks")
+        if self.routing == FREE:  # a simple path visits every node once: its link tails and its last head are distinct
+            visits = np.concatenate([ps.path_of_link_entry * n + tails, np.arange(ps.num_paths) * n + heads[last]])
+            what = "visits node"
+        else:  # a leg is the network's route; the ranks a path stops at (and its source) are distinct
+            visits = np.concatenate([ps.path_of_link_entry[ps.stops] * n + stop_heads, np.arange(ps.num_paths) * n
+                                     + tails[first]])
+            what = "stops at node"
         uniq, counts = np.unique(visits, return_counts=True)
         if (counts > 1).any():
             p, v = divmod(int(uniq[counts > 1][0]), n)
-            raise PlanError(f"path {p} of job {ps.job[p]} visits node {v} more than once")
+            raise PlanError(f"path {p} of job {ps.job[p]} {what} {v} more than once")
+        if legs and self.routing == FORWARDED:
+            _, why = misrouted_legs(ps, topo)
+            if why:
+                raise PlanError(f"the plan is forwarded, but {why}: a forwarded plan's legs must be the network's "
+                                f"routes ({topo.default_routing}); was it made for other routes?")
 
     # -- derived values ---------------------------------------------------------------
     @property
@@ -168,13 +213,15 @@ class Plan:
 
     @property
     def fingerprint(self) -> str:
-        """A short hash of what the plan routes (topology, jobs, paths, bytes; not ``info``).
+        """A short hash of what the plan routes (topology, routing, jobs, paths and their stops,
+        bytes; not ``info``).
 
         Run reports carry it, so a measurement can be matched to the plan it replayed.
         """
-        h = hashlib.sha256(f"{self.topology.name}|{self.topology.num_nodes}|{self.topology.num_links}".encode())
+        h = hashlib.sha256(f"{self.topology.name}|{self.topology.num_nodes}|{self.topology.num_links}|"
+                           f"{self.routing}".encode())
         for arr in (self.demands.src, self.demands.dst, self.demands.nbytes, self.paths.job, self.paths.offsets,
-                    self.paths.links, self.path_bytes, self.ranks):
+                    self.paths.links, self.paths.stops, self.path_bytes, self.ranks):
             h.update(np.ascontiguousarray(arr, dtype=np.int64).tobytes())
         return h.hexdigest()[:16]
 
@@ -183,11 +230,22 @@ class Plan:
         """Flow-level completion time: the busiest link's bytes over its capacity."""
         return self.paths.busiest_link_time(self.path_bytes, self.topology.capacity)
 
+    @cached_property
+    def realized_time_s(self) -> float:
+        """The busiest link's time when every leg takes the network's own route
+        (:func:`optiq.paths.realized_time`): what the plan really costs on a network that
+        routes by its own rule. For a forwarded plan, checked to follow those routes, it is
+        :attr:`predicted_time_s`; for a free plan it may be far more."""
+        if self.routing == FORWARDED:
+            return self.predicted_time_s
+        return realized_time(self.paths, self.path_bytes, self.topology)
+
     def used(self) -> Plan:
         """The same plan without its zero-byte paths."""
         keep = self.path_bytes > 0
         return Plan(self.topology, self.demands, self.paths.select(keep), self.path_bytes[keep], self.chunk_size,
-                    self.method, self.lower_bound_time_s, self.lower_bound_cut, self.ranks, copy.deepcopy(self.record))
+                    self.method, self.lower_bound_time_s, self.lower_bound_cut, self.ranks, copy.deepcopy(self.record),
+                    self.routing, check_legs=False)
 
     # -- files ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -195,6 +253,9 @@ class Plan:
         topo_json: dict[str, Any]
         if topo.spec is not None:
             topo_json = {"spec": topo.spec}
+        elif topo.default_routing != "D-mod-K":  # a graph read back routes by D-mod-K
+            raise PlanError(f"{topo.name} has no spec string, and a plan file without one cannot say that the network "
+                            f"routes by {topo.default_routing}: give the topology a spec (e.g. from_spec)")
         else:
             topo_json = {"name": topo.name, "nodes": topo.num_nodes, "endpoints": topo.num_endpoints,
                          "links": [[int(u), int(v), float(c)] for u, v, c in
@@ -203,10 +264,11 @@ class Plan:
         jobs = []
         for j in range(dem.num_jobs):
             jobs.append({"src": int(dem.src[j]), "dst": int(dem.dst[j]), "bytes": int(dem.nbytes[j]),
-                         "paths": [{"nodes": ps.nodes(p, topo), "links": ps.path(p).tolist(),
+                         "paths": [{"stops": ps.stop_nodes(p, topo), "links": ps.path(p).tolist(),
                                     "bytes": int(self.path_bytes[p])} for p in range(jo[j], jo[j + 1])]})
-        return {"format": PLAN_FORMAT, "version": PLAN_VERSION, "topology": topo_json, "method": self.method,
-                "chunk_size": int(self.chunk_size), "lower_bound_time_s": float(self.lower_bound_time_s),
+        return {"format": PLAN_FORMAT, "version": PLAN_VERSION, "topology": topo_json, "routing": self.routing,
+                "method": self.method, "chunk_size": int(self.chunk_size),
+                "lower_bound_time_s": float(self.lower_bound_time_s),
                 "lower_bound_cut": self.lower_bound_cut, "ranks": self.ranks.tolist(), "info": self.info,
                 "jobs": jobs}
 
@@ -222,7 +284,8 @@ class Plan:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Plan:
-        """Rebuild and validate a plan from its JSON object.
+        """Rebuild and validate a plan from its JSON object (version 2, or version 1: a free plan
+        that stops at every rank on its paths).
 
         Raises
         ------
@@ -231,8 +294,13 @@ class Plan:
         """
         if not isinstance(data, dict) or data.get("format") != PLAN_FORMAT:
             raise PlanError(f"not an optiq plan: the \"format\" field must be {PLAN_FORMAT!r}")
-        if data.get("version") != PLAN_VERSION:
-            raise PlanError(f"plan version {data.get('version')!r} is not supported (this optiq reads {PLAN_VERSION})")
+        version = data.get("version")
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
+            raise PlanError(f"plan version {version!r} is not supported (this optiq reads "
+                            f"{', '.join(map(str, READABLE_VERSIONS))})")
+        routing = data.get("routing", FREE if version == 1 else None)
+        if routing not in ROUTINGS:
+            raise PlanError(f"\"routing\" must be one of {', '.join(map(repr, ROUTINGS))}, got {routing!r}")
         topology = _topology_from_json(data.get("topology"))
         jobs = data.get("jobs")
         if not isinstance(jobs, list) or not jobs:
@@ -240,9 +308,7 @@ class Plan:
         src: list[int] = []
         dst: list[int] = []
         size: list[int] = []
-        paths: list[list[int]] = []
-        path_jobs: list[int] = []
-        path_bytes: list[int] = []
+        paths: list[_PathSpec] = []
         for j, job in enumerate(jobs):
             where = f"job {j}"
             if not isinstance(job, dict):
@@ -256,14 +322,12 @@ class Plan:
             if not isinstance(jp, list) or not jp:
                 raise PlanError(f"{where} ({s} -> {d}) has no paths")
             for i, path in enumerate(jp):
-                paths.append(_path_links(topology, path, f"{where} path {i}"))
-                path_jobs.append(j)
-                path_bytes.append(_int(path.get("bytes"), f"{where} path {i} 'bytes'", allow_zero=True))
+                paths.append(_path_spec(topology, path, f"{where} path {i}", j, version, routing))
         try:
             demands = Demands(np.asarray(src), np.asarray(dst), np.asarray(size), name="plan")
         except OptiqError as exc:
             raise PlanError(str(exc)) from None
-        ps = PathSet.from_lists(paths, path_jobs, len(jobs))
+        ps = _path_set(topology, paths, len(jobs), routing)
         ranks = data.get("ranks")
         if ranks is not None and (not isinstance(ranks, list) or not all(isinstance(r, int) for r in ranks)):
             raise PlanError("\"ranks\" must be a list of integers, one per endpoint")
@@ -273,12 +337,12 @@ class Plan:
         info = data.get("info") or {}
         if not isinstance(info, dict):
             raise PlanError(f"\"info\" must be an object, got {info!r}")
-        return cls(topology, demands, ps, np.asarray(path_bytes, dtype=np.int64),
+        return cls(topology, demands, ps, np.asarray([p.nbytes for p in paths], dtype=np.int64),
                    chunk_size=_int(data.get("chunk_size", DEFAULT_CHUNK_SIZE), "chunk_size"),
                    method=str(data.get("method", "custom")), lower_bound_time_s=float(bound),
                    lower_bound_cut=str(data.get("lower_bound_cut", "")),
                    ranks=None if ranks is None else np.asarray(ranks),  # type: ignore[arg-type]
-                   record=PlanRecord.from_dict(info))
+                   record=PlanRecord.from_dict(info), routing=routing)
 
 
 def load_plan(path: str | Path) -> Plan:
@@ -331,16 +395,107 @@ def _topology_from_json(obj: Any) -> Topology:
     raise PlanError("the plan's \"topology\" must be {\"spec\": ...} or {\"nodes\": .., \"links\": [[u, v, capacity], ..]}")
 
 
-def _path_links(topology: Topology, path: Any, where: str) -> list[int]:
+@dataclass
+class _PathSpec:
+    """One path as a plan file gives it: its job, bytes, links (None: the network's routes
+    between its stops) and stops (None: by the routing's rule)."""
+
+    job: int
+    nbytes: int
+    links: list[int] | None
+    stops: list[int] | None
+    where: str
+
+
+def _path_spec(topology: Topology, path: Any, where: str, job: int, version: int, routing: str) -> _PathSpec:
     if not isinstance(path, dict):
         raise PlanError(f"{where} is not an object")
-    nodes = path.get("nodes")
+    nbytes = _int(path.get("bytes"), f"{where} 'bytes'", allow_zero=True)
+    stops = path.get("stops") if version >= 2 else None
+    if stops is not None:
+        if not isinstance(stops, list) or len(stops) < 2 or not all(isinstance(v, int) for v in stops):
+            raise PlanError(f"{where}: \"stops\" must list at least two integer node ids: the source, the ranks the "
+                            f"path stops at, the destination")
+        for v in stops:
+            if not 0 <= v < topology.num_nodes:
+                raise PlanError(f"{where}: stop {v} does not exist (nodes are 0..{topology.num_nodes - 1})")
+    if path.get("links") is None and path.get("nodes") is None:
+        if routing == FREE or stops is None:
+            raise PlanError(f"{where}: give its \"links\" (or \"nodes\")"
+                            + ("" if routing == FREE else ", or its \"stops\" to take the network's routes between"))
+        return _PathSpec(job, nbytes, None, stops, where)
+    return _PathSpec(job, nbytes, _path_links(topology, path, where), stops, where)
+
+
+def _path_set(topology: Topology, specs: list[_PathSpec], num_jobs: int, routing: str) -> PathSet:
+    """The paths of a plan file: links given or routed between the stops, stops given or by rule."""
+    legs = [(a, b) for spec in specs if spec.links is None and spec.stops is not None
+            for a, b in zip(spec.stops, spec.stops[1:])]
+    if legs:
+        try:
+            routes = network_routes(topology, [a for a, _ in legs], [b for _, b in legs])
+        except OptiqError as exc:
+            raise PlanError(f"cannot route the plan's legs: {exc}") from None
+        leg = 0
+        for spec in specs:
+            if spec.links is None and spec.stops is not None:
+                count = len(spec.stops) - 1
+                spec.links = np.concatenate([routes.path(i) for i in range(leg, leg + count)]).tolist()
+                leg += count
+    links = [spec.links for spec in specs]
+    ps = PathSet.from_lists(links, [spec.job for spec in specs], num_jobs)  # specs come job by job: order kept
+    if all(spec.stops is None for spec in specs):
+        return ps.with_stops(_rule_stops(topology, ps, routing))
+    flags = _rule_stops(topology, ps, routing) if any(spec.stops is None for spec in specs) else \
+        np.zeros(ps.links.size, dtype=bool)
+    for p, spec in enumerate(specs):
+        if spec.stops is not None:
+            flags[ps.offsets[p]:ps.offsets[p + 1]] = _stop_flags(topology, ps.path(p), spec.stops, spec.where)
+    return ps.with_stops(flags)
+
+
+def _rule_stops(topology: Topology, ps: PathSet, routing: str) -> np.ndarray:
+    """Stops of paths given without them: free paths and version-1 files stop at every rank;
+    forwarded ones where they leave the network's route (every node a rank) or at every rank."""
+    if routing == FORWARDED and every_node_a_rank(topology):
+        try:
+            return forwarded_stops(ps, topology)
+        except OptiqError as exc:
+            raise PlanError(f"the plan is forwarded, but {exc}") from None
+    return every_rank_stops(ps, topology)
+
+
+def _stop_flags(topology: Topology, links: np.ndarray, stops: list[int], where: str) -> np.ndarray:
+    """One flag per link: whether the path stops at its head, from the list of stop nodes."""
+    nodes = [int(topology.link_src[links[0]])] + topology.link_dst[links].tolist() if links.size else []
+    if not nodes or stops[0] != nodes[0] or stops[-1] != nodes[-1]:
+        raise PlanError(f"{where}: its stops must begin at its first node and end at its last ({nodes[:1]}, "
+                        f"{nodes[-1:]}), got {stops[0]} ... {stops[-1]}")
+    flags = np.zeros(links.size, dtype=bool)
+    at = 0
+    for v in stops[1:]:
+        try:
+            at = nodes.index(v, at + 1)
+        except ValueError:
+            raise PlanError(f"{where}: stop {v} is not on the path after stop {nodes[at]}") from None
+        flags[at - 1] = True
+    return flags
+
+
+def _path_links(topology: Topology, path: dict[str, Any], where: str) -> list[int]:
+    nodes, links = path.get("nodes"), path.get("links")
+    if nodes is None:  # links alone (version 2): the plan's checks follow them
+        if not isinstance(links, list) or not links or not all(isinstance(e, int) for e in links):
+            raise PlanError(f"{where}: \"links\" must list integer link ids")
+        bad = [e for e in links if not 0 <= e < topology.num_links]
+        if bad:
+            raise PlanError(f"{where}: link {bad[0]} does not exist (links are 0..{topology.num_links - 1})")
+        return list(links)
     if not isinstance(nodes, list) or len(nodes) < 2 or not all(isinstance(v, int) for v in nodes):
         raise PlanError(f"{where}: \"nodes\" must list at least two integer node ids")
     for v in nodes:
         if not 0 <= v < topology.num_nodes:
             raise PlanError(f"{where}: node {v} does not exist (nodes are 0..{topology.num_nodes - 1})")
-    links = path.get("links")
     if links is None:  # without explicit links, the lowest-numbered link between two nodes
         links = []
         for u, v in zip(nodes, nodes[1:]):

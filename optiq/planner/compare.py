@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..paths import FORWARDED
+from ..paths.space import PathSpace
 from ..plan import DEFAULT_CHUNK_SIZE
 from .make import make_plan
 from .methods import CandidatePlanner, make_candidates, planner_named
@@ -35,11 +37,13 @@ class MethodRun:
 
 def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str], options: dict[str, Any] | None = None,
                     *, chunk_size: int = DEFAULT_CHUNK_SIZE, seed: int = 0,
-                    progress: Callable[[str], None] | None = None) -> list[MethodRun]:
+                    progress: Callable[[str], None] | None = None, routing: str = FORWARDED,
+                    max_intermediates: int = 1) -> list[MethodRun]:
     """Plan ``demands`` with every method, each taking the ``options`` that apply to it.
 
     The candidate paths are searched once, as the first method that picks among candidates
-    asks (its ``k``, kind and hop limit), and given to every method that uses them.
+    asks (its ``k``, kind and hop limit), and given to every method that uses them and plans
+    with the same ``routing`` (``dynamic`` is always free and makes its own).
 
     Parameters
     ----------
@@ -51,6 +55,9 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
         Planner parameters (``k``, ``time_limit``, ``gap``, ...); each method takes those it has
         (:func:`optiq.planner.planner_named`).
     chunk_size, seed : int
+        As for :func:`optiq.planner.make_plan`.
+    routing : {"forwarded", "free"}
+    max_intermediates : int
         As for :func:`optiq.planner.make_plan`.
     progress : callable, optional
 
@@ -75,16 +82,19 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
     """
     planners = [planner_named(method, **(options or {}))[0] for method in methods]
     candidates = None
-    first = next((p for p in planners if isinstance(p, CandidatePlanner)), None)
+    first = next((p for p in planners if isinstance(p, CandidatePlanner) and (p.routing or routing) == routing), None)
     if first is not None:
+        space = PathSpace(topology, demands, routing, max_intermediates=max_intermediates, seed=seed,
+                          progress=progress)
         candidates = make_candidates(topology, demands, first.k, first.candidate_kind, hop_limit=first.hop_limit,
-                                     seed=seed, progress=progress)
+                                     seed=seed, progress=progress, space=space)
     runs = []
     for method, planner in zip(methods, planners):
         if progress:
             progress(f"planning with {method}")
         start = time.perf_counter()
-        plan = make_plan(topology, demands, planner, progress=progress, candidates=candidates, chunk_size=chunk_size,
-                         seed=seed)
+        shared = candidates if (planner.routing or routing) == routing else None
+        plan = make_plan(topology, demands, planner, progress=progress, candidates=shared, chunk_size=chunk_size,
+                         seed=seed, routing=routing, max_intermediates=max_intermediates)
         runs.append(MethodRun(method, plan, time.perf_counter() - start))
     return runs

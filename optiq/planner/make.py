@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..errors import ParameterError, PlanError
 from ..lp import cut_lower_bound
 from ..mpi.workers import Workers
-from ..paths import PathSet, system_routes
+from ..paths import FORWARDED, ROUTINGS, PathSet, system_routes
+from ..paths.chains import MAX_INTERMEDIATES
+from ..paths.space import PathSpace
 from ..plan import DEFAULT_CHUNK_SIZE, Plan, PlanRecord
 from ..topology import Topology
 from ..utils.checks import check_count
@@ -30,6 +32,7 @@ METHODS = tuple(PLANNERS)
 def make_plan(topology: Topology, demands: Demands, method: str | Planner = "opt", *,
               chunk_size: int = DEFAULT_CHUNK_SIZE, seed: int = 0, candidates: PathSet | None = None,
               qos: QoSClasses | None = None, progress: Callable[[str], None] | None = None, comm: Any = None,
+              routing: str = FORWARDED, max_intermediates: int = 1, forwarders: np.ndarray | None = None,
               **params: Any) -> Plan:
     """Plan how every job's bytes travel.
 
@@ -62,6 +65,20 @@ def make_plan(topology: Topology, demands: Demands, method: str | Planner = "opt
         (candidate rounds, pricing) is spread over the ranks, rank 0 solves the LPs, and
         every rank returns the same plan, equal to a serial run's but for
         ``info["timings"]`` (which holds the rank count).
+    routing : {"forwarded", "free"}
+        ``forwarded`` (default): every path is a chain of legs, each the network's own route
+        between two ranks, stopping (a copy) only between legs, so the plan holds on the
+        network as it routes (:mod:`optiq.paths.routing`): on tori a path may turn at any
+        node; on fat-trees, fabrics and dragonflies it is the direct route or a chain
+        through intermediate ranks. ``free``: paths go anywhere and stop at every rank, for a
+        network that routes every path as planned (an upper bound). ``dynamic`` is always free.
+    max_intermediates : int
+        Forwarded plans on networks whose switches are not ranks: intermediate ranks a chain
+        may stop at (1, or 2 for ``opt``'s pricing and the lean step, at a cost per
+        iteration that grows with the square of the ranks).
+    forwarders : array of int, optional
+        Forwarded plans: the endpoints a path may stop at (default all; ``optiq.alltoallv``
+        gives the hosts that run a rank).
 
     Returns
     -------
@@ -78,7 +95,7 @@ def make_plan(topology: Topology, demands: Demands, method: str | Planner = "opt
     Raises
     ------
     ParameterError
-        For an unknown method or invalid parameters (a :class:`~optiq.errors.PlanError`).
+        For an unknown method or routing, or invalid parameters (a :class:`~optiq.errors.PlanError`).
     PathError, SolverError
         When paths or the LP fail (on every rank).
     PlanError
@@ -99,7 +116,8 @@ def make_plan(topology: Topology, demands: Demands, method: str | Planner = "opt
         return served
     try:
         plan = _make_plan(topology, demands, method, params, chunk_size=chunk_size, seed=seed,
-                          candidates=candidates, qos=qos, progress=progress, workers=workers)
+                          candidates=candidates, qos=qos, progress=progress, workers=workers, routing=routing,
+                          max_intermediates=max_intermediates, forwarders=forwarders)
     except BaseException as exc:
         workers.close(exc)
         raise
@@ -108,8 +126,14 @@ def make_plan(topology: Topology, demands: Demands, method: str | Planner = "opt
 
 
 def _check_parameters(topology: Any, demands: Any, method: str | Planner, params: dict[str, Any], *,
-                      chunk_size: Any, seed: Any) -> tuple[Planner, list[str]]:
+                      chunk_size: Any, seed: Any, routing: Any = FORWARDED,
+                      max_intermediates: Any = 1) -> tuple[Planner, list[str]]:
     """Refuse a bad argument by name before any work starts; the planner and the unused keywords."""
+    if routing not in ROUTINGS:
+        raise ParameterError(f"unknown routing {routing!r}; expected one of {', '.join(ROUTINGS)}")
+    check_count("max_intermediates", max_intermediates, 1)
+    if max_intermediates > MAX_INTERMEDIATES:
+        raise ParameterError(f"max_intermediates must be at most {MAX_INTERMEDIATES}, got {max_intermediates}")
     if not isinstance(topology, Topology):
         raise ParameterError(f"topology must be a Topology (e.g. from_spec('bgq:1024')), not {type(topology).__name__}")
     if not isinstance(demands, Demands):
@@ -172,8 +196,10 @@ def _no_worse_than_default(topology: Topology, demands: Demands, planner: Planne
 
 def _make_plan(topology: Topology, demands: Demands, method: str | Planner, params: dict[str, Any], *,
                chunk_size: int, seed: int, candidates: PathSet | None, qos: QoSClasses | None,
-               progress: Callable[[str], None] | None, workers: Workers) -> Plan:
-    planner, unused = _check_parameters(topology, demands, method, params, chunk_size=chunk_size, seed=seed)
+               progress: Callable[[str], None] | None, workers: Workers, routing: str, max_intermediates: int,
+               forwarders: np.ndarray | None) -> Plan:
+    planner, unused = _check_parameters(topology, demands, method, params, chunk_size=chunk_size, seed=seed,
+                                        routing=routing, max_intermediates=max_intermediates)
     name = planner.name
     demands.check_against(topology)
     check_memory(plan_memory_estimate(topology, demands, planner),
@@ -190,16 +216,26 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     default = system_routes(topology, demands, progress=progress)
     record.default_routing = topology.default_routing
     record.default_time_s = default.busiest_link_time(demands.nbytes.astype(float), topology.capacity)
+    space = PathSpace(topology, demands, planner.routing or routing, max_intermediates=max_intermediates, seed=seed,
+                      forwarders=forwarders, progress=progress)
+    if candidates is not None:
+        if candidates.num_jobs != demands.num_jobs:
+            raise PlanError(f"candidates are for {candidates.num_jobs} jobs, the demands have {demands.num_jobs}")
+        space.check(candidates)
     ctx = Context(topology=topology, demands=demands, seed=seed,
                   sizes=None if qos is None else qos.effective_sizes(demands), bound_s=bound.time_s,
-                  bound_from=bound.cut, candidates=candidates, default=default, progress=progress, workers=workers)
+                  bound_from=bound.cut, candidates=candidates, default=default, progress=progress, workers=workers,
+                  space=space)
     ctx.say(f"cut lower bound {bound.time_s * 1e3:.4f} ms ({bound.cut})")
     result = planner.run(ctx)
     record.update(result.record)
+    if space.note:
+        record.warnings.append(space.note)
     paths, nbytes = result.paths, result.path_bytes
     bound_s, bound_from = (result.bound_s, result.bound_from) if result.bound_s is not None else (bound.time_s, bound.cut)
     if not isinstance(planner, SystemRoutes) and qos is None:
         paths, nbytes = _no_worse_than_default(topology, demands, planner, paths, nbytes, record, default)
+    paths = space.finish(paths)
     if qos is not None:
         record.qos_shares = dict(qos.shares)
         if record.lp_time_s is not None:
@@ -208,5 +244,6 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
             record.warnings.append("the LP stopped at its time limit: no QoS throughputs to report")
     record.timings.update(ranks=workers.size, total_s=time.perf_counter() - start)
     plan = Plan(topology, demands, paths, np.asarray(nbytes, dtype=np.int64), chunk_size=chunk_size,
-                method=name, lower_bound_time_s=bound_s, lower_bound_cut=bound_from, record=record)
+                method=name, lower_bound_time_s=bound_s, lower_bound_cut=bound_from, record=record,
+                routing=space.routing)
     return plan.used()

@@ -26,13 +26,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ParameterError, PlanError, SolverError
+from ..errors import ParameterError, SolverError
 from ..heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGOptions, CGResult, CGStatus, column_generation
 from ..lp.lean import lean_plan
 from ..mpi.workers import Workers
-from ..paths import PathSet, diverse_paths, spread_paths, torus_paths, valiant_paths
+from ..paths import FREE, PathSet, diverse_paths, spread_paths, torus_paths, valiant_paths
+from ..paths.space import PathSpace
 from ..plan import PlanRecord
 from ..topology import Topology
 from ..utils.checks import check_count, check_seconds
@@ -41,13 +42,18 @@ from ..workloads import Demands
 __all__ = ["Context", "PlannerResult", "Planner", "CandidatePlanner", "SystemRoutes", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic",
            "PLANNERS", "planner_named", "make_candidates", "CANDIDATE_KINDS"]
 
-#: How fixed candidate paths are made: ``diverse`` (per-job penalties, best quality),
-#: ``spread`` (shared penalties, one Dijkstra per source and round), ``torus`` (from
-#: coordinates on tori and meshes: seconds for a whole Blue Gene/Q), ``valiant`` (on
-#: dragonflies: the minimal route and Valiant paths through random intermediate groups),
-#: or ``auto``: valiant on dragonflies, else diverse up to 2,048 nodes, spread up to
+#: How fixed candidate paths are made. Forwarded plans on networks whose switches are not
+#: ranks (fat-trees, fabrics, dragonflies) take ``chains``: the direct route and chains of
+#: the network's routes through intermediate ranks chosen round by round as the load grows
+#: (:mod:`optiq.paths.chains`), or on dragonflies ``valiant``: chains through a random host
+#: of random intermediate groups. Link paths (free plans anywhere; forwarded ones where every
+#: node is a rank): ``diverse`` (per-job penalties, best quality), ``spread`` (shared
+#: penalties, one Dijkstra per source and round), ``torus`` (from coordinates on tori and
+#: meshes: seconds for a whole Blue Gene/Q), ``valiant`` (free, on dragonflies: the minimal
+#: route and Valiant paths through random intermediate groups). ``auto``: chains where the
+#: plan needs them, else valiant on dragonflies, diverse up to 2,048 nodes, spread up to
 #: 16,384, then torus on tori and spread elsewhere.
-CANDIDATE_KINDS = ("auto", "diverse", "spread", "torus", "valiant")
+CANDIDATE_KINDS = ("auto", "chains", "diverse", "spread", "torus", "valiant")
 #: Paths per job an ``opt`` plan holds while it is made (its initial columns and what
 #: pricing adds), for the memory estimate before planning; ``whole_machine.py`` prints it.
 OPT_PATHS_PER_JOB = 8
@@ -60,17 +66,41 @@ LEAN_MIN_S = 4.0
 
 def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str = "auto", *,
                     hop_limit: int | None = None, seed: int = 0, progress: Callable[[str], None] | None = None,
-                    workers: Workers | None = None) -> PathSet:
-    """Up to ``k`` candidate paths per job, made as ``kind`` says (see :data:`CANDIDATE_KINDS`).
+                    workers: Workers | None = None, space: PathSpace | None = None) -> PathSet:
+    """Up to ``k`` candidate paths per job of the path ``space`` (default forwarded), made as
+    ``kind`` says (see :data:`CANDIDATE_KINDS`), with their stops.
 
     Raises
     ------
     ParameterError
-        For an unknown ``kind``, ``torus`` on a topology that is not a torus or mesh, or
-        ``valiant`` on one that is not a dragonfly.
+        For an unknown ``kind``, ``torus`` on a topology that is not a torus or mesh,
+        ``valiant`` on one that is not a dragonfly, ``chains`` for paths that are not
+        chains, or a kind of link paths for chains.
     """
     if kind not in CANDIDATE_KINDS:
         raise ParameterError(f"unknown candidate kind {kind!r}; expected one of {', '.join(CANDIDATE_KINDS)}")
+    space = space or PathSpace(topology, demands, seed=seed, progress=progress)
+    if space.kind == "chains":
+        if kind in ("auto", "chains"):
+            return space.chains.spread(k, seed=seed, progress=progress)
+        if kind == "valiant" and topology.dragonfly is not None:
+            from ..paths.dragonfly import valiant_chains
+
+            return valiant_chains(topology, demands, k, seed=seed)
+        raise ParameterError(f"on {topology.name} a forwarded path is the network's route or a chain of its routes "
+                             f"through intermediate ranks; {kind} candidates pick switches freely: use --candidates "
+                             f"auto (chains), or --routing free for a network that routes every path as planned")
+    if kind == "chains":
+        raise ParameterError(f"chains are the forwarded paths of networks whose switches are not ranks; "
+                             f"{topology.name} " + ("takes link paths (every node is a rank)" if space.kind == "links"
+                                                    else "routes free paths as planned (--routing free)"))
+    return space.finish(space.from_links(_link_candidates(topology, demands, k, kind, hop_limit=hop_limit, seed=seed,
+                                                          progress=progress, workers=workers)))
+
+
+def _link_candidates(topology: Topology, demands: Demands, k: int, kind: str, *, hop_limit: int | None, seed: int,
+                     progress: Callable[[str], None] | None, workers: Workers | None) -> PathSet:
+    """Candidate link paths of ``kind`` (no stops yet)."""
     if kind == "auto":
         n = topology.num_nodes
         kind = ("valiant" if topology.dragonfly is not None else "diverse" if n <= 2048
@@ -102,6 +132,7 @@ class Context:
     default: PathSet          # every job's default route (SystemRoutes)
     progress: Callable[[str], None] | None
     workers: Workers
+    space: PathSpace          # where the paths may go: the plan's routing (optiq.paths.space)
 
     def say(self, message: str) -> None:
         if self.progress:
@@ -127,6 +158,8 @@ class Planner:
     #: Whether the planner solves the LP, so can weigh jobs by QoS class and falls back to
     #: the default routes when those are faster.
     solves_lp: ClassVar[bool] = False
+    #: The routing its plans have whatever is asked (``dynamic``: per-pair rules, free), or None.
+    routing: ClassVar[str | None] = None
     @property
     def paths_per_job(self) -> int:
         """Paths per job a plan holds while it is made (for the memory estimate)."""
@@ -184,11 +217,12 @@ class ColumnGeneration(Planner):
                             known_bound_s=ctx.bound_s if ctx.sizes is None else 0.0, seed=ctx.seed,
                             vertex_within_s=VERTEX_BEFORE_LEAN_S if self.lean else float("inf"))
         cg = column_generation(ctx.topology, ctx.demands, options, sizes=ctx.sizes, progress=ctx.progress,
-                               workers=ctx.workers)
+                               workers=ctx.workers, space=ctx.space)
         result = PlannerResult(cg.paths, np.zeros(0, dtype=np.int64), rec)
         if ctx.sizes is None and cg.lower_bound_s > ctx.bound_s:
             result.bound_s = cg.lower_bound_s
-            result.bound_from = "Lagrangian bound from the column generation's link prices"
+            result.bound_from = ("Lagrangian bound from the column generation's link prices, over "
+                                 + _space_words(ctx.space))
         rec.gap_target, rec.hop_slack, rec.cg_status, rec.iterations = gap, self.hop_slack, cg.status.value, \
             cg.iterations
         rec.generated_paths, rec.lp_time_s, rec.first_lp_time_s, rec.gap = cg.paths.num_paths, cg.time_s, \
@@ -219,7 +253,8 @@ class ColumnGeneration(Planner):
             return cg.paths, cg.share
         ctx.say(f"lean step: the fewest hop-bytes at {cg.time_s * 1e3:.4f} ms, within {budget:.1f} s")
         lean = lean_plan(ctx.topology, ctx.demands, cg.paths, cg.share, cg.time_s, sizes=ctx.sizes,
-                         hop_slack=self.hop_slack, time_limit=budget, workers=ctx.workers, progress=ctx.progress)
+                         hop_slack=self.hop_slack, time_limit=budget, workers=ctx.workers, progress=ctx.progress,
+                         space=ctx.space)
         kept = lean.time_s <= cg.time_s * (1 + 1e-6) and lean.hop_bytes <= lean.hop_bytes_before
         rec.lean = {"status": lean.status if kept else "slower: not used",
                            "hop_bytes_before": lean.hop_bytes_before, "hop_bytes": lean.hop_bytes,
@@ -251,13 +286,13 @@ class CandidatePlanner(Planner):
     def run(self, ctx: Context) -> PlannerResult:
         start, rec = time.perf_counter(), PlanRecord()
         candidates = ctx.candidates
+        if ctx.space.kind == "chains" and self.hop_limit is not None:
+            rec.warnings.append(f"--hop-limit {self.hop_limit} does not apply to chains of the network's routes and "
+                                f"was not used")
         if candidates is None:
             candidates = make_candidates(ctx.topology, ctx.demands, self.k, self.candidate_kind,
                                          hop_limit=self.hop_limit, seed=ctx.seed, progress=ctx.progress,
-                                         workers=ctx.workers)
-        elif candidates.num_jobs != ctx.demands.num_jobs:
-            raise PlanError(f"candidates are for {candidates.num_jobs} jobs, the demands have "
-                            f"{ctx.demands.num_jobs}")
+                                         workers=ctx.workers, space=ctx.space)
         rec.k, rec.candidate_paths = self.k, candidates.num_paths
         rec.timings["paths_s"] = time.perf_counter() - start
         ctx.say(f"{candidates.num_paths:,} candidate paths for {ctx.demands.num_jobs:,} jobs in "
@@ -337,12 +372,23 @@ class DemandAware(CandidatePlanner):
 
 @dataclass(frozen=True)
 class Dynamic(CandidatePlanner):
-    """``dynamic``: heaviest pair first, each on its least-loaded shortest candidate."""
+    """``dynamic``: heaviest pair first, each on its least-loaded shortest candidate. The fat-tree
+    study's per-pair rules (an SDN fabric's flow rules): its plans are free whatever is asked."""
 
     name: ClassVar[str] = "dynamic"
+    routing: ClassVar[str | None] = FREE
 
     def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
         return dynamic_routing(ctx.topology, ctx.demands, candidates, progress=ctx.progress)
+
+
+def _space_words(space: PathSpace) -> str:
+    """What a Lagrangian bound over ``space`` bounds, in words."""
+    if space.kind == "chains":
+        hosts = "one intermediate rank" if space.max_intermediates == 1 else \
+            f"up to {space.max_intermediates} intermediate ranks"
+        return f"the direct routes and chains through {hosts}"
+    return "forwarded paths (legs of the network's routes)" if space.kind == "links" else "all paths"
 
 
 #: Planner classes by method name (the CLI's ``--method``), in the order the docs list them.

@@ -18,7 +18,8 @@ from .transport import TransferResult, transfer
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Executor", "run_plan", "check_comm", "bcast_plan", "default_window", "predicted_time", "path_rates"]
+__all__ = ["Executor", "run_plan", "check_comm", "check_routes", "bcast_plan", "default_window", "predicted_time",
+           "path_rates"]
 
 #: The smallest default window.
 WINDOW = 4
@@ -74,14 +75,45 @@ def _within_budget(schedule: RankSchedule, chunk_size: int, window: int) -> int:
 def predicted_time(plan: Plan, link_bw: float | None) -> tuple[float, str]:
     """Flow-level completion time of ``plan``, at ``link_bw`` on every paced link if given.
 
-    Only links that leave a rank are paced (all links of a torus; on a fat-tree the host
-    uplinks), so with ``link_bw`` the busiest of those sets the prediction.
+    A rank paces the links its legs leave it by (the first link of every leg: a source's or
+    a stop's); the network carries the rest of a leg. So with ``link_bw`` the busiest of
+    those links sets the prediction.
+
+    Examples
+    --------
+    >>> from optiq import from_spec, Demands, make_plan
+    >>> plan = make_plan(from_spec("mesh:3,bw=1MB/s"), Demands([0, 1], [2, 2], [100, 50]), "default")
+    >>> predicted_time(plan, 1e3)[0]     # legs 0 -> 2 and 1 -> 2 leave by links 0 and 1: 100 bytes each
+    0.1
     """
     if link_bw is None:
         return plan.predicted_time_s, "plan link capacities"
-    topo = plan.topology
-    paced = topo.link_src < topo.num_endpoints
-    return float(plan.link_bytes[paced].max() / link_bw), f"{link_bw:.6g} B/s per paced link"
+    ps = plan.paths
+    path, first, _ = ps.leg_entries()
+    paced = np.bincount(ps.links[first], weights=plan.path_bytes[path].astype(float),
+                        minlength=plan.topology.num_links)
+    return float(paced.max() / link_bw), f"{link_bw:.6g} B/s per paced link"
+
+
+def check_routes(plan: Plan) -> None:
+    """Refuse a free plan that the network, routing every leg by its own rule, would carry more
+    slowly than the plan predicts (:attr:`~optiq.Plan.realized_time_s`): it promises a time
+    only a network that routes every path as planned can keep.
+
+    Raises
+    ------
+    PlanError
+        Naming both times and what to do.
+    """
+    if plan.routing != "free":
+        return
+    realized, predicted = plan.realized_time_s, plan.predicted_time_s
+    if realized > predicted * (1 + 1e-9):
+        raise PlanError(f"this {plan.method} plan is free: its paths must be routed as planned, but this network "
+                        f"routes by {plan.topology.default_routing}, which carries it in {realized * 1e3:.4g} ms, not "
+                        f"the predicted {predicted * 1e3:.4g} ms; plan it forwarded (the default, --routing "
+                        f"forwarded), or if the network does route every path as planned (per-flow rules, source "
+                        f"routing), run it with --routing free")
 
 
 def path_rates(plan: Plan, link_bw: float | None) -> dict[int, float]:
@@ -138,18 +170,25 @@ class Executor:
         Send every path at most at its planned rate (:func:`path_rates`), so that a
         network sharing links max-min fairly keeps the plan's predicted time
         (:mod:`optiq.runtime.transport`).
+    routes_as_planned : bool
+        The network routes every path as planned (per-flow rules, source routing): run a free
+        plan even if the network's own routes would carry it more slowly
+        (:func:`check_routes`).
 
     Raises
     ------
     PlanError
         If the communicator is too small for the plan, an argument is out of range, the
-        ranks asked for different windows, or the plan has more paths than the MPI library
-        has tags (``MPI.TAG_UB``).
+        ranks asked for different windows, the plan has more paths than the MPI library
+        has tags (``MPI.TAG_UB``), or it is a free plan the network's own routes would carry
+        more slowly than predicted (unless ``routes_as_planned``).
     """
 
     def __init__(self, comm: Any, plan: Plan, *, window: int | None = None, link_bw: float | None = None,
-                 chunk_size: int | None = None, pace_paths: bool = False) -> None:
+                 chunk_size: int | None = None, pace_paths: bool = False, routes_as_planned: bool = False) -> None:
         check_comm(comm, plan)
+        if not routes_as_planned:
+            check_routes(plan)
         if link_bw is not None and not link_bw > 0:
             raise PlanError(f"link bandwidth must be positive, got {link_bw}")
         chunk = plan.chunk_size if chunk_size is None else int(chunk_size)
@@ -248,7 +287,8 @@ class Executor:
 
 
 def run_plan(comm: Any, plan: Plan, send: Mapping[int, np.ndarray], recv: Mapping[int, np.ndarray] | None = None, *,
-             window: int | None = None, link_bw: float | None = None, timeout: float = 60.0) -> TransferResult:
+             window: int | None = None, link_bw: float | None = None, timeout: float = 60.0,
+             routes_as_planned: bool = False) -> TransferResult:
     """Move the plan's bytes over ``comm``: one call on every rank, like an all-to-all.
 
     Parameters
@@ -259,7 +299,7 @@ def run_plan(comm: Any, plan: Plan, send: Mapping[int, np.ndarray], recv: Mappin
         Job id -> bytes to send, for the jobs whose source is this rank (numpy arrays).
     recv : mapping, optional
         Job id -> receive buffer, for the jobs whose destination is this rank.
-    window, link_bw, timeout
+    window, link_bw, timeout, routes_as_planned
         As in :class:`Executor` and :meth:`Executor.run`.
 
     Returns
@@ -269,11 +309,12 @@ def run_plan(comm: Any, plan: Plan, send: Mapping[int, np.ndarray], recv: Mappin
     Raises
     ------
     PlanError
-        If the communicator does not fit the plan.
+        If the communicator does not fit the plan, or the network would not carry it as
+        planned (:func:`check_routes`).
     TransferError
         If a buffer is wrong or the transfer times out.
     """
-    with Executor(comm, plan, window=window, link_bw=link_bw) as executor:
+    with Executor(comm, plan, window=window, link_bw=link_bw, routes_as_planned=routes_as_planned) as executor:
         return executor.run(send, recv, timeout=timeout)
 
 

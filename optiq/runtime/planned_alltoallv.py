@@ -503,7 +503,8 @@ def _prepare(comm: Any, send: _Side, recv: _Side, config: str, *, network: Any, 
     from ..planner import make_plan
 
     planner = AUTO_METHOD if method == "auto" else method
-    plan = make_plan(topology, demands, planner, comm=comm, **options)
+    # a path may stop only at a host that runs a rank: only ranks forward
+    plan = make_plan(topology, demands, planner, comm=comm, forwarders=np.unique(net.host_of), **options)
     predicted_s, default_s = _times(net, matrix, plan, topology, demands, link_bw)
     if method != "auto":
         return _compiled(comm, net, matrix, plan, planner, link_bw, f"method={method!r}", predicted_s, default_s)
@@ -538,7 +539,7 @@ def _compiled(comm: Any, net: RankNetwork, matrix: np.ndarray, host_plan: Plan |
               link_bw: float | None, reason: str, predicted_s: float | None = None,
               default_s: float | None = None) -> _Entry:
     plan = rank_plan(net, matrix, host_plan)
-    executor = Executor(comm, plan, link_bw=link_bw)
+    executor = Executor(comm, plan, link_bw=link_bw, routes_as_planned=True)  # the host plan was checked
     rank_of = net.rank_of_endpoint
     jobs = np.array(sorted(executor.schedule.send_jobs), dtype=np.int64)
     sends = (jobs, rank_of[plan.demands.dst[jobs]])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import PlanError
 from ..paths import PathSet
 from ..paths.pathset import csr_positions
 from ..plan import Plan
@@ -130,8 +131,8 @@ def rank_plan(net: RankNetwork, matrix: np.ndarray, host_plan: Plan | None) -> P
     >>> p = rank_plan(net, m, host)
     >>> [(p.topology.label(int(s)), p.topology.label(int(d))) for s, d in zip(p.demands.src, p.demands.dst)]
     [('H0', 'rank1@H0'), ('H0', 'H2'), ('rank1@H0', 'H2')]
-    >>> p.paths.hops.tolist(), p.ranks.tolist()    # rank 1 goes through rank 0, its host's leader
-    ([1, 2, 3], [0, 2, 1])
+    >>> p.paths.hops.tolist(), p.paths.copies.tolist(), p.ranks.tolist()   # rank 1 goes through rank 0, its host's leader
+    ([1, 2, 3], [0, 0, 1], [0, 2, 1])
     """
     a, b = np.nonzero(matrix)
     keep = a != b
@@ -142,14 +143,16 @@ def rank_plan(net: RankNetwork, matrix: np.ndarray, host_plan: Plan | None) -> P
     same = host[a] == host[b]
     within = net.link_between()
     pair_links = [np.array([within[(int(ep[x]), int(ep[y]))]]) for x, y in zip(a[same], b[same])]
-    pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # jobs, offsets, links, bytes
+    pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # jobs, offsets, links, bytes, stops
     if same.any():
         jobs = np.flatnonzero(same)
-        pieces.append((jobs, np.arange(jobs.size + 1), np.concatenate(pair_links), nbytes[same]))
+        pieces.append((jobs, np.arange(jobs.size + 1), np.concatenate(pair_links), nbytes[same],
+                       np.ones(jobs.size, dtype=bool)))
     apart = np.flatnonzero(~same)
     if apart.size:
         if host_plan is None:
             raise ValueError("rank pairs on different hosts need a host plan")
+        _check_stops(net, host_plan)
         pieces.append(_network_paths(net, host_plan, a[apart], b[apart], nbytes[apart], apart))
     jobs = np.concatenate([p[0] for p in pieces])
     links = np.concatenate([p[2] for p in pieces])
@@ -158,17 +161,32 @@ def rank_plan(net: RankNetwork, matrix: np.ndarray, host_plan: Plan | None) -> P
         offsets.append(p[1][1:] + shift)
         shift += int(p[1][-1])
     path_bytes = np.concatenate([p[3] for p in pieces])
+    stops = np.concatenate([p[4] for p in pieces])
     demands = Demands(ep[a], ep[b], nbytes, name="rank pairs")
-    paths, order = PathSet.from_csr(links, np.concatenate(offsets), jobs, demands.num_jobs)
+    paths, order = PathSet.from_csr(links, np.concatenate(offsets), jobs, demands.num_jobs, stops)
     chunk = host_plan.chunk_size if host_plan is not None else 65536
+    # the legs between hosts are the host plan's (checked there); the rank network only models them
     plan = Plan(net.topology, demands, paths, path_bytes[order], chunk_size=chunk,
-                method=host_plan.method if host_plan is not None else "direct", ranks=net.rank_of_endpoint)
+                method=host_plan.method if host_plan is not None else "direct", ranks=net.rank_of_endpoint,
+                routing=host_plan.routing if host_plan is not None else "forwarded", check_legs=False)
     return plan.used()
 
 
+def _check_stops(net: RankNetwork, host_plan: Plan) -> None:
+    """Refuse a host plan that stops at a host no rank runs on: nothing could forward there."""
+    ps, topo = host_plan.paths, host_plan.topology
+    stop_hosts = np.unique(topo.link_dst[ps.links[ps.stops]])
+    idle = np.setdiff1d(stop_hosts, net.host_of)
+    if idle.size:
+        raise PlanError(f"the host plan stops at {topo.label(int(idle[0]))}, where no rank runs to forward its chunks: "
+                        f"plan it with make_plan(..., forwarders=<the hosts that run ranks>)")
+
+
 def _network_paths(net: RankNetwork, host_plan: Plan, a: np.ndarray, b: np.ndarray, nbytes: np.ndarray,
-                   jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Every inter-host rank pair on its host pair's paths: (job per path, offsets, links, bytes)."""
+                   jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every inter-host rank pair on its host pair's paths: (job per path, offsets, links, bytes,
+    stops): the host path's stops, and a stop at the leader of each end's host that is not
+    the rank itself."""
     hp, dem = host_plan.paths, host_plan.demands
     top = int(max(dem.src.max(), dem.dst.max(), net.host_of.max())) + 1
     keys = dem.src * top + dem.dst
@@ -193,10 +211,13 @@ def _network_paths(net: RankNetwork, host_plan: Plan, a: np.ndarray, b: np.ndarr
     lengths = hops + (head[pair] >= 0) + (tail[pair] >= 0)
     offsets = np.concatenate(([0], np.cumsum(lengths)))
     links = np.empty(int(offsets[-1]), dtype=np.int64)
+    stops = np.ones(int(offsets[-1]), dtype=bool)  # the links to and from a leader end at a stop
     starts = offsets[:-1] + (head[pair] >= 0)
-    links[csr_positions(starts, hops)] = hp.links[csr_positions(hp.offsets[path], hops)]  # link ids kept
+    inner = csr_positions(starts, hops)
+    links[inner] = hp.links[csr_positions(hp.offsets[path], hops)]  # link ids kept
+    stops[inner] = hp.stops[csr_positions(hp.offsets[path], hops)]
     has_head = head[pair] >= 0
     links[offsets[:-1][has_head]] = head[pair][has_head]
     has_tail = tail[pair] >= 0
     links[offsets[1:][has_tail] - 1] = tail[pair][has_tail]
-    return jobs[pair], offsets, links, path_bytes
+    return jobs[pair], offsets, links, path_bytes, stops

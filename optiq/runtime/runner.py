@@ -25,7 +25,8 @@ BASELINES = ("none", "alltoallv")
 
 def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: bool = False, seed: int = 0,
             window: int | None = None, link_bw: float | None = None, chunk_size: int | None = None,
-            baseline: str = "none", timeout: float = 60.0, pace_paths: bool = False) -> RunReport:
+            baseline: str = "none", timeout: float = 60.0, pace_paths: bool = False,
+            routes_as_planned: bool = False) -> RunReport:
     """Run the plan ``warmup + repeat`` times (and the baseline likewise); all ranks call it.
 
     Every repeat starts at a moment the ranks agree on after a barrier
@@ -35,7 +36,9 @@ def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: 
     Raises
     ------
     PlanError
-        If the communicator does not fit the plan or an option is out of range.
+        If the communicator does not fit the plan, an option is out of range, or it is a free
+        plan the network's own routes would carry more slowly than predicted, unless
+        ``routes_as_planned`` (:func:`~optiq.runtime.executor.check_routes`).
     TransferError
         If a transfer times out or a buffer is wrong.
     """
@@ -47,7 +50,7 @@ def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: 
     from mpi4py import MPI
 
     with Executor(comm, plan, window=window, link_bw=link_bw, chunk_size=chunk_size,
-                  pace_paths=pace_paths) as executor:
+                  pace_paths=pace_paths, routes_as_planned=routes_as_planned) as executor:
         host = comm.Split_type(MPI.COMM_TYPE_SHARED)  # the ranks that share a clock (start_together)
         try:
             return _measure(comm, plan, executor, host, repeat=repeat, warmup=warmup, verify=verify, seed=seed,

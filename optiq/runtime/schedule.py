@@ -1,9 +1,10 @@
 """What one rank does in a plan: the streams of chunks it sends, forwards and receives.
 
-A path of the plan becomes a chain of *rank-level hops*: the endpoints (ranks) it visits,
-in order. Switches of a fat-tree are not ranks; the MPI library carries data across them,
-so a host-to-host segment through switches is one hop. At a given rank a path is one
-:class:`Stream`: the rank is its source, a forwarder in the middle, or its destination.
+A path of the plan becomes a chain of *rank-level hops*: its legs, from its source to the
+ranks it stops at (``PathSet.stops``) and on to its destination. The network carries each
+leg by its own route, across switches and the ranks a leg passes without stopping; only
+at a stop is a chunk received and sent on. At a given rank a path is one :class:`Stream`:
+the rank is its source, a forwarder in the middle, or its destination.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import PlanError
-from ..paths import rank_stops
 from ..plan import Plan
 
 __all__ = ["Stream", "RankSchedule", "compile_schedule", "rank_hops"]
@@ -38,10 +38,11 @@ class Stream:
     next : int
         Rank this rank sends them to (``-1`` at the destination).
     link : int
-        Topology link that leaves this rank on the path (``-1`` at the destination).
+        Topology link that leaves this rank on the path, the first of its leg (``-1`` at the
+        destination).
     direct : bool
-        The path has one rank-level hop: its source sends straight to its destination, and
-        no rank stores its chunks on the way.
+        The path has one leg: its source sends straight to its destination, and no rank
+        stores its chunks on the way.
     """
 
     path: int
@@ -84,35 +85,30 @@ class RankSchedule:
 
 
 def rank_hops(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rank-level hops of every path that carries bytes.
+    """Rank-level hops (legs) of every path that carries bytes.
 
     Returns
     -------
     path, from_rank, to_rank, link : ndarray of int
-        One entry per hop, in path order: the path, the rank that sends, the rank that
+        One entry per leg, in path order: the path, the rank that sends, the rank that
         receives, and the topology link leaving the sender.
 
     Examples
     --------
     >>> from optiq import from_spec, Demands, make_plan
     >>> plan = make_plan(from_spec("mesh:3"), Demands([0], [2], [100]), "default")
-    >>> [a.tolist() for a in rank_hops(plan)]
+    >>> [a.tolist() for a in rank_hops(plan)]          # the network's route: one leg, no copy
+    [[0], [0], [2], [0]]
+    >>> free = make_plan(from_spec("mesh:3"), Demands([0], [2], [100]), "default", routing="free")
+    >>> [a.tolist() for a in rank_hops(free)]          # free plans stop at every rank
     [[0, 0], [0, 1], [1, 2], [0, 1]]
     """
     topo, ps = plan.topology, plan.paths
-    entry_path = ps.path_of_link_entry
-    keep = plan.path_bytes[entry_path] > 0
-    links = ps.links[keep]
-    entry_path = entry_path[keep]
-    tails, heads = topo.link_src[links], topo.link_dst[links]
-    stops = rank_stops(ps, topo)[keep]
-    # the next entry (at or after this one) whose head is a rank ends the hop
-    position = np.arange(links.size)
-    ends = np.where(stops, position, links.size)
-    ends = np.minimum.accumulate(ends[::-1])[::-1]
-    starts = np.flatnonzero(tails < topo.num_endpoints)  # a hop starts where the previous one ended
+    path, first, last = ps.leg_entries()
+    tail, head = topo.link_src[ps.links[first]], topo.link_dst[ps.links[last]]
+    keep = plan.path_bytes[path] > 0
     ranks = plan.ranks
-    return (entry_path[starts], ranks[tails[starts]], ranks[heads[ends[starts]]], links[starts])
+    return path[keep], ranks[tail[keep]], ranks[head[keep]], ps.links[first[keep]]
 
 
 def compile_schedule(plan: Plan, rank: int) -> RankSchedule:
@@ -128,8 +124,8 @@ def compile_schedule(plan: Plan, rank: int) -> RankSchedule:
     Examples
     --------
     >>> from optiq import from_spec, Demands, make_plan
-    >>> plan = make_plan(from_spec("mesh:3"), Demands([0], [2], [100]), "default")
-    >>> compile_schedule(plan, 1).streams
+    >>> plan = make_plan(from_spec("mesh:3"), Demands([0], [2], [100]), "default", routing="free")
+    >>> compile_schedule(plan, 1).streams           # a free plan stops at rank 1 on the way
     (Stream(path=0, job=0, offset=0, nbytes=100, prev=0, next=2, link=1, direct=False),)
     """
     if rank < 0:

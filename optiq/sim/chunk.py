@@ -2,12 +2,12 @@
 
 Every path's bytes are cut into chunks of the plan's chunk size. A chunk crosses a link
 in ``(bytes + header) / capacity`` seconds plus ``hop_latency``; each link serves the
-chunks that reach it first come, first served. At an intermediate rank (an endpoint) a
-chunk waits for the rank to copy it (``forward_cost`` per chunk, one chunk at a time per
-rank) before it queues for the next link; a switch passes it on with no copy, as the
-executor does (:mod:`optiq.paths.ranks`). For one path of ``h`` hops through ranks and
-``n`` equal chunks this gives
-the pipelined store-and-forward time
+chunks that reach it first come, first served. Where the path stops (``PathSet.stops``: a
+rank that receives and sends on its chunks) a chunk waits for the rank to copy it
+(``forward_cost`` per chunk, one chunk at a time per rank) before it queues for the next
+link; elsewhere on a leg (a switch, or a rank the leg passes) it goes straight on, as the
+executor and the network do (:mod:`optiq.paths.routing`). For one path of ``h`` hops, each
+a leg of its own, and ``n`` equal chunks this gives the pipelined store-and-forward time
 ``h * (s + H) / c + h * L + (h - 1) * F + (n - 1) * max((s + H) / c, F)``.
 
 :func:`simulate_direct` is the transfer MPI does without optiq: every path's message is
@@ -122,7 +122,8 @@ def simulate_chunks(plan: Plan, model: ChunkModel = ChunkModel(), chunk_size: in
 
     >>> from optiq import Demands, make_plan
     >>> from optiq.topology import mesh
-    >>> plan = make_plan(mesh((3,), bandwidth=1e6), Demands([0], [2], [4000]), "default", chunk_size=1000)
+    >>> plan = make_plan(mesh((3,), bandwidth=1e6), Demands([0], [2], [4000]), "default", chunk_size=1000,
+    ...                  routing="free")             # free plans stop at every rank: here at node 1
     >>> round(simulate_chunks(plan, ChunkModel(0, 0, 0)).completion_time_s, 9)
     0.005
     """
@@ -153,7 +154,7 @@ def simulate_chunks(plan: Plan, model: ChunkModel = ChunkModel(), chunk_size: in
         progress(f"chunk simulation: {total:,} events, about {total / EVENTS_PER_S:.0f} s")
     tick = Ticker(progress, "chunk simulation: events", total)
     header, latency, forward = model.header_bytes, model.hop_latency_s, model.forward_cost_s
-    endpoints, copies = topo.num_endpoints, 0
+    stops, copies = ps.stops, 0
     while events:
         now, _, kind, p, i, hop = heapq.heappop(events)
         processed += 1
@@ -169,9 +170,9 @@ def simulate_chunks(plan: Plan, model: ChunkModel = ChunkModel(), chunk_size: in
             else:
                 heapq.heappush(events, (arrive, order, 1, p, i, hop))
                 order += 1
-        else:  # an intermediate rank copies one chunk at a time, in arrival order; a switch passes it on
+        else:  # a stop copies one chunk at a time, in arrival order; elsewhere the leg goes on
             v = int(topo.link_dst[e])
-            if v < endpoints:
+            if stops[offsets[p] + hop]:
                 node_free[v] = max(now, node_free[v]) + forward
                 copies += 1
                 now = node_free[v]

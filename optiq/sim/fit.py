@@ -96,7 +96,7 @@ def fit_chunk_model(plan: Plan, samples: Sequence[RunReport], *, header_bytes: i
 
     >>> from optiq import Demands, make_plan
     >>> from optiq.topology import mesh
-    >>> plan = make_plan(mesh((4,), bandwidth=1e9), Demands([0], [3], [2**20]), "default")
+    >>> plan = make_plan(mesh((4,), bandwidth=1e9), Demands([0], [3], [2**20]), "default", routing="free")
     >>> truth = ChunkModel(hop_latency_s=2e-6, header_bytes=0, forward_cost_s=3e-5, link_rate_Bps=2e8)
     >>> from optiq.sim import Timing
     >>> def unpaced_run(chunk, seconds):

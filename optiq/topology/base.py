@@ -22,7 +22,19 @@ if TYPE_CHECKING:
     from .dragonfly import DragonflyShape
     from .ibnet import Fabric
 
-__all__ = ["Topology"]
+__all__ = ["Topology", "spec_rate"]
+
+
+def spec_rate(key: str, rate: float, default: float) -> str:
+    """``",KEY=RATE"`` for a spec string when ``rate`` differs from the kind's ``default``, else ``""``
+    (so that a topology saved by its spec comes back with its capacities).
+
+    Examples
+    --------
+    >>> spec_rate("bw", 1e9, 1.8e9), spec_rate("bw", 1.8e9, 1.8e9)
+    (',bw=1000000000.0B/s', '')
+    """
+    return "" if float(rate) == float(default) else f",{key}={float(rate)!r}B/s"
 
 
 @dataclass(eq=False)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TopologyError
-from .base import Topology
+from .base import Topology, spec_rate
 
 __all__ = ["DragonflyShape", "dragonfly", "ARRANGEMENTS", "DRAGONFLY_LINK_BANDWIDTH", "balanced_dragonfly"]
 
@@ -168,7 +168,10 @@ def dragonfly(p: int, a: int, h: int, g: int | None = None, *, arrangement: str 
     name = f"dragonfly p={p} a={a} h={h} g={g} ({arrangement})"
     names = [f"H{i}" for i in range(H)] + [f"G{G}R{r}" for G in range(g) for r in range(a)]
     return Topology(name=name, num_nodes=H + R, link_src=np.concatenate(src), link_dst=np.concatenate(dst),
-                    capacity=np.concatenate(cap), num_endpoints=H, spec=spec or f"dragonfly:p={p},a={a},h={h},g={g}",
+                    capacity=np.concatenate(cap), num_endpoints=H,
+                    spec=spec or (f"dragonfly:p={p},a={a},h={h},g={g}" + ("" if arrangement == "relative" else
+                                  f",global={arrangement}") + spec_rate("bw", bandwidth, DRAGONFLY_LINK_BANDWIDTH)
+                                  + spec_rate("gbw", gbw, bandwidth)),
                     names=names, dragonfly=shape)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TopologyError
-from .base import Topology
+from .base import Topology, spec_rate
 
 __all__ = ["kary_ntree", "cluster", "FATTREE_LINK_BANDWIDTH"]
 
@@ -58,7 +58,7 @@ def kary_ntree(k: int, n: int = 3, *, bandwidth: float = FATTREE_LINK_BANDWIDTH,
             for other in range(k):
                 pairs.append((base(level) + w, base(level + 1) + w + (other - digit) * place))
     return _bidirectional(f"{k}-ary {n}-tree", hosts + n * per_level, pairs, hosts, bandwidth,
-                          spec or f"fattree:k={k},n={n}")
+                          spec or f"fattree:k={k},n={n}" + spec_rate("bw", bandwidth, FATTREE_LINK_BANDWIDTH))
 
 
 def cluster(hosts: int = 20, edges: int = 4, cores: int = 2, *,
@@ -88,4 +88,5 @@ def cluster(hosts: int = 20, edges: int = 4, cores: int = 2, *,
     pairs = [(h, hosts + h // per_edge) for h in range(hosts)]
     pairs += [(hosts + e, hosts + edges + c) for e in range(edges) for c in range(cores)]
     return _bidirectional(f"cluster {hosts} hosts/{edges} edges/{cores} cores", hosts + edges + cores,
-                          pairs, hosts, bandwidth, spec or f"cluster:hosts={hosts},edges={edges},cores={cores}")
+                          pairs, hosts, bandwidth, spec or f"cluster:hosts={hosts},edges={edges},cores={cores}"
+                          + spec_rate("bw", bandwidth, FATTREE_LINK_BANDWIDTH))

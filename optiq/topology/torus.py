@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import TopologyError
 from ..utils.resources import TOPOLOGY_BYTES_PER_LINK, check_memory
-from .base import Topology
+from .base import Topology, spec_rate
 
 __all__ = ["torus", "mesh", "bgq", "BGQ_SHAPES", "BGQ_LINK_BANDWIDTH"]
 
@@ -101,6 +101,8 @@ def torus(dims: Sequence[int], *, wrap: bool | Sequence[bool] = True,
     order = np.lexsort((-signs_of, dims_of, tails))  # node-major, then dimension, then + before -
     kind = "torus" if all(wrap) else ("mesh" if not any(wrap) else "torus/mesh")
     shape = "x".join(map(str, dims))
+    if spec is None and kind != "torus/mesh":  # the spec rebuilds it, routes included, from a plan file
+        spec = f"{kind}:{shape}" + spec_rate("bw", bandwidth, BGQ_LINK_BANDWIDTH)
     return Topology(name=name or f"{kind} {shape}", num_nodes=n, link_src=tails[order],
                     link_dst=heads[order], capacity=np.full(tails.size, float(bandwidth)),
                     spec=spec, dims=dims, wrap=wrap, link_dim=dims_of[order], link_sign=signs_of[order])

@@ -1,0 +1,295 @@
+"""Chains: forwarded paths on networks whose switches are not ranks (fat-trees, fabrics, dragonflies).
+
+Between two ranks such a network routes every message by its own rule, so the only choice a
+plan has is where to stop: a path is the direct route of its job, or a *chain* of the
+network's routes through intermediate ranks (``s -> h -> d``, or ``s -> a -> b -> d``), the
+bytes received and sent on at each (:mod:`optiq.paths.routing`). An intermediate rank's own
+links carry the bytes it forwards, in and out.
+
+:class:`ChainSpace` holds, for the distinct sources and destinations of a demand set and a
+set of intermediate ranks, the network's route of every leg a chain may take (as one CSR
+array: sources to intermediates, intermediates to destinations, and between intermediates
+for two-stop chains). A leg's cost under link costs is then a sum over its links, and the
+cheapest chain of every job a minimum over its intermediates, all in numpy:
+
+* :meth:`ChainSpace.cheapest` prices every job's cheapest chain (column generation's
+  pricing; a per-link epsilon prefers fewer links, so the direct route wins ties), with the
+  cost of the cheapest chain of any job: what a Lagrangian bound over chains needs;
+* :meth:`ChainSpace.spread` makes ``k`` candidates per job, the direct route and then, round
+  by round, the chain through the intermediate whose legs cost least under weights that
+  grow with the load earlier rounds put on each link (like :func:`optiq.paths.spread_paths`).
+
+The intermediates are every rank but the job's own two, unless the legs would need more than
+:data:`MAX_LEG_ROUTES` routes: then a seeded sample of the ranks, which ``note`` names.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import PathError
+from ..utils.progress import Progress, Ticker
+from .pathset import PathSet, csr_positions
+from .routing import network_routes
+
+if TYPE_CHECKING:
+    from ..topology import Topology
+    from ..workloads import Demands
+
+__all__ = ["ChainSpace", "MAX_INTERMEDIATES", "MAX_LEG_ROUTES"]
+
+#: Intermediate ranks a chain may stop at, at most (1: ``s -> h -> d``; 2: ``s -> a -> b -> d``).
+MAX_INTERMEDIATES = 2
+#: Routes the legs of one chain space may hold; beyond, the intermediates are a sample.
+MAX_LEG_ROUTES = 6_000_000
+#: Jobs priced together (a block of jobs x intermediates costs at a time).
+_JOB_BLOCK = 2048
+
+
+class _Legs:
+    """The network's routes of many (tail, head) pairs as one CSR array; a leg's cost is one bincount."""
+
+    def __init__(self, topology: Topology, tail: np.ndarray, head: np.ndarray) -> None:
+        ok = tail != head
+        routes = network_routes(topology, tail[ok], head[ok])
+        hops = np.zeros(tail.size, dtype=np.int64)
+        hops[ok] = routes.hops
+        self.offsets = np.concatenate(([0], np.cumsum(hops)))
+        self.links = routes.links.astype(np.int32)
+        self.owner = np.repeat(np.arange(tail.size, dtype=np.int32), hops)
+        self.missing = ~ok  # a "leg" from a rank to itself: no chain takes it
+
+    def costs(self, link_cost: np.ndarray) -> np.ndarray:
+        out = np.bincount(self.owner, weights=link_cost[self.links], minlength=self.missing.size)
+        out[self.missing] = np.inf
+        return out
+
+    def path(self, i: int) -> np.ndarray:
+        return self.links[self.offsets[i]:self.offsets[i + 1]].astype(np.int64)
+
+
+class ChainSpace:
+    """The chains of a demand set's jobs through intermediate ranks (module docstring).
+
+    Parameters
+    ----------
+    topology : Topology
+    demands : Demands
+    max_intermediates : int
+        1 (default): chains ``s -> h -> d``; 2: also ``s -> a -> b -> d``.
+    seed : int
+        Seed of the sample of intermediates, when one is needed.
+    forwarders : array of int, optional
+        The ranks a chain may stop at (default every endpoint): e.g. only the hosts that run
+        an MPI rank.
+    progress : callable, optional
+
+    Raises
+    ------
+    PathError
+        If ``max_intermediates`` is not 1 or 2, or the network cannot route a leg.
+
+    Examples
+    --------
+    >>> from optiq.topology import kary_ntree
+    >>> from optiq.workloads import Demands
+    >>> t = kary_ntree(2, 2)                         # 4 hosts, 2 leaves, 2 spines
+    >>> space = ChainSpace(t, Demands([0, 1], [2, 3], [8, 8]))
+    >>> cands = space.spread(3)
+    >>> [cands.stop_nodes(p, t) for p in range(cands.num_paths) if cands.job[p] == 0]  # direct, then via 1, via 3
+    [[0, 2], [0, 1, 2], [0, 3, 2]]
+    """
+
+    def __init__(self, topology: Topology, demands: Demands, *, max_intermediates: int = 1, seed: int = 0,
+                 forwarders: np.ndarray | None = None, progress: Progress | None = None) -> None:
+        if max_intermediates not in range(1, MAX_INTERMEDIATES + 1):
+            raise PathError(f"chains stop at 1 to {MAX_INTERMEDIATES} intermediate ranks, not {max_intermediates}")
+        self.topology, self.demands, self.max_intermediates = topology, demands, max_intermediates
+        self.sources, self.src_index = np.unique(demands.src, return_inverse=True)
+        self.targets, self.dst_index = np.unique(demands.dst, return_inverse=True)
+        ranks = np.arange(topology.num_endpoints) if forwarders is None else np.unique(forwarders)
+        H = ranks.size
+        per_rank = self.sources.size + self.targets.size
+        fit = MAX_LEG_ROUTES // per_rank
+        if max_intermediates == 2:
+            fit = min(fit, int(np.sqrt(MAX_LEG_ROUTES)))
+        if fit >= H:
+            self.via = ranks
+            self.note = ""
+        else:
+            self.via = np.sort(np.random.default_rng(seed).choice(ranks, size=max(fit, 1), replace=False))
+            self.note = (f"chains through {self.via.size:,} of {H:,} ranks (a sample drawn with seed {seed}: all "
+                         f"would need {per_rank * H:,} leg routes)")
+        M = self.via.size
+        if progress:
+            progress(f"chains: routing {per_rank * M + demands.num_jobs:,} legs through {M:,} intermediate ranks")
+        S, D = self.sources.size, self.targets.size
+        self.out = _Legs(topology, np.repeat(self.sources, M), np.tile(self.via, S))           # (S, M)
+        self.into = _Legs(topology, np.repeat(self.via, D), np.tile(self.targets, M))          # (M, D)
+        self.direct = _Legs(topology, demands.src, demands.dst)                                # (J,)
+        self.between = _Legs(topology, np.repeat(self.via, M), np.tile(self.via, M)) if max_intermediates == 2 \
+            else None                                                                          # (M, M)
+
+    def __repr__(self) -> str:
+        return (f"ChainSpace({self.topology.name!r}, jobs={self.demands.num_jobs}, intermediates={self.via.size}, "
+                f"max_intermediates={self.max_intermediates})")
+
+    # -- costs --------------------------------------------------------------------------
+    def _tables(self, link_cost: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        M = self.via.size
+        out = self.out.costs(link_cost).reshape(self.sources.size, M)
+        into = self.into.costs(link_cost).reshape(M, self.targets.size)
+        direct = self.direct.costs(link_cost)
+        two = None
+        if self.between is not None:  # two[a, t]: the cheapest a -> b -> targets[t]
+            between = self.between.costs(link_cost).reshape(M, M)
+            two = np.empty((M, self.targets.size))
+            for start in range(0, M, 256):
+                part = between[start:start + 256, :, None] + into[None, :, :]
+                two[start:start + 256] = part.min(axis=1)
+        return out, into, direct, two
+
+    def _best(self, jobs: np.ndarray, out: np.ndarray, into: np.ndarray, direct: np.ndarray,
+              two: np.ndarray | None, banned: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per job: the cost of its cheapest option and which (0: direct, 1 + m: via ``via[m]``,
+        1 + M + m: via ``via[m]`` then its cheapest second intermediate)."""
+        M = self.via.size
+        via = out[self.src_index[jobs]] + into[:, self.dst_index[jobs]].T  # (jobs, M)
+        options = [direct[jobs, None], via]
+        if two is not None:
+            options.append(out[self.src_index[jobs]] + two[:, self.dst_index[jobs]].T)
+        cost = np.concatenate(options, axis=1)
+        self._exclude_own(jobs, cost)
+        if banned is not None:
+            cost[:, :1 + M][banned] = np.inf
+        pick = np.argmin(cost, axis=1)
+        return cost[np.arange(jobs.size), pick], pick
+
+    def _exclude_own(self, jobs: np.ndarray, cost: np.ndarray) -> None:
+        """No chain stops at the job's own source or destination."""
+        M = self.via.size
+        position = np.full(self.topology.num_endpoints, -1, dtype=np.int64)
+        position[self.via] = np.arange(M)
+        rows = np.arange(jobs.size)
+        for ends in (self.demands.src[jobs], self.demands.dst[jobs]):
+            m = position[ends]
+            on = m >= 0
+            cost[rows[on], 1 + m[on]] = np.inf
+            if cost.shape[1] > 1 + M:
+                cost[rows[on], 1 + M + m[on]] = np.inf
+
+    def cheapest(self, link_cost: np.ndarray, *, progress: Progress | None = None,
+                 what: str = "chains") -> tuple[PathSet, np.ndarray, np.ndarray]:
+        """Every job's cheapest chain under ``link_cost`` (non-negative, per link).
+
+        Returns
+        -------
+        paths : PathSet
+            One path per job, with its stops.
+        cost : ndarray
+            Its cost under ``link_cost``.
+        least : ndarray
+            The least cost of any chain of the job in this space (without the tie-breaking
+            epsilon): a Lagrangian bound over chains sums ``D_j * least_j``.
+        """
+        cost = np.asarray(link_cost, dtype=float)
+        eps = 1e-9 * max(float(cost.max(initial=0.0)), 1e-300)
+        J = self.demands.num_jobs
+        tables = self._tables(cost + eps)
+        exact = self._tables(cost)
+        picks = np.empty(J, dtype=np.int64)
+        least = np.empty(J)
+        tick = Ticker(progress, f"{what}: jobs priced", J)
+        for start in range(0, J, _JOB_BLOCK):
+            jobs = np.arange(start, min(start + _JOB_BLOCK, J))
+            picks[jobs] = self._best(jobs, *tables)[1]
+            least[jobs] = self._best(jobs, *exact)[0]
+            tick(jobs[-1] + 1)
+        paths = self._chains(np.arange(J), picks, cost + eps)
+        path_cost = np.bincount(paths.path_of_link_entry, weights=cost[paths.links], minlength=J)
+        return paths, path_cost, least
+
+    def spread(self, k: int, *, penalty: float = 2.0, seed: int = 0, progress: Progress | None = None) -> PathSet:
+        """Up to ``k`` paths per job: its direct route, then ``k - 1`` rounds in which every job
+        takes the chain through a new intermediate whose legs cost least under the weights
+        ``1 + penalty * (use by earlier rounds) / (mean use) + jitter`` (module docstring)."""
+        if k < 1:
+            raise PathError(f"k (paths per job) must be at least 1, got {k}")
+        rng = np.random.default_rng(seed)
+        J, M, L = self.demands.num_jobs, self.via.size, self.topology.num_links
+        uses = np.zeros(L)
+        direct = PathSet(np.arange(J), self.direct.offsets, self.direct.links, J)
+        uses += np.bincount(direct.links, minlength=L)
+        taken = np.zeros((J, M), dtype=bool)
+        parts = [direct]
+        tick = Ticker(progress, "chain candidates: rounds", k)
+        for rnd in range(1, k):
+            tick(rnd)
+            mean = uses[uses > 0].mean() if (uses > 0).any() else 1.0
+            weight = 1.0 + penalty * uses / mean + rng.random(L) * 0.01
+            out, into, _, _ = self._tables(weight)
+            jobs_all, picks_all = [], []
+            for start in range(0, J, _JOB_BLOCK):
+                jobs = np.arange(start, min(start + _JOB_BLOCK, J))
+                via = out[self.src_index[jobs]] + into[:, self.dst_index[jobs]].T
+                cost = np.concatenate([np.full((jobs.size, 1), np.inf), via], axis=1)
+                self._exclude_own(jobs, cost)
+                cost[:, 1:][taken[jobs]] = np.inf
+                pick = np.argmin(cost, axis=1)
+                fine = np.isfinite(cost[np.arange(jobs.size), pick])
+                jobs_all.append(jobs[fine])
+                picks_all.append(pick[fine])
+            jobs, picks = np.concatenate(jobs_all), np.concatenate(picks_all)
+            if not jobs.size:
+                break
+            taken[jobs, picks - 1] = True
+            chains = self._chains(jobs, picks, weight)
+            uses += np.bincount(chains.links, minlength=L)
+            parts.append(chains)
+        tick(k)
+        merged, _ = PathSet.concat(parts)
+        return merged
+
+    def _chains(self, jobs: np.ndarray, picks: np.ndarray, link_cost: np.ndarray) -> PathSet:
+        """The paths of option ``picks[i]`` of job ``jobs[i]`` (see :meth:`_best`), grouped by job."""
+        M, D = self.via.size, self.targets.size
+        s, t = self.src_index[jobs], self.dst_index[jobs]
+        m = np.where(picks > M, picks - 1 - M, picks - 1)
+        second = np.zeros(jobs.size, dtype=np.int64)
+        two = picks > M
+        if two.any():  # which second intermediate the cheapest a -> b -> t took
+            assert self.between is not None
+            between = self.between.costs(link_cost).reshape(M, M)
+            into = self.into.costs(link_cost).reshape(M, D)
+            second[two] = np.argmin(between[m[two]] + into[:, t[two]].T, axis=1)
+        # every leg: (job position, order in its chain, table, row)
+        i = np.arange(jobs.size)
+        direct, one = picks == 0, (picks >= 1) & (picks <= M)
+        legs = [(i[direct], 0, self.direct, jobs[direct]),
+                (i[~direct], 0, self.out, s[~direct] * M + m[~direct]),
+                (i[one], 1, self.into, m[one] * D + t[one]),
+                (i[two], 1, self.between, m[two] * M + second[two]),
+                (i[two], 2, self.into, second[two] * D + t[two])]
+        order = np.concatenate([np.full(at.size, k) for at, k, _, _ in legs])
+        owner = np.concatenate([at for at, _, _, _ in legs])
+        hops = np.concatenate([np.diff(table.offsets)[row] if at.size else np.zeros(0, np.int64)  # type: ignore[union-attr]
+                               for at, _, table, row in legs])
+        rank = np.lexsort((order, owner))              # legs in chain order
+        begin = np.empty(hops.size, dtype=np.int64)
+        begin[rank] = np.cumsum(hops[rank]) - hops[rank]
+        total = np.bincount(owner, weights=hops, minlength=jobs.size).astype(np.int64)
+        links = np.empty(int(total.sum()), dtype=np.int64)
+        stops = np.zeros(links.size, dtype=bool)
+        first = 0
+        for at, _, table, row in legs:
+            n = at.size
+            if n:
+                assert table is not None
+                h = hops[first:first + n]
+                links[csr_positions(begin[first:first + n], h)] = table.links[csr_positions(table.offsets[row], h)]
+                stops[begin[first:first + n] + h - 1] = True
+            first += n
+        ps, _ = PathSet.from_csr(links, np.concatenate(([0], np.cumsum(total))), jobs, self.demands.num_jobs, stops)
+        return ps

@@ -1,0 +1,185 @@
+"""Where a planner's paths may go, by how the plan will be realized (:mod:`optiq.paths.routing`).
+
+A :class:`PathSpace` is what the planners search in:
+
+* ``free`` (``routing="free"``): any path over the links; a path stops at every rank on it.
+* ``links`` (forwarded, on a network whose every node is a rank: tori, meshes): any path
+  over the links the network's routes between neighbours take (:func:`route_twins`: not a
+  Blue Gene/Q ``E-`` link); a path stops where it leaves the network's route.
+* ``chains`` (forwarded, elsewhere): a job's direct route, or a chain of the network's routes
+  through intermediate ranks (:class:`optiq.paths.chains.ChainSpace`).
+
+Every search answers with a :class:`PathSet` (one path per job, with its stops where the
+space knows them) so that pricing, candidates and the lean step work alike in all three.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import ParameterError
+from .pathset import PathSet
+from .pricing import least_cost_paths
+from .routing import FORWARDED, FREE, ROUTINGS, every_node_a_rank, every_rank_stops, forwarded_stops, route_twins
+
+if TYPE_CHECKING:
+    from ..mpi.workers import Workers
+    from ..topology import Topology
+    from ..utils.progress import Progress
+    from ..workloads import Demands
+    from .chains import ChainSpace
+
+__all__ = ["PathSpace", "SPACES"]
+
+#: The kinds of path space (module docstring).
+SPACES = ("free", "links", "chains")
+
+
+class PathSpace:
+    """The paths a plan of ``routing`` may use on ``topology`` for ``demands`` (module docstring).
+
+    Parameters
+    ----------
+    topology, demands : Topology, Demands
+    routing : {"forwarded", "free"}
+    max_intermediates : int
+        Chains only: intermediate ranks a path may stop at (1 or 2).
+    seed : int
+        Chains only: seed of the sample of intermediate ranks, if one is needed.
+    forwarders : array of int, optional
+        Forwarded only: the endpoints that may stop a path (default every one). When some
+        cannot (hosts without an MPI rank), even a torus takes chains through the others.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown routing.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus, kary_ntree
+    >>> from optiq.workloads import Demands
+    >>> PathSpace(torus((4, 2)), Demands([0], [3], [1])).kind, PathSpace(kary_ntree(2, 2), Demands([0], [3], [1])).kind
+    ('links', 'chains')
+    """
+
+    def __init__(self, topology: Topology, demands: Demands, routing: str = FORWARDED, *, max_intermediates: int = 1,
+                 seed: int = 0, forwarders: np.ndarray | None = None, progress: Progress | None = None) -> None:
+        if routing not in ROUTINGS:
+            raise ParameterError(f"unknown routing {routing!r}; expected one of {', '.join(ROUTINGS)}")
+        self.topology, self.demands, self.routing = topology, demands, routing
+        self.max_intermediates, self.seed, self.progress = max_intermediates, seed, progress
+        if forwarders is not None and np.unique(forwarders).size == topology.num_endpoints:
+            forwarders = None
+        self.forwarders = forwarders
+        self.kind = "free" if routing == FREE else \
+            "links" if every_node_a_rank(topology) and forwarders is None else "chains"
+        self._chains: ChainSpace | None = None
+
+    def __repr__(self) -> str:
+        return f"PathSpace({self.topology.name!r}, {self.kind})"
+
+    @property
+    def chains(self) -> ChainSpace:
+        """The chain space of the jobs (made on first use)."""
+        if self._chains is None:
+            from .chains import ChainSpace
+
+            self._chains = ChainSpace(self.topology, self.demands, max_intermediates=self.max_intermediates,
+                                      seed=self.seed, forwarders=self.forwarders, progress=self.progress)
+        return self._chains
+
+    @property
+    def note(self) -> str:
+        """What the space left out, if anything (a sample of intermediates), for the plan's warnings."""
+        return self._chains.note if self._chains is not None else ""
+
+    def check(self, paths: PathSet) -> None:
+        """Refuse paths that are not of this space (candidates made for another routing).
+
+        Raises
+        ------
+        ParameterError
+            Naming the first path that does not fit and why.
+        """
+        from .routing import misrouted_legs
+
+        topo = self.topology
+        if self.kind == "chains":
+            _, why = misrouted_legs(paths, topo)
+            if why:
+                raise ParameterError(f"candidates for forwarded plans must be chains of the network's routes, but {why}")
+            return
+        if self.kind == "links":
+            twins = route_twins(topo)
+            wrong = np.flatnonzero(twins[paths.links] != paths.links)
+            if wrong.size:
+                raise ParameterError(f"candidates for forwarded plans must follow the network's routes between "
+                                     f"neighbours, but one takes {topo.link_label(int(paths.links[wrong[0]]))}, which the "
+                                     f"network's route between its ends does not")
+        n = topo.num_nodes  # link paths: each visits a node once
+        tails = topo.link_src[paths.links]
+        last = paths.offsets[1:][paths.hops > 0] - 1
+        visits = np.concatenate([paths.path_of_link_entry * n + tails,
+                                 np.flatnonzero(paths.hops > 0) * n + topo.link_dst[paths.links[last]]])
+        uniq, counts = np.unique(visits, return_counts=True)
+        if (counts > 1).any():
+            p = int(uniq[counts > 1][0] // n)
+            raise ParameterError(f"candidate {p} (job {paths.job[p]}) visits a node twice: it is a chain of forwarded "
+                                 f"routes, not a {self.routing} link path; make the candidates with the plan's routing")
+
+    def finish(self, paths: PathSet) -> PathSet:
+        """``paths`` with the stops the routing gives them: every rank (free), where they leave the
+        network's route (links); chains carry theirs already."""
+        if self.kind == "free":
+            return paths.with_stops(every_rank_stops(paths, self.topology))
+        if self.kind == "links":
+            return paths.with_stops(forwarded_stops(paths, self.topology))
+        return paths
+
+    def from_links(self, paths: PathSet) -> PathSet:
+        """Link paths of a search of the whole graph as paths of this space, repeats within a job
+        dropped: on ``links`` each link replaced by the one the network's route between its ends
+        takes. (Not for ``chains``, whose paths come from the chain space.)"""
+        if self.kind == "chains":
+            raise ParameterError("chains come from the chain space, not from link paths")
+        if self.kind == "free":
+            return paths.unique()
+        twins = route_twins(self.topology)
+        return PathSet(paths.job, paths.offsets, twins[paths.links], paths.num_jobs, paths.stops).unique()
+
+    def cheapest(self, link_cost: np.ndarray, hop_limit: np.ndarray, *, too_long: str = "exact",
+                 what: str = "least-cost paths", workers: Workers | None = None, regions: bool = False,
+                 progress: Progress | None = None) -> tuple[PathSet, np.ndarray, np.ndarray]:
+        """Every job's cheapest path of the space under ``link_cost`` (per link, non-negative).
+
+        On ``free`` and ``links``, :func:`optiq.paths.least_cost_paths` within ``hop_limit``
+        (on ``links`` every link costs what the link the network takes instead costs); on
+        ``chains``, :meth:`ChainSpace.cheapest` (no hop limit: the chain is the choice).
+
+        Returns
+        -------
+        paths : PathSet
+            One path per job (no links where none was found within the limit).
+        cost : ndarray
+            Its cost.
+        unlimited : ndarray
+            A lower bound on the least cost of any path of the job in the space, whatever
+            its length (NaN where the search proved none: ``regions``).
+        """
+        if self.kind == "chains":
+            return self.chains.cheapest(link_cost, progress=progress, what=what)
+        cost = np.asarray(link_cost, dtype=float)
+        twins = route_twins(self.topology) if self.kind == "links" else None
+        if twins is not None:
+            cost = cost[twins]
+        found, path_cost, unlimited = least_cost_paths(self.topology, self.demands.src, self.demands.dst, cost,
+                                                       hop_limit, too_long=too_long, progress=progress, what=what,
+                                                       workers=workers, regions=regions)
+        J = self.demands.num_jobs
+        paths = PathSet.from_lists(found, np.arange(J), J)
+        if twins is not None:
+            paths = PathSet(paths.job, paths.offsets, twins[paths.links], J)
+        return paths, path_cost, unlimited
