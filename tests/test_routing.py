@@ -220,3 +220,23 @@ def test_torus_without_a_spec_keeps_its_routes_in_a_plan_file(tmp_path):
     plan.save(tmp_path / "p.json")
     back = load_plan(tmp_path / "p.json")
     assert back.topology.default_routing == "dimension order" and back.fingerprint == plan.fingerprint
+
+
+@pytest.mark.mpi
+def test_chains_and_free_plans_replay_byte_exact_under_mpiexec(tmp_path):
+    from conftest import launch
+
+    t = from_spec("fattree:k=4,n=2")
+    forwarded = make_plan(t, transpose(t), "opt", chunk_size=2**16)
+    assert forwarded.paths.copies.max() >= 1  # chains through intermediate hosts
+    free = make_plan(t, transpose(t), "opt", routing="free")
+    for name, plan, extra in (("forwarded", forwarded, []), ("free", free, ["--routing", "free"])):
+        plan.save(tmp_path / f"{name}.json")
+        out = tmp_path / f"{name}.out.json"
+        proc, _ = launch(16, "-m", "optiq.runtime", tmp_path / f"{name}.json", "--verify", "--json", out,
+                         "--repeat", 1, "--warmup", 0, *extra, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(out.read_text())
+        assert report["verified"] is True
+        forwarded_chunks = int((-(-plan.path_bytes // plan.chunk_size) * plan.paths.copies).sum())
+        assert report["chunks_forwarded"] == forwarded_chunks  # copies at the stops, nowhere else

@@ -8,6 +8,11 @@ host pair (traffic within a host is left out) and routed by D-mod-K or by dynami
 (heaviest pair first, least-loaded path). The result is the busiest link's bytes,
 normalised to linear / block / D-mod-K, as in the paper's figures.
 
+Dynamic routing is per-pair rules, which the study's OpenFlow cluster installs: a free plan
+(``plan_routing``), an upper bound on what a network that routes by destination alone can
+do. ``realized_max_link_bytes`` is its busiest link when every pair takes the network's own
+route instead (D-mod-K, or a fabric's tables): what it is worth without the rules.
+
 The traffic is the CG and MILC models of :mod:`optiq.workloads.traffic` (1 MiB per
 exchange), or a measured trace: ``optiq experiment fattree --traffic PATH`` takes a PFProf
 directory or tarball, a rank-triple CSV or a matrix (:func:`optiq.workloads.read_traffic`),
@@ -24,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import WorkloadError
+from ..paths import realized_link_bytes
 from ..planner import make_plan, planner_named
 from ..topology import compress_hostlist, from_spec
 from ..workloads import host_demands, milc_traffic, nas_cg_traffic, read_traffic
@@ -76,11 +82,14 @@ def fattree_study(quick: bool, say: Callable[[str], None], traffic: str | None =
                     busiest = int(np.argmax(plan.link_bytes))
                     load = float(plan.link_bytes[busiest])
                     base = load if base is None else base
+                    realized = realized_link_bytes(plan.paths, plan.path_bytes, topo)
                     rows.append({"app": app, "topology": topo.name, "ranks": matrix.shape[0],
                                  "selection": selection, "placement": placement, "routing": routing,
                                  "network_bytes": int(hosts.demands.nbytes.sum()),
                                  "intra_host_bytes": round(hosts.intra_host_bytes),
-                                 "max_link_bytes": load, "normalised_max_load": load / base,
+                                 "plan_routing": plan.routing, "max_link_bytes": load,
+                                 "normalised_max_load": load / base,
+                                 "realized_max_link_bytes": float(realized.max()),
                                  "busiest_link": topo.link_label(busiest), "hosts": used})
     return rows
 

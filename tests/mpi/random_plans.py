@@ -1,5 +1,8 @@
 """Run under mpiexec: seeded random plans, replayed and checked byte for byte on every rank.
 
+The plans are free (random paths, stopping at a random subset of the ranks they cross), and
+replayed as on a network that routes every path as planned.
+
 Exit code 0 only if every plan is delivered exactly on every rank. Usage:
     mpiexec -n N python random_plans.py [--plans-per-topology P] [--seed S]
 """
@@ -40,7 +43,7 @@ def random_plan(spec: str, rng: np.random.Generator) -> Plan:
     dst = (src + 1 + pair % (n - 1)) % n
     sizes = rng.integers(1, 300_000, jobs)
     sizes[rng.random(jobs) < 0.2] = int(rng.integers(1, 50))  # some jobs smaller than one chunk
-    paths, owners, path_bytes = [], [], []
+    paths, owners, path_bytes, stops = [], [], [], []
     for j, (s, d) in enumerate(zip(src.tolist(), dst.tolist())):
         options = list(itertools.islice(nx.all_simple_edge_paths(g, s, d, cutoff=topo.diameter + 2), 40))
         chosen = rng.choice(len(options), size=min(len(options), int(rng.integers(1, 5))), replace=False)
@@ -53,10 +56,14 @@ def random_plan(spec: str, rng: np.random.Generator) -> Plan:
             paths.append([key for _, _, key in options[c]])
             owners.append(j)
             path_bytes.append(int(b))
-    ps = PathSet.from_lists(paths, owners, jobs)
+            stop = rng.random(len(options[c])) < 0.5  # a random subset of the ranks on the way
+            stop[-1] = True
+            stops.append(stop & (topo.link_dst[paths[-1]] < n))
+    ps = PathSet.from_lists(paths, owners, jobs, stops)
     order = np.argsort(owners, kind="stable")
     chunk = int(rng.choice([1000, 4096 + 7, 65536]))
-    return Plan(topo, Demands(src, dst, sizes), ps, np.asarray(path_bytes)[order], chunk_size=chunk, method="random")
+    return Plan(topo, Demands(src, dst, sizes), ps, np.asarray(path_bytes)[order], chunk_size=chunk, method="random",
+                routing="free")
 
 
 def cyclic_plan(n: int, chunk: int) -> Plan:
@@ -67,8 +74,9 @@ def cyclic_plan(n: int, chunk: int) -> Plan:
     src = np.arange(n)
     paths = [[link[i, (i + 1) % n], link[(i + 1) % n, (i + 2) % n]] for i in range(n)]
     sizes = np.full(n, 40 * chunk + 123)
-    return Plan(topo, Demands(src, (src + 2) % n, sizes), PathSet.from_lists(paths, list(range(n)), n), sizes,
-                chunk_size=chunk, method="cyclic")
+    every_rank = [[True, True]] * n
+    return Plan(topo, Demands(src, (src + 2) % n, sizes), PathSet.from_lists(paths, list(range(n)), n, every_rank),
+                sizes, chunk_size=chunk, method="cyclic", routing="free")
 
 
 def main() -> int:
@@ -85,7 +93,7 @@ def main() -> int:
             plan = random_plan(spec, rng)
             window = int(rng.integers(1, 5))
             link_bw = 2e8 if i == 0 else None  # pace one plan per topology
-            with Executor(comm, plan, window=window, link_bw=link_bw) as ex:
+            with Executor(comm, plan, window=window, link_bw=link_bw, routes_as_planned=True) as ex:
                 streams = ex.schedule.streams
                 if any(s.prev < 0 for s in streams) and any(s.next < 0 for s in streams) and \
                         any(s.prev >= 0 and s.next >= 0 for s in streams):
@@ -106,7 +114,7 @@ def main() -> int:
             checked += 1
     for window, link_bw in ((1, None), (2, None), (3, 2e8), (None, None)) if size > 2 else ():
         plan = cyclic_plan(size, 4096)
-        with Executor(comm, plan, window=window, link_bw=link_bw) as ex:
+        with Executor(comm, plan, window=window, link_bw=link_bw, routes_as_planned=True) as ex:
             result = ex.run(fill_send_buffers(ex.schedule.send_jobs, seed=7), timeout=60)
         failures.extend(f"cyclic plan, window {window}, rank {rank}: {m}" for m in find_mismatches(result.recv, seed=7))
         chunks = result.chunks_sent + result.chunks_forwarded
@@ -116,7 +124,7 @@ def main() -> int:
         checked += 1
     if size > 2:
         try:
-            Executor(comm, cyclic_plan(size, 4096), window=None if rank == 0 else 2).close()
+            Executor(comm, cyclic_plan(size, 4096), window=None if rank == 0 else 2, routes_as_planned=True).close()
             failures.append(f"rank {rank}: different windows on different ranks were accepted")
         except PlanError as e:
             if "same on every rank" not in str(e):
