@@ -112,3 +112,20 @@ def test_dragonfly_mistakes():
         from_spec("dragonfly:1000")
     with pytest.raises(PlanError, match="valiant candidates need a dragonfly"):
         make_candidates(from_spec("torus:4x4"), constant_ratio(16, "disjoint"), 4, "valiant")
+
+
+def test_forwarded_valiant_candidates_turn_at_a_host_of_another_group():
+    from optiq.paths import misrouted_legs
+
+    t = dragonfly(2, 4, 2)
+    shape = t.dragonfly
+    d = constant_ratio(t.num_endpoints, "disjoint")
+    cands = make_candidates(t, d, 4, "valiant", seed=3)
+    assert not misrouted_legs(cands, t)[0].any()  # every leg is a minimal route
+    group = lambda host: host // (shape.p * shape.a)  # noqa: E731
+    for p in range(cands.num_paths):
+        stops = cands.stop_nodes(p, t)
+        assert len(stops) in (2, 3)
+        if len(stops) == 3:  # s -> h -> d with h in a third group
+            assert group(stops[1]) not in (group(stops[0]), group(stops[2]))
+    assert (cands.copies == 1).any() and (cands.paths_per_job <= 4).all()

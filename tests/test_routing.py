@@ -240,3 +240,20 @@ def test_chains_and_free_plans_replay_byte_exact_under_mpiexec(tmp_path):
         assert report["verified"] is True
         forwarded_chunks = int((-(-plan.path_bytes // plan.chunk_size) * plan.paths.copies).sum())
         assert report["chunks_forwarded"] == forwarded_chunks  # copies at the stops, nowhere else
+
+
+def test_free_candidate_plans_are_the_link_paths_of_the_free_generators():
+    from optiq.heuristics import demand_aware_heuristic
+    from optiq.lp import round_to_bytes, solve_lp
+    from optiq.paths import diverse_paths
+
+    t = from_spec("torus:4x4x2")
+    d = random_demands(t, 12, 6)
+    cands = diverse_paths(t, d, 6)  # what every method picked among before plans said how they are carried
+    heu2 = make_plan(t, d, "heu2", k=6, routing="free")
+    np.testing.assert_array_equal(heu2.paths.links, cands.select(demand_aware_heuristic(t, d, cands) > 0).links)
+    lp = make_plan(t, d, "lp", k=6, routing="free")
+    share = solve_lp(t, d, cands).share
+    np.testing.assert_array_equal(lp.path_bytes, round_to_bytes(cands, d, share)[round_to_bytes(cands, d, share) > 0])
+    for plan in (heu2, lp):
+        np.testing.assert_array_equal(plan.paths.stops, every_rank_stops(plan.paths, t))
