@@ -1,17 +1,18 @@
 """The executor measured on this machine, side by side in one run.
 
 (a) Unpaced: the executor replaying the default-routing plan vs MPI_Alltoallv on the
-    same jobs (all-to-all, 8 MiB per pair by default), throughput ratio; then the same for
-    a neighbour exchange (each rank to each torus neighbour: every path one hop).
+    same jobs (all-to-all, 8 MiB per pair by default; the network's own routes: every path
+    one leg, no copy), throughput ratio; then the same for a neighbour exchange (each rank
+    to each torus neighbour: every path one hop).
 (b) Paced (--link-bw, one or more rates): on a 16-rank 4x4 torus with a pattern where
     multipath helps (2 sources x 4 destinations each, disjoint blocks), the default-routing
     plan, heu2 and opt, each measured against its flow-level predicted time, and the
     measured speedup of opt over default routing against the predicted one.
 
 References printed beside them, measured in the same run:
-- (a) the *hop copies* (``message_floor.py``): every hop of every path as one message, all
+- (a) the *leg copies* (``message_floor.py``): every leg of every path as one message, all
   posted at once, with no forwarding order and no Python between them. It copies every
-  byte once per hop, from and into memory of the executor's kind, and does nothing else:
+  byte once per leg, from and into memory of the executor's kind, and does nothing else:
   what the plan's copies cost this machine. It is no strict floor: the executor reuses
   its forwarding slots, and a chunk is often still in the cache when the next hop reads
   it.
@@ -54,8 +55,8 @@ def under_mpiexec(plan, ranks: int, workdir: Path, argv) -> dict:
     return json.loads(out.read_text())
 
 
-def hop_copies(plan, ranks: int, workdir: Path, repeat: int) -> float:
-    """Median seconds of the hop copies of ``plan`` (see the module docstring)."""
+def leg_copies(plan, ranks: int, workdir: Path, repeat: int) -> float:
+    """Median seconds of the leg copies of ``plan`` (see the module docstring)."""
     script = str(Path(__file__).with_name("message_floor.py"))
     return under_mpiexec(plan, ranks, workdir,
                          lambda path, out: [script, path, out, "--repeat", str(repeat)])["elapsed_s"]
@@ -91,7 +92,7 @@ def median_index(values: list[float]) -> int:
 def against_alltoallv(plan, ranks: int, work: Path, args) -> None:
     """The unpaced executor at every chunk size against MPI_Alltoallv on the same jobs, same launch.
 
-    Each is measured in ``args.launches`` launches, taken in turn with the hop copies, and
+    Each is measured in ``args.launches`` launches, taken in turn with the leg copies, and
     the launch with the median ratio is shown: launches differ more than the repeats of one.
     """
     chunks = args.chunk_sizes.split(",")
@@ -101,7 +102,7 @@ def against_alltoallv(plan, ranks: int, work: Path, args) -> None:
         for chunk in chunks:
             reports[chunk].append(replay(plan, ranks, work, "--baseline", "alltoallv", "--verify", "--repeat",
                                          args.repeat, "--chunk-size", chunk))
-        copies.append(hop_copies(plan, ranks, work, args.repeat))
+        copies.append(leg_copies(plan, ranks, work, args.repeat))
     for chunk in chunks:
         ratios = [r["throughput_Bps"] / r["baseline"]["throughput_Bps"] for r in reports[chunk]]
         mid = median_index(ratios)
@@ -117,7 +118,7 @@ def against_alltoallv(plan, ranks: int, work: Path, args) -> None:
     copy_s = float(np.median(copies))
     alltoallv = float(np.median([r["baseline"]["elapsed_s"] for rs in reports.values() for r in rs]))
     over = ", ".join(f"{chunk} {np.median([r['elapsed_s'] for r in reports[chunk]]) / copy_s:.2f}" for chunk in chunks)
-    print(f"    {'hop copies':34} {copy_s:9.4f} {plan.demands.nbytes.sum() / copy_s / 1e9:7.3f}  "
+    print(f"    {'leg copies':34} {copy_s:9.4f} {plan.demands.nbytes.sum() / copy_s / 1e9:7.3f}  "
           f"(their ratio against Alltoallv {alltoallv / copy_s:.3f}; medians of the launches: "
           f"the executor takes {over} x their time)")
 

@@ -1,10 +1,10 @@
-"""Run under mpiexec: how fast this machine's MPI moves a plan's hops, with nothing else.
+"""Run under mpiexec: how fast this machine's MPI moves a plan's legs, with nothing else.
 
 Every rank posts, at once, every message it would send and receive when replaying the plan
-unpaced, each hop of a path cut into messages of ``--message-size`` bytes (default: one
-message per hop), then waits for all of them. Forwarding order is ignored (a forwarder
-sends bytes it has not received yet) and no Python runs between messages: with whole
-hops, every byte is copied once per hop and nothing else. The memory is of the executor's
+unpaced, each leg of a path (from a rank to the next rank it stops at) cut into messages of
+``--message-size`` bytes (default: one message per leg), then waits for all of them.
+Forwarding order is ignored (a forwarder sends bytes it has not received yet) and no Python
+runs between messages: with whole legs, every byte is copied once per leg and nothing else. The memory is of the executor's
 kind (:mod:`optiq.runtime.memory`): a source sends from a buffer of its own per path and a
 forwarder from the one it receives into, a whole path long, every page written beforehand.
 
@@ -36,7 +36,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("plan")
     ap.add_argument("out")
-    ap.add_argument("--message-size", type=int, help="bytes per message (default: one message per hop)")
+    ap.add_argument("--message-size", type=int, help="bytes per message (default: one message per leg)")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
