@@ -25,6 +25,7 @@ The intermediates are every rank but the job's own two, unless the legs would ne
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -60,9 +61,13 @@ class _Legs:
         self.links = routes.links.astype(np.int32)
         self.owner = np.repeat(np.arange(tail.size, dtype=np.int32), hops)
         self.missing = ~ok  # a "leg" from a rank to itself: no chain takes it
+        self.hops = hops
 
-    def costs(self, link_cost: np.ndarray) -> np.ndarray:
-        out = np.bincount(self.owner, weights=link_cost[self.links], minlength=self.missing.size)
+    def costs(self, link_cost: np.ndarray, per_hop: float = 0.0) -> np.ndarray:
+        """Every leg's cost: its links' costs summed, plus ``per_hop`` per link."""
+        out: np.ndarray = np.bincount(self.owner, weights=link_cost[self.links], minlength=self.missing.size)
+        if per_hop:
+            out = out + per_hop * self.hops
         out[self.missing] = np.inf
         return out
 
@@ -137,14 +142,15 @@ class ChainSpace:
                 f"max_intermediates={self.max_intermediates})")
 
     # -- costs --------------------------------------------------------------------------
-    def _tables(self, link_cost: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    def _tables(self, link_cost: np.ndarray, per_hop: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                            np.ndarray | None]:
         M = self.via.size
-        out = self.out.costs(link_cost).reshape(self.sources.size, M)
-        into = self.into.costs(link_cost).reshape(M, self.targets.size)
-        direct = self.direct.costs(link_cost)
+        out = self.out.costs(link_cost, per_hop).reshape(self.sources.size, M)
+        into = self.into.costs(link_cost, per_hop).reshape(M, self.targets.size)
+        direct = self.direct.costs(link_cost, per_hop)
         two = None
         if self.between is not None:  # two[a, t]: the cheapest a -> b -> targets[t]
-            between = self.between.costs(link_cost).reshape(M, M)
+            between = self.between.costs(link_cost, per_hop).reshape(M, M)
             two = np.empty((M, self.targets.size))
             for start in range(0, M, 256):
                 part = between[start:start + 256, :, None] + into[None, :, :]
@@ -195,20 +201,19 @@ class ChainSpace:
             epsilon): a Lagrangian bound over chains sums ``D_j * least_j``.
         """
         cost = np.asarray(link_cost, dtype=float)
-        eps = 1e-9 * max(float(cost.max(initial=0.0)), 1e-300)
+        eps = 1e-9 * max(float(cost.max(initial=0.0)), 1e-300)  # per link: fewer links win ties
         J = self.demands.num_jobs
-        tables = self._tables(cost + eps)
-        exact = self._tables(cost)
+        tables = self._tables(cost, eps)
         picks = np.empty(J, dtype=np.int64)
-        least = np.empty(J)
         tick = Ticker(progress, f"{what}: jobs priced", J)
         for start in range(0, J, _JOB_BLOCK):
             jobs = np.arange(start, min(start + _JOB_BLOCK, J))
             picks[jobs] = self._best(jobs, *tables)[1]
-            least[jobs] = self._best(jobs, *exact)[0]
             tick(jobs[-1] + 1)
-        paths = self._chains(np.arange(J), picks, cost + eps)
+        paths = self._chains(np.arange(J), picks, cost, eps)
         path_cost = np.bincount(paths.path_of_link_entry, weights=cost[paths.links], minlength=J)
+        # the epsilon adds at most eps per link: less that, the cheapest chain's cost bounds every chain's
+        least = np.maximum(path_cost + eps * paths.hops - eps * self.max_links, 0.0)
         return paths, path_cost, least
 
     def spread(self, k: int, *, penalty: float = 2.0, seed: int = 0, progress: Progress | None = None) -> PathSet:
@@ -252,7 +257,15 @@ class ChainSpace:
         merged, _ = PathSet.concat(parts)
         return merged
 
-    def _chains(self, jobs: np.ndarray, picks: np.ndarray, link_cost: np.ndarray) -> PathSet:
+    @cached_property
+    def max_links(self) -> int:
+        """The most links a chain of this space can cross."""
+        longest = int(self.out.hops.max(initial=0)) + int(self.into.hops.max(initial=0))
+        if self.between is not None:
+            longest += int(self.between.hops.max(initial=0))
+        return max(longest, int(self.direct.hops.max(initial=0)))
+
+    def _chains(self, jobs: np.ndarray, picks: np.ndarray, link_cost: np.ndarray, per_hop: float = 0.0) -> PathSet:
         """The paths of option ``picks[i]`` of job ``jobs[i]`` (see :meth:`_best`), grouped by job."""
         M, D = self.via.size, self.targets.size
         s, t = self.src_index[jobs], self.dst_index[jobs]
@@ -261,8 +274,8 @@ class ChainSpace:
         two = picks > M
         if two.any():  # which second intermediate the cheapest a -> b -> t took
             assert self.between is not None
-            between = self.between.costs(link_cost).reshape(M, M)
-            into = self.into.costs(link_cost).reshape(M, D)
+            between = self.between.costs(link_cost, per_hop).reshape(M, M)
+            into = self.into.costs(link_cost, per_hop).reshape(M, D)
             second[two] = np.argmin(between[m[two]] + into[:, t[two]].T, axis=1)
         # every leg: (job position, order in its chain, table, row)
         i = np.arange(jobs.size)

@@ -82,7 +82,7 @@ def dmodk_routes(topology: Topology, demands: Demands) -> PathSet:
     out[topology.link_src[order], np.arange(order.size) - first[topology.link_src[order]]] = order
     reverse = topology.adjacency().T.tocsr()
     targets, inverse = np.unique(demands.dst, return_inverse=True)
-    rows: list[np.ndarray] = [np.empty(0, np.int64)] * demands.num_jobs
+    parts: list[tuple[np.ndarray, np.ndarray]] = []  # (jobs, their walked rows, -1 padded)
     for start in range(0, targets.size, 256):
         jobs = np.flatnonzero((inverse >= start) & (inverse < start + 256))
         dist = np.atleast_2d(shortest_path(reverse, unweighted=True, indices=targets[start:start + 256]))
@@ -108,10 +108,12 @@ def dmodk_routes(topology: Topology, demands: Demands) -> PathSet:
             steps.append(link)
             divisor = np.where(live, divisor * m, divisor)
             v = np.where(live, heads[np.maximum(link, 0)], v)
-        walked = np.stack(steps, axis=1) if steps else np.zeros((jobs.size, 0), np.int64)
-        for i, j in enumerate(jobs):
-            rows[j] = walked[i][walked[i] >= 0]
-    return PathSet.from_lists(rows, np.arange(demands.num_jobs), demands.num_jobs)
+        parts.append((jobs, np.stack(steps, axis=1) if steps else np.zeros((jobs.size, 0), np.int64)))
+    jobs = np.concatenate([j for j, _ in parts])
+    hops = np.concatenate([(w >= 0).sum(axis=1) for _, w in parts])
+    links = np.concatenate([w[w >= 0] for _, w in parts])  # row by row: each job's links in order
+    paths, _ = PathSet.from_csr(links, np.concatenate(([0], np.cumsum(hops))), jobs, demands.num_jobs)
+    return paths
 
 
 def system_routes(topology: Topology, demands: Demands, *, progress: Callable[[str], None] | None = None) -> PathSet:
