@@ -48,10 +48,13 @@ def patterns(size: int) -> dict[str, np.ndarray]:
     return {"disjoint": disjoint, "random": random}
 
 
-def module_side(buf, counts, displs):
-    from optiq.runtime.planned_alltoallv import _Side
+def message(buf, counts, displs, readonly):
+    """The call's message as the module reads it (to move a compiled plan's bytes alone)."""
+    from mpi4py import MPI
 
-    return _Side(buf.reshape(-1).view(np.uint8), np.asarray(counts, np.int64), np.asarray(displs, np.int64))
+    from optiq.runtime.messages import read_message
+
+    return read_message([buf, (counts, displs), MPI.BYTE], readonly=readonly, blocks=RANKS)
 
 
 def worker(args) -> None:
@@ -79,12 +82,12 @@ def worker(args) -> None:
         send = huge_page_buffer(int(sc.sum()))  # the kind of memory both sides copy fastest from
         send[:] = rank
         recv = huge_page_buffer(int(rc.sum()))
-        side_send = module_side(send, sc, sd)
-        side_recv = module_side(recv, rc, rd)
+        sendbuf, recvbuf = [send, (sc, sd), MPI.BYTE], [recv, (rc, rd), MPI.BYTE]
+        side_send, side_recv = message(send, sc, sd, True), message(recv, rc, rd, False)
         row: dict = {}
 
         def ours(method, **kw):
-            return lambda: alltoallv(comm, send, sc, sd, recv, rc, rd, network=NETWORK, method=method, **kw)
+            return lambda: alltoallv(comm, sendbuf, recvbuf, network=NETWORK, method=method, **kw)
 
         def mpi():
             comm.Alltoallv([send, (sc, sd), MPI.BYTE], [recv, (rc, rd), MPI.BYTE])
@@ -106,6 +109,7 @@ def worker(args) -> None:
         row["auto"] = {"method": chose.method, "reason": chose.reason}
         # (b) paced; and a cached call against the executor alone on the same compiled plan
         from optiq.runtime import planned_alltoallv as module
+        from optiq.runtime.patterns import move
 
         paced = {}
         for method in ("opt", "default"):
@@ -116,7 +120,7 @@ def worker(args) -> None:
             calls, alone = [], []
             for _ in range(args.repeat):  # in turn
                 calls.append(timed(call))
-                alone.append(timed(lambda: module._move(dup, entry, side_send, side_recv, 60.0))[0])
+                alone.append(timed(lambda: move(dup, entry, side_send, side_recv, sendbuf, recvbuf, 60.0))[0])
             overhead = [allreduce_asleep(comm, r.overhead_s, MPI.MAX) for _, r in calls]
             transfer = [allreduce_asleep(comm, r.transfer_s, MPI.MAX) for _, r in calls]
             whole = [t for t, _ in calls]

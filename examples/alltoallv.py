@@ -5,8 +5,8 @@
 Ranks 0 and 1 each send ``--size`` bytes to 4 of the last 8 ranks (the demo's disjoint
 pattern). The application's call changes in one line:
 
-    comm.Alltoallv([send, (scounts, sdispls), MPI.BYTE], [recv, (rcounts, rdispls), MPI.BYTE])  # before
-    optiq.alltoallv(comm, send, scounts, sdispls, recv, rcounts, rdispls, network="torus:4x4")  # after
+    comm.Alltoallv([send, (scounts, sdispls)], [recv, (rcounts, rdispls)])  # before
+    optiq.alltoallv(comm, [send, (scounts, sdispls)], [recv, (rcounts, rdispls)], network="torus:4x4")  # after
 
 Every link leaving a rank is paced at ``--link-bw`` (the emulated network); the torus's
 own routes (``method="default"``, dimension order) and the optimised plan (``"opt"``)
@@ -32,7 +32,9 @@ link_bw, size = parse_rate(args.link_bw), parse_size(args.size)
 comm = MPI.COMM_WORLD
 rank, ranks = comm.Get_rank(), comm.Get_size()
 if ranks != 16:
-    raise SystemExit("run me with mpiexec -n 16: one rank per node of the 4x4 torus")
+    if rank == 0:
+        print(f"run me with mpiexec -n 16 (one rank per node of the 4x4 torus), not {ranks}", flush=True)
+    raise SystemExit(2)
 
 # the pattern: rank 0 to ranks 8-11, rank 1 to ranks 12-15
 scounts = np.zeros(ranks, dtype=np.int64)
@@ -46,14 +48,14 @@ rdispls = np.concatenate(([0], np.cumsum(rcounts)[:-1]))
 send = np.random.default_rng(rank).integers(0, 256, int(scounts.sum()), dtype=np.uint8)
 
 want = np.empty(int(rcounts.sum()), dtype=np.uint8)
-comm.Alltoallv([send, (scounts, sdispls), MPI.BYTE], [want, (rcounts, rdispls), MPI.BYTE])
+comm.Alltoallv([send, (scounts, sdispls)], [want, (rcounts, rdispls)])
 
 for method in ("default", "opt"):
     recv = np.zeros_like(want)
     for _call in range(2):  # the first call plans; the second finds the plan in the cache
         comm.Barrier()
         start = time.perf_counter()
-        result = optiq.alltoallv(comm, send, scounts, sdispls, recv, rcounts, rdispls, network="torus:4x4",
+        result = optiq.alltoallv(comm, [send, (scounts, sdispls)], [recv, (rcounts, rdispls)], network="torus:4x4",
                                  method=method, link_bw=link_bw)
         elapsed = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
     same = comm.allreduce(int(np.array_equal(recv, want)), op=MPI.MIN)

@@ -38,3 +38,25 @@ class TransferError(OptiqError):
 
 class OutputError(OptiqError):
     """An output file or directory cannot be written."""
+
+
+class ArgumentError(OptiqError, ValueError):
+    """An argument of a call that stands in for an MPI one (``optiq.alltoallv``) has a bad
+    value: also a :class:`ValueError`, as mpi4py's own errors for that argument are."""
+
+
+class ArgumentTypeError(OptiqError, TypeError):
+    """An argument of such a call has the wrong type (a :class:`TypeError` too, as mpi4py's)."""
+
+
+class ArgumentKeyError(OptiqError, KeyError):
+    """An argument of such a call names what has no MPI datatype (a :class:`KeyError` too, as
+    mpi4py's ``cannot map 'x' to MPI datatype``)."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; the message is a sentence
+        return str(self.args[0]) if self.args else ""
+
+
+class ArgumentBufferError(OptiqError, BufferError):
+    """A buffer of such a call cannot be used as given (read-only where it is written, not
+    contiguous): a :class:`BufferError` too, as mpi4py's."""

@@ -8,11 +8,12 @@ time and caches), or :func:`run_plan` / :class:`Executor` with a plan made ahead
 from ..sim.runs import RunReport, Timing
 from .executor import Executor, bcast_plan, check_comm, check_routes, run_plan
 from .planned_alltoallv import AlltoallvResult, alltoallv, clear_cache
+from .requests import AlltoallvRequest, alltoallv_init, ialltoallv
 from .runner import BASELINES, measure, predicted_time
 from .schedule import RankSchedule, Stream, compile_schedule
 from .transport import TransferResult
 from .verify import fill_send_buffers, find_mismatches, job_pattern
 
-__all__ = ["alltoallv", "AlltoallvResult", "clear_cache", "run_plan", "Executor", "TransferResult", "measure", "RunReport", "Timing",
+__all__ = ["alltoallv", "ialltoallv", "alltoallv_init", "AlltoallvRequest", "AlltoallvResult", "clear_cache", "run_plan", "Executor", "TransferResult", "measure", "RunReport", "Timing",
            "predicted_time", "compile_schedule", "RankSchedule", "Stream", "check_comm", "check_routes", "bcast_plan", "job_pattern",
            "fill_send_buffers", "find_mismatches", "BASELINES"]

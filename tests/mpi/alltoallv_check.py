@@ -1,9 +1,12 @@
-"""Run under mpiexec -n N (any N >= 2): optiq.runtime.alltoallv against comm.Alltoallv.
+"""Run under mpiexec -n N (any N >= 2): optiq.alltoallv against comm.Alltoallv.
 
 Random counts with zeros and gaps between the parts, several dtypes, every method, one and
-two ranks per host; the cache (a hit does not plan again, new counts do); the buffer-spec
-form; and mistakes that must fail on every rank together, with the same message. Prints
-"ok" on rank 0 and exits 0 when everything holds.
+two ranks per host; the cache (a hit does not plan again, new counts do); mpi4py's message
+forms, derived datatypes (packed), MPI.IN_PLACE, buffers that are not numpy arrays; the
+non-blocking and persistent forms against MPI's; an intercommunicator; and mistakes that
+must fail on every rank together, with the same message and type, including one that raises
+MPI's own exception on one rank only (it used to leave the others waiting). Prints "ok" on
+rank 0 and exits 0 when everything holds.
 """
 
 import sys
@@ -11,8 +14,8 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
-from optiq.errors import OptiqError
-from optiq.runtime import alltoallv, clear_cache
+from optiq.errors import ArgumentError, OptiqError
+from optiq.runtime import alltoallv, alltoallv_init, clear_cache, ialltoallv
 from optiq.runtime.planned_alltoallv import _context
 
 comm = MPI.COMM_WORLD
@@ -44,6 +47,10 @@ def reference(send, sc, sd, rc, rd, out_like):
     return out
 
 
+def a2a(send, sc, sd, recv, rc, rd, **options):
+    return alltoallv(comm, [send, (sc, sd)], [recv, (rc, rd)], **options)
+
+
 def buffers(dtype, sc, sd, rc, rd, seed):
     rng = np.random.default_rng(seed + rank)
     n = int((sd + sc).max(initial=0)) + 5
@@ -61,7 +68,7 @@ for seed, dtype in enumerate((np.uint8, np.float64, np.int32, np.complex128), st
     want = reference(send, sc, sd, rc, rd, recv)
     for method in ("opt", "heu2", "default", "auto", "mpi"):
         got = np.full_like(recv, 7)
-        result = alltoallv(comm, send, sc, sd, got, rc, rd, network=ring, method=method, chunk_size=512)
+        result = a2a(send, sc, sd, got, rc, rd, network=ring, method=method, chunk_size=512)
         touched = np.zeros(got.size, bool)
         for s in range(size):
             touched[rd[s]:rd[s] + rc[s]] = True
@@ -76,7 +83,7 @@ sc, sd, rc, rd = pattern(11)
 send, recv = buffers(np.float32, sc, sd, rc, rd, 11)
 want = reference(send, sc, sd, rc, rd, recv)
 got = np.zeros_like(recv)
-alltoallv(comm, send, sc, sd, got, rc, rd, network=f"torus:{max(2, (size + 1) // 2)}", hosts=hosts, method="opt")
+a2a(send, sc, sd, got, rc, rd, network=f"torus:{max(2, (size + 1) // 2)}", hosts=hosts, method="opt")
 check(all(np.array_equal(got[rd[s]:rd[s] + rc[s]], want[rd[s]:rd[s] + rc[s]]) for s in range(size)),
       "two ranks per host: received bytes differ")
 
@@ -84,76 +91,183 @@ check(all(np.array_equal(got[rd[s]:rd[s] + rc[s]], want[rd[s]:rd[s] + rc[s]]) fo
 clear_cache(comm)
 sc, sd, rc, rd = pattern(21)
 send, recv = buffers(np.int64, sc, sd, rc, rd, 21)
-first = alltoallv(comm, send, sc, sd, recv, rc, rd, network=ring, method="heu2")
-again = alltoallv(comm, send, sc, sd, recv, rc, rd, network=ring, method="heu2")
-shifted = alltoallv(comm, np.concatenate((send, send)), sc, sd + 1, np.concatenate((recv, recv)), rc, rd + 2,
-                    network=ring, method="heu2")
+first = a2a(send, sc, sd, recv, rc, rd, network=ring, method="heu2")
+again = a2a(send, sc, sd, recv, rc, rd, network=ring, method="heu2")
+shifted = a2a(np.concatenate((send, send)), sc, sd + 1, np.concatenate((recv, recv)), rc, rd + 2,
+              network=ring, method="heu2")
 check(not first.cached and first.plan_s > 0, "the first call of a pattern planned nothing")
 check(again.cached and again.plan_s == 0 and again.fingerprint == first.fingerprint, "a repeated call planned again")
 check(shifted.cached, "other displacements with the same counts planned again")
 sc2, sd2, rc2, rd2 = pattern(22)
 send2, recv2 = buffers(np.int64, sc2, sd2, rc2, rd2, 22)
-other = alltoallv(comm, send2, sc2, sd2, recv2, rc2, rd2, network=ring, method="heu2")
+other = a2a(send2, sc2, sd2, recv2, rc2, rd2, network=ring, method="heu2")
 check(not other.cached and other.fingerprint != first.fingerprint, "new counts were taken from the cache")
 sc3, sd3, rc3, rd3 = pattern(23)
 send3, recv3 = buffers(np.int64, sc3, sd3, rc3, rd3, 23)
-small = [alltoallv(comm, send3, sc3, sd3, recv3, rc3, rd3, network=ring, method="heu2", cache_size=1)
-         for _ in range(2)]
-evicted = alltoallv(comm, send, sc, sd, recv, rc, rd, network=ring, method="heu2", cache_size=1)
+small = [a2a(send3, sc3, sd3, recv3, rc3, rd3, network=ring, method="heu2", cache_size=1) for _ in range(2)]
+evicted = a2a(send, sc, sd, recv, rc, rd, network=ring, method="heu2", cache_size=1)
 check(not small[0].cached and small[1].cached and not evicted.cached, "cache_size=1 keeps only the last pattern")
 
-# 4. mpi4py's buffer-spec form
+# a repeated call is not read again, unless its counts changed (in the same arrays) or its buffers did
+counts, displs = sc.copy(), sd.copy()
+got, want = np.zeros_like(recv), np.zeros_like(recv)
+a2a(send, counts, displs, got, rc, rd, network=ring, method="heu2")
+counts[:] = 0  # nothing sent any more: the receive counts must say so too
+rzero = np.zeros_like(rc)
+comm.Alltoallv([send, (counts, displs)], [want, (rzero, rd)])
+got[:] = 0
+a2a(send, counts, displs, got, rzero, rd, network=ring, method="heu2")
+check(np.array_equal(got, want) and not got.any(), "counts changed in place were not read again")
+
+# 4. mpi4py's other forms: every call against comm.Alltoallv on the same arguments, byte for byte
+def same_as_mpi(what, sendspec, make_recv, **options):
+    mine, theirs = make_recv(), make_recv()
+    comm.Alltoallv(sendspec(theirs), theirs[0])
+    result = alltoallv(comm, sendspec(mine), mine[0], network=ring, **options)
+    raw = [np.frombuffer(MPI.buffer.frombuffer(spec[0] if isinstance(spec, list) else spec), np.uint8)
+           for spec in (mine[0], theirs[0])]
+    check(np.array_equal(*raw), f"{what}: received bytes differ from Alltoallv's ({result.method})")
+    return result
+
+
 sc, sd, rc, rd = pattern(31)
 send, recv = buffers(np.int16, sc, sd, rc, rd, 31)
-want = reference(send, sc, sd, rc, rd, recv)
-got = np.zeros_like(recv)
-alltoallv(comm, [send, (sc, sd)], [got, (rc, rd)], network=ring, method="opt")
-check(all(np.array_equal(got[rd[s]:rd[s] + rc[s]], want[rd[s]:rd[s] + rc[s]]) for s in range(size)),
-      "buffer-spec form: received bytes differ")
-got = np.zeros(int(rc.sum()), np.int16)
-alltoallv(comm, [send[:int(sc.sum())], sc], [got, rc], network=ring, method="default")  # parts back to back
-want = reference(send[:int(sc.sum())], sc, None, rc, None, got)
-check(np.array_equal(got, want), "buffer-spec form without displacements: received bytes differ")
+same_as_mpi("[buf, (counts, displs)]", lambda r: [send, (sc, sd)], lambda: ([np.zeros_like(recv), (rc, rd)],),
+            method="opt")
+back = send[:int(sc.sum())]
+same_as_mpi("[buf, counts], parts back to back", lambda r: [back, sc],
+            lambda: ([np.zeros(int(rc.sum()), np.int16), rc],), method="default")
+k = 3
+same_as_mpi("a buffer alone", lambda r: np.arange(k * size, dtype="i") + 100 * rank,
+            lambda: (np.zeros(k * size, "i"),), method="heu2")
+same_as_mpi("[buf, count, typecode]", lambda r: [np.arange(k * size, dtype="d"), k, "d"],
+            lambda: ([np.zeros(k * size, "d"), k, "d"],), method="heu2")
+same_as_mpi("[buf, (count, stride)]", lambda r: [np.arange(4 * size, dtype="i") + rank, (2, 4)],
+            lambda: ([np.full(4 * size, -1, "i"), (2, 4)],), method="heu2")
+same_as_mpi("Fortran-ordered arrays", lambda r: np.asfortranarray(np.arange(2 * size * 3, dtype="f").reshape(2 * size, 3) + rank),
+            lambda: (np.asfortranarray(np.zeros((2 * size, 3), "f")),), method="heu2")
+same_as_mpi("bytes and bytearray", lambda r: [bytes(range(rank, rank + size)), "c"],
+            lambda: ([bytearray(size), MPI.CHAR],), method="heu2")
+memory = MPI.Alloc_mem(8 * size)  # what mpi4py's own tensors wrap
+memory[:] = bytes([rank]) * (8 * size)
+same_as_mpi("MPI memory", lambda r: memory, lambda: (MPI.Alloc_mem(8 * size),), method="heu2")
+
+# derived datatypes: their extents and type maps are honoured (packed and unpacked by MPI)
+vector = MPI.INT.Create_vector(2, 1, 2).Commit()  # two ints, one skipped between: extent 12 bytes
+resized = MPI.INT.Create_resized(0, 8).Commit()   # one int every 8 bytes
+data = np.arange(4 * size, dtype="i") + 1000 * rank
+planned = same_as_mpi("a vector type", lambda r: [data, ([1] * size, list(range(size))), vector],
+                      lambda: ([np.full(4 * size, -1, "i"), ([2] * size, [2 * i for i in range(size)]), MPI.INT],),
+                      method="heu2")
+check(planned.method == "heu2", f"a vector type was not planned: {planned.method}")
+same_as_mpi("a resized type both ways", lambda r: [data, ([2] * size, [2 * i for i in range(size)]), resized],
+            lambda: ([np.full(4 * size, -1, "i"), ([2] * size, [2 * i for i in range(size)]), resized],),
+            method="heu2")
+vector.Free()
+resized.Free()
+
+# MPI.IN_PLACE: what is sent is read from the receive buffer before anything lands in it
+for method in ("heu2", "auto", "mpi"):
+    inplace = np.arange(3 * size, dtype="d") + 10 * rank
+    expect = inplace.copy()
+    comm.Alltoallv(MPI.IN_PLACE, expect)
+    alltoallv(comm, MPI.IN_PLACE, inplace, network=ring, method=method)
+    check(np.array_equal(inplace, expect), f"IN_PLACE ({method}): received bytes differ from Alltoallv's")
+
+# empty messages: None and MPI.BOTTOM with zero counts
+for empty in ([None, 0, MPI.INT], [MPI.BOTTOM, (0, None), MPI.INT]):
+    check(alltoallv(comm, empty, empty, network=ring).method == "local", f"{empty}: not a local no-op")
+
+# 5. the non-blocking and persistent forms against MPI's, on random counts with zeros
+for seed in (51, 52):
+    sc, sd, rc, rd = pattern(seed, scale=300)
+    send, recv = buffers(np.float32, sc, sd, rc, rd, seed)
+    want = np.zeros_like(recv)
+    comm.Ialltoallv([send, (sc, sd)], [want, (rc, rd)]).Wait()
+    got = np.zeros_like(recv)
+    request = ialltoallv(comm, [send, (sc, sd)], [got, (rc, rd)], network=ring, method="heu2")
+    MPI.Request.Waitall([request])
+    check(np.array_equal(got, want), f"ialltoallv {seed}: received bytes differ from Ialltoallv's")
+    mine, theirs = np.zeros_like(recv), np.zeros_like(recv)
+    reference_request = comm.Alltoallv_init([send, (sc, sd)], [theirs, (rc, rd)])
+    with alltoallv_init(comm, [send, (sc, sd)], [mine, (rc, rd)], network=ring, method="heu2") as persistent:
+        for step in range(3):
+            send[:] = send * 2 + step  # every start moves the buffers' current contents
+            reference_request.Start()
+            reference_request.Wait()
+            persistent.Start()
+            persistent.Wait()
+            check(np.array_equal(mine, theirs), f"alltoallv_init {seed} start {step}: bytes differ from "
+                                                f"Alltoallv_init's")
+    reference_request.Free()
+
+# 6. an intercommunicator: handed to comm.Alltoallv, the same bytes
+if size >= 2:
+    color = rank % 2
+    local = comm.Split(color, rank)
+    inter = local.Create_intercomm(0, comm, 1 - color, tag=7)
+    remote = inter.Get_remote_size()
+    out, want = np.zeros(remote, "i"), np.zeros(remote, "i")
+    inter.Alltoallv(np.full(remote, rank, "i"), want)
+    result = alltoallv(inter, np.full(remote, rank, "i"), out, network=ring)
+    check(np.array_equal(out, want) and result.method == "mpi", "intercommunicator: bytes differ or not MPI")
+    inter.Free()
+    local.Free()
 
 
-# 5. mistakes fail on every rank together, with one message
-def same_error_everywhere(what: str, call, expected: str) -> None:
-    message = None
+# 7. mistakes fail on every rank together, with one message and one type (mpi4py's, an OptiqError too)
+def same_error_everywhere(what: str, call, expected: str, kind: type = ValueError) -> None:
+    message, raised = None, None
     try:
         call()
     except OptiqError as exc:
-        message = str(exc)
-    messages = comm.allgather(message)
-    check(all(m is not None for m in messages), f"{what}: some rank did not fail: {messages}")
+        message, raised = str(exc), type(exc)
+    messages = comm.allgather((message, getattr(raised, "__name__", None)))
+    check(all(m is not None for m, _ in messages), f"{what}: some rank did not fail: {messages}")
     check(len(set(messages)) == 1, f"{what}: the ranks said different things: {messages}")
     check(message is not None and expected in message, f"{what}: {message!r} does not say {expected!r}")
+    check(raised is not None and issubclass(raised, kind), f"{what}: raised {raised}, not a {kind.__name__}")
 
 
 sc, sd, rc, rd = pattern(41)
 send, recv = buffers(np.uint8, sc, sd, rc, rd, 41)
 bad = rc.copy()
+peer = int(np.flatnonzero(rc > 0)[0]) if (rc > 0).any() else 0
 if rank == size - 1:
-    bad[0] += 1
-said = comm.bcast(f"rank {size - 1} expects {int(bad[0])} bytes from rank 0, which sends it {int(rc[0])}",
+    bad[peer] = max(rc[peer] - 1, 0) if rc[peer] else 1  # one byte less: no receive regions overlap
+said = comm.bcast(f"rank {size - 1} expects {int(bad[peer])} bytes from rank {peer}, which sends it {int(rc[peer])}",
                   root=size - 1)
-same_error_everywhere("mismatched counts", lambda: alltoallv(comm, send, sc, sd, recv, bad, rd, network=ring), said)
+same_error_everywhere("mismatched counts", lambda: a2a(send, sc, sd, recv, bad, rd, network=ring), said)
 tiny = recv[:1] if rank == 1 else recv
-same_error_everywhere("receive buffer too small", lambda: alltoallv(comm, send, sc, sd, tiny, rc, rd, network=ring),
+same_error_everywhere("receive buffer too small", lambda: a2a(send, sc, sd, tiny, rc, rd, network=ring),
                       "rank 1: the receive buffer holds")
 if size > 2:
     same_error_everywhere("communicator larger than the network",
-                          lambda: alltoallv(comm, send, sc, sd, recv, rc, rd, network="torus:2", method="heu2"),
+                          lambda: a2a(send, sc, sd, recv, rc, rd, network="torus:2", method="heu2"),
                           f"the communicator has {size} ranks, more than the 2 endpoints")
 same_error_everywhere("host not in the map",
-                      lambda: alltoallv(comm, send, sc, sd, recv, rc, rd, network=ring, hosts={"nowhere": "H0"}),
+                      lambda: a2a(send, sc, sd, recv, rc, rd, network=ring, hosts={"nowhere": "H0"}),
                       "which the hosts= map does not name")
-same_error_everywhere("different options", lambda: alltoallv(comm, send, sc, sd, recv, rc, rd, network=ring,
-                                                             method="opt" if rank == 0 else "heu2"),
+same_error_everywhere("different options", lambda: a2a(send, sc, sd, recv, rc, rd, network=ring,
+                                                       method="opt" if rank == 0 else "heu2"),
                       "different options")
+# one rank's argument makes MPI itself raise (a null datatype), or numpy (an object array): every rank raises
+same_error_everywhere("a null datatype on rank 0", lambda: alltoallv(
+    comm, [send, (sc, sd), MPI.DATATYPE_NULL if rank == 0 else MPI.BYTE], [recv, (rc, rd), MPI.BYTE], network=ring),
+    "rank 0: message: datatype is null")
+same_error_everywhere("an object array on the last rank", lambda: alltoallv(
+    comm, np.zeros(size, dtype=object) if rank == size - 1 else np.zeros(size, "i"), np.zeros(size, "i"),
+    network=ring), f"rank {size - 1}: cannot map 'O' to MPI datatype", KeyError)
+same_error_everywhere("a read-only receive buffer", lambda: alltoallv(comm, b"x" * size, bytes(size), network=ring),
+                      "Object is not writable", BufferError)
+same_error_everywhere("the old seven-argument form", lambda: alltoallv(comm, send, sc, sd, recv, rc, rd, network=ring),
+                      "alltoallv takes (comm, sendbuf, recvbuf)", TypeError)
+same_error_everywhere("an ArgumentError is a ValueError", lambda: a2a(send, sc, sd, recv, bad, rd, network=ring),
+                      said, ArgumentError)
 
-# 5. a communicator's cache goes with it: freeing it releases the duplicate and the executors
+# 8. a communicator's cache goes with it: freeing it releases the duplicate and the executors
 own = comm.Dup()
-alltoallv(own, send, sc, sd, recv, rc, rd, network=ring, method="heu2")
+alltoallv(own, [send, (sc, sd)], [recv, (rc, rd)], network=ring, method="heu2")
 kept = _context(own)
 check(kept.entries and kept.comm != MPI.COMM_NULL, "the call left no cache on its communicator")
 own.Free()

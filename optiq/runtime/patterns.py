@@ -1,0 +1,259 @@
+"""One pattern of ``optiq.alltoallv``: how its bytes move (planned, or by MPI), and moving them.
+
+:func:`prepare` (collective) gathers every rank's byte counts, checks them against the
+receivers', places the ranks on the network, plans the bytes between hosts and compiles this
+rank's part of the rank-level plan (:mod:`optiq.runtime.ranklevel`), or decides that
+``comm.Alltoallv`` moves them (``method="auto"``'s rules, module docstring of
+:mod:`optiq.runtime.planned_alltoallv`). :func:`move` moves one call's bytes as the pattern
+says: MPI gets the caller's own arguments; the plan reads every part through its
+:class:`~optiq.runtime.messages.Message` (in place, or packed by the datatype) and writes
+every received part the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArgumentError, OptiqError, TransferError
+from ..mpi.launch import together
+from ..mpi.waiting import allreduce_asleep, start_together
+from ..plan import Plan
+from ..topology import Topology, from_spec
+from .executor import Executor
+from .messages import Message
+from .ranklevel import RankNetwork, host_demands_of, rank_plan
+
+__all__ = ["Pattern", "prepare", "move", "trial", "MIN_GAIN", "AUTO_METHOD", "MAX_MODEL_EVENTS"]
+
+#: ``method="auto"`` uses a plan only if it predicts at least this fraction less time than
+#: the default routes.
+MIN_GAIN = 0.05
+#: The planner ``method="auto"`` tries.
+AUTO_METHOD = "heu2"
+#: ``method="auto"`` skips the chunk-model comparison for plans of more chunk events than
+#: this (large messages, where forwarding costs little against the transfer).
+MAX_MODEL_EVENTS = 500_000
+
+
+@dataclass
+class Pattern:
+    """A pattern: how its bytes move on this rank (``comm.Alltoallv``, a local copy, or a plan)."""
+
+    method: str
+    reason: str
+    executor: Executor | None = None
+    send_jobs: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # job, peer rank
+    recv_jobs: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    predicted_s: float | None = None
+    default_s: float | None = None
+    trial: bool = False  # auto, unpaced: measure it against comm.Alltoallv on the first call
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.close()
+
+
+
+
+def move(comm: Any, pattern: Pattern, send: Message | None, recv: Message, sendbuf: Any, recvbuf: Any,
+         timeout: float) -> None:
+    """One transfer of the call's bytes as ``pattern`` says: ``comm.Alltoallv`` with the caller's own
+    arguments, or the plan (``send`` None: ``MPI.IN_PLACE``, the parts are read from ``recv``
+    before any is overwritten)."""
+    if pattern.method == "mpi":
+        comm.Alltoallv(sendbuf, recvbuf)
+        return
+    rank = comm.Get_rank()
+    source = recv if send is None else send
+    read = source.read if send is not None else source.copy  # in place: keep what is sent
+    if send is not None:  # in place, a rank's own part is where it belongs already
+        recv.write(rank, source.read(rank))
+    if pattern.executor is None:
+        return
+    jobs, peers = pattern.send_jobs
+    sends = {int(j): read(int(p)) for j, p in zip(jobs, peers)}
+    jobs, peers = pattern.recv_jobs
+    recvs, finish = {}, []
+    for j, p in zip(jobs.tolist(), peers.tolist()):
+        recvs[j], step = recv.target(p)
+        if step is not None:
+            finish.append(step)
+    try:
+        pattern.executor.run(sends, recvs, timeout=timeout)
+    except TransferError as exc:
+        raise TransferError(f"rank {rank}: {exc}") from None
+    for step in finish:
+        step()
+
+
+def trial(comm: Any, pattern: Pattern, send: Message | None, recv: Message, sendbuf: Any, recvbuf: Any,
+          timeout: float) -> Pattern:
+    """The measured crossover: move the bytes by ``comm.Alltoallv`` and by the plan, each from
+    an agreed start to the last rank's end, and keep the faster for the pattern."""
+    from mpi4py import MPI
+
+    mpi = Pattern("mpi", "")
+    seconds = []
+    for way in (mpi, pattern):
+        start = start_together(comm)
+        move(comm, way, send, recv, sendbuf, recvbuf, timeout)
+        seconds.append(allreduce_asleep(comm, time.perf_counter() - start, MPI.MAX))
+    t_mpi, t_plan = seconds
+    measured = f"measured on the first call: the plan {t_plan:.4g} s, comm.Alltoallv {t_mpi:.4g} s"
+    if t_plan >= t_mpi:
+        pattern.close()
+        return Pattern("mpi", f"{pattern.reason}, but {measured}", predicted_s=pattern.predicted_s,
+                       default_s=pattern.default_s)
+    pattern.reason, pattern.trial = f"{pattern.reason}; {measured}", False
+    return pattern
+
+
+def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config: str, *, network: Any, method: str,
+            hosts: Any, link_bw: float | None, chunk_model: Any, options: dict[str, Any]) -> Pattern:
+    """Plan a new pattern (collective): every rank returns its part of the same plan."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    matrix = np.empty((size, size), dtype=np.int64)
+    comm.Allgather(np.ascontiguousarray(send_counts, dtype=np.int64), matrix)
+    configs = comm.allgather(config)
+    if len(set(configs)) > 1:
+        other = next(r for r, value in enumerate(configs) if value != configs[0])
+        raise ArgumentError(f"the ranks passed different options to alltoallv: rank 0 {configs[0]}, rank {other} "
+                            f"{configs[other]}")
+
+    def check_counts() -> None:
+        wrong = np.flatnonzero(matrix[:, rank] != recv_counts)
+        if wrong.size:
+            s = int(wrong[0])
+            raise ArgumentError(f"rank {rank} expects {int(recv_counts[s])} bytes from rank {s}, which sends it "
+                                f"{int(matrix[s, rank])}")
+
+    together(comm, check_counts)
+    if not (matrix - np.diag(np.diag(matrix))).any():
+        return Pattern("local", "no rank sends to another")
+    if method == "mpi" or network is None:
+        return Pattern("mpi", "method='mpi'" if method == "mpi" else "no network= to plan on")
+    topology, host_of = together(comm, lambda: _placement(comm, network, hosts, size, link_bw))
+    net = RankNetwork(topology, host_of)
+    demands = host_demands_of(matrix, host_of)
+    if demands is None:
+        if method == "auto":
+            return Pattern("mpi", "every byte stays within hosts")
+        return _compiled(comm, net, matrix, None, method, link_bw, "every byte stays within hosts")
+    from ..planner import make_plan
+
+    planner = AUTO_METHOD if method == "auto" else method
+    # a path may stop only at a host that runs a rank: only ranks forward
+    plan = make_plan(topology, demands, planner, comm=comm, forwarders=np.unique(net.host_of), **options)
+    predicted_s, default_s = _times(net, matrix, plan, topology, demands, link_bw)
+    if method != "auto":
+        return _compiled(comm, net, matrix, plan, planner, link_bw, f"method={method!r}", predicted_s, default_s)
+    if predicted_s > default_s * (1 - MIN_GAIN):
+        return Pattern("mpi", f"the {planner} plan predicts {predicted_s * 1e3:.4g} ms against the default "
+                             f"routes' {default_s * 1e3:.4g} ms: less than {MIN_GAIN:.0%} gain",
+                      predicted_s=predicted_s, default_s=default_s)
+    slower = _forwarding_costs_more(net, matrix, plan, topology, demands, chunk_model, link_bw)
+    if slower is not None:
+        return Pattern("mpi", slower, predicted_s=predicted_s, default_s=default_s)
+    entry = _compiled(comm, net, matrix, plan, planner, link_bw,
+                      f"the {planner} plan predicts {default_s / predicted_s:.2f}x the default routes' throughput",
+                      predicted_s, default_s)
+    entry.trial = link_bw is None  # emulated links: comm.Alltoallv is no measure of the emulated network
+    return entry
+
+
+def _times(net: RankNetwork, matrix: np.ndarray, plan: Plan, topology: Topology, demands: Any,
+           link_bw: float | None) -> tuple[float, float]:
+    """Predicted times of the plan and of the default routes (at ``link_bw`` on emulated links)."""
+    if link_bw is None:
+        return plan.predicted_time_s, float(plan.info.get("default_time_s", plan.predicted_time_s))
+    from ..planner import make_plan
+    from .runner import predicted_time
+
+    default = make_plan(topology, demands, "default")
+    return (predicted_time(rank_plan(net, matrix, plan), link_bw)[0],
+            predicted_time(rank_plan(net, matrix, default), link_bw)[0])
+
+
+def _compiled(comm: Any, net: RankNetwork, matrix: np.ndarray, host_plan: Plan | None, method: str,
+              link_bw: float | None, reason: str, predicted_s: float | None = None,
+              default_s: float | None = None) -> Pattern:
+    plan = rank_plan(net, matrix, host_plan)
+    executor = Executor(comm, plan, link_bw=link_bw, routes_as_planned=True)  # the host plan was checked
+    rank_of = net.rank_of_endpoint
+    jobs = np.array(sorted(executor.schedule.send_jobs), dtype=np.int64)
+    sends = (jobs, rank_of[plan.demands.dst[jobs]])
+    jobs = np.array(sorted(executor.schedule.recv_jobs), dtype=np.int64)
+    recvs = (jobs, rank_of[plan.demands.src[jobs]])
+    return Pattern(method, reason, executor, sends, recvs, predicted_s=predicted_s, default_s=default_s)
+
+
+def _placement(comm: Any, network: Any, hosts: Any, size: int, link_bw: float | None) -> tuple[Topology, np.ndarray]:
+    """The network and the endpoint of every rank (every rank computes the same)."""
+    topology = network if isinstance(network, Topology) else from_spec(network)
+    E = topology.num_endpoints
+
+    def endpoint(value: Any, who: str) -> int:
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            return topology.check_endpoint(int(value), what=who)
+        return int(topology.endpoints_named([str(value)])[0])
+
+    if hosts is None:
+        if size > E:
+            raise ArgumentError(f"the communicator has {size} ranks, more than the {E} endpoints of {topology.name}: "
+                             f"give hosts= to put several ranks on a host")
+        host_of = np.arange(size)
+    elif isinstance(hosts, str) and hosts == "processor" or isinstance(hosts, Mapping):
+        names = comm.allgather(_processor_name())
+        host_of = np.empty(size, dtype=np.int64)
+        for r, name in enumerate(names):
+            if isinstance(hosts, Mapping):
+                if name not in hosts:
+                    raise ArgumentError(f"rank {r} runs on {name!r}, which the hosts= map does not name")
+                host_of[r] = endpoint(hosts[name], f"the host of rank {r}")
+            else:
+                try:
+                    host_of[r] = endpoint(name, f"the host of rank {r}")
+                except OptiqError:
+                    raise ArgumentError(f"rank {r} runs on {name!r}, which {topology.name} has no host of") from None
+    elif callable(hosts):
+        host_of = np.array([endpoint(hosts(r), f"the host of rank {r}") for r in range(size)], dtype=np.int64)
+    elif isinstance(hosts, Sequence) and not isinstance(hosts, str):
+        if len(hosts) != size:
+            raise ArgumentError(f"hosts= names {len(hosts)} hosts for {size} ranks")
+        host_of = np.array([endpoint(h, f"the host of rank {r}") for r, h in enumerate(hosts)], dtype=np.int64)
+    else:
+        raise ArgumentError(f"hosts= must be a list, a function of the rank, 'processor' or a mapping, not {hosts!r}")
+    if link_bw is not None and np.unique(host_of).size < size:
+        raise ArgumentError("link_bw= emulates one rank per host; several ranks share a host here")
+    return topology, host_of
+
+
+def _processor_name() -> str:
+    from mpi4py import MPI
+
+    return MPI.Get_processor_name()
+
+
+def _forwarding_costs_more(net: RankNetwork, matrix: np.ndarray, plan: Plan, topology: Topology, demands: Any,
+                           chunk_model: Any, link_bw: float | None) -> str | None:
+    """Why MPI on the default routes is predicted faster than forwarding the plan's chunks, or None."""
+    from ..planner import make_plan
+    from ..sim import ChunkModel, simulate_chunks, simulate_direct
+    from ..sim.chunk import chunk_events
+
+    model = chunk_model or ChunkModel(link_rate_Bps=link_bw)
+    planned = rank_plan(net, matrix, plan)
+    if chunk_events(planned, planned.chunk_size) > MAX_MODEL_EVENTS:
+        return None
+    default = rank_plan(net, matrix, make_plan(topology, demands, "default"))
+    executor_s = simulate_chunks(planned, model).completion_time_s
+    direct_s = simulate_direct(default, model)
+    if executor_s >= direct_s:
+        return (f"the chunk model predicts {executor_s * 1e3:.4g} ms to forward the {plan.method} plan's chunks, "
+                f"against {direct_s * 1e3:.4g} ms for MPI on the default routes")
+    return None
