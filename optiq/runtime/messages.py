@@ -28,6 +28,7 @@ import operator
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -87,15 +88,21 @@ class Message:
     true_lb: int
     true_extent: int
 
-    @property
+    @cached_property
     def contiguous(self) -> bool:
         """Whether an element's bytes lie back to back, one element after the other."""
         return self.size == self.extent and self.lb == 0 and self.true_lb == 0 and self.true_extent == self.size
 
-    @property
+    @cached_property
     def byte_counts(self) -> np.ndarray:
         """Bytes of every rank's part (its elements' data)."""
         return self.counts * self.size
+
+    @cached_property
+    def _parts(self) -> list[tuple[int, int]]:
+        """Every rank's part as (first byte, bytes) of the buffer: where a contiguous type's
+        part lies, and how much any type's part packs into."""
+        return list(zip((self.displs * self.extent).tolist(), self.byte_counts.tolist()))
 
     def readable(self) -> bool:
         """Whether this module can read and write every part itself (host memory, or no data)."""
@@ -138,18 +145,14 @@ class Message:
             a, b = live[overlap[0]], live[overlap[0] + 1]
             raise ArgumentError(f"the {what} regions of ranks {a} and {b} overlap")
 
-    def _span(self, i: int) -> slice:
-        start = int(self.displs[i]) * self.extent
-        return slice(start, start + int(self.byte_counts[i]))
-
     def read(self, i: int) -> np.ndarray:
         """Rank ``i``'s part as bytes: a view of the buffer (contiguous types) or packed."""
-        n = int(self.byte_counts[i])
+        start, n = self._parts[i]
         if n == 0:
             return np.zeros(0, np.uint8)
         assert self.data is not None
         if self.contiguous:
-            return self.data[self._span(i)]
+            return self.data[start:start + n]
         out = np.empty(n, np.uint8)
         self._pack(i, out)
         return out
@@ -162,12 +165,12 @@ class Message:
     def target(self, i: int) -> tuple[np.ndarray, Callable[[], None] | None]:
         """Where rank ``i``'s part is received: a view of the buffer, or a staging array and the
         step that unpacks it into the buffer once it is full."""
-        n = int(self.byte_counts[i])
+        start, n = self._parts[i]
         if n == 0:
             return np.zeros(0, np.uint8), None
         assert self.data is not None
         if self.contiguous:
-            return self.data[self._span(i)], None
+            return self.data[start:start + n], None
         staging = np.empty(n, np.uint8)
         return staging, lambda: self._unpack(i, staging)
 
