@@ -213,7 +213,7 @@ def test_the_lean_step_keeps_the_time_and_meets_the_least_hop_bytes_of_an_indepe
     (dict(max_iterations=0), "max_iterations must be an integer >= 1"), (dict(seed=1.5), "seed"),
     (dict(time_limit=0), "time_limit must be a finite number of seconds > 0"), (dict(time_limit=float("nan")), "time_limit"),
     (dict(smoothing=0), "smoothing"), (dict(tolerance=2.0), "tolerance"), (dict(idle_share=1.0), "idle_share"),
-    (dict(vertex_within_s=-1), "vertex_within_s"), (dict(vertex_within_s=float("nan")), "vertex_within_s"),
+    (dict(vertex_paths=-1), "vertex_paths"), (dict(vertex_paths=1.5), "vertex_paths"),
     (dict(solver="simplx"), "unknown solver 'simplx'")])
 def test_column_generation_options_out_of_range_are_named_before_any_work(setting, fragment):
     with pytest.raises(ParameterError, match=fragment):
@@ -221,8 +221,8 @@ def test_column_generation_options_out_of_range_are_named_before_any_work(settin
 
 
 def test_column_generation_options_take_their_boundary_values_and_choose_the_solver_by_gap():
-    for edge in (dict(gap=0.0), dict(idle_share=0.0), dict(hop_slack=0), dict(vertex_within_s=0),
-                 dict(vertex_within_s=float("inf")), dict(time_limit=1e-3), dict(seed=np.int64(3))):
+    for edge in (dict(gap=0.0), dict(idle_share=0.0), dict(hop_slack=0), dict(vertex_paths=0),
+                 dict(vertex_paths=None), dict(time_limit=1e-3), dict(seed=np.int64(3))):
         CGOptions(**edge)  # accepted
     assert CGOptions().lp_solver == "hipdlp" and CGOptions(gap=1e-4).lp_solver == "ipm-nox"
     assert CGOptions(gap=0.0).lp_tolerance == 1e-8 and CGOptions(solver="ipm", tolerance=1e-7).lp_tolerance == 1e-7

@@ -118,11 +118,12 @@ class CGOptions:
         Price the last solution's utilisation while the next LP solves (HiGHS runs in a
         thread and releases the GIL), so on two cores an iteration costs the dual pricing
         plus the longer of the two; the utilisation columns then join one LP later.
-    vertex_within_s : float
+    vertex_paths : int or None
         At the end, solve the LP over the paths that carry data once more with interior
-        point and crossover when the restricted LPs took at most this many seconds on
-        average and the time limit leaves room: a vertex is exact, where the first-order
-        LPs are only within their tolerance, and uses far fewer paths. ``0`` never.
+        point and crossover when the restricted LP holds at most this many paths (``None``:
+        always; ``0``: never) and a time limit, if given, leaves room: a vertex is exact,
+        where the first-order LPs are only within their tolerance, and uses far fewer paths.
+        A count, not seconds, so the same inputs give the same plan on any machine.
 
     Raises
     ------
@@ -130,7 +131,7 @@ class CGOptions:
         For a setting out of its range, naming it: ``gap`` outside [0, 1), ``hop_slack`` or
         ``seed`` below 0, ``max_iterations`` below 1, a ``time_limit``, ``smoothing`` or
         ``tolerance`` that is not a positive finite number, ``idle_share`` outside [0, 1),
-        ``vertex_within_s`` below 0, an unknown ``solver``.
+        ``vertex_paths`` below 0, an unknown ``solver``.
     """
 
     gap: float = DEFAULT_GAP
@@ -144,7 +145,7 @@ class CGOptions:
     idle_share: float = IDLE_SHARE
     seed: int = 0
     overlap: bool = True
-    vertex_within_s: float = float("inf")
+    vertex_paths: int | None = None
 
     def __post_init__(self) -> None:
         where = "column generation"
@@ -155,8 +156,7 @@ class CGOptions:
         check_range("smoothing", self.smoothing, 0.0, where=where, low_open=True)
         check_range("tolerance", self.tolerance, 0.0, 1.0, where=where, low_open=True, optional=True)
         check_range("idle_share", self.idle_share, 0.0, 1.0, where=where)
-        # inf (the default): polish whatever the restricted LPs took
-        check_range("vertex_within_s", self.vertex_within_s, 0.0, where=where, high_open=False)
+        check_count("vertex_paths", self.vertex_paths, 0, where=where, optional=True)
         if self.solver is not None and self.solver not in LP_SOLVERS:
             raise ParameterError(f"column generation: unknown solver {self.solver!r}; choose from "
                                  f"{', '.join(LP_SOLVERS)}")
@@ -438,18 +438,18 @@ class _Run:
 
     def result(self) -> CGResult:
         """The best plan found (the default routes if no LP was solved), polished to a vertex
-        when there is time (:attr:`CGOptions.vertex_within_s`)."""
+        where :attr:`CGOptions.vertex_paths` says."""
         best = self.best
-        vertex = self.options.vertex_within_s
+        limit = self.options.vertex_paths
+        vertex = limit is None or 0 < limit and self.lp.num_paths <= limit
         if best is None:  # the time limit ended before the first LP: the default routes are the plan
             self.say("time limit reached before the first restricted LP was solved: keeping the default routes")
             paths = system_routes(self.topology, self.demands)
             share = np.ones(paths.num_paths)
             best = _Incumbent(_busiest(self.topology, paths, self.size, share), paths, share)
-            vertex = 0.0
+            vertex = False
         mean_lp_s = self.lp_s / max(len(self.history), 1)
-        if 0 < vertex and mean_lp_s <= vertex and (self.deadline == float("inf")
-                                                   or self.deadline - time.perf_counter() > 2 * mean_lp_s):
+        if vertex and (self.deadline == float("inf") or self.deadline - time.perf_counter() > 2 * mean_lp_s):
             best = self._vertex(best)
         return CGResult(paths=best.paths, share=best.share, time_s=best.time_s, lower_bound_s=self.bound,
                         gap=best.gap(self.bound), status=self.status, history=tuple(self.history),

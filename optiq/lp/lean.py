@@ -259,8 +259,9 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
                 break
         bound = max(bound, float(size @ free_cost - price.sum()))
         current = max(0.0, 1.0 - bound / best_hop_bytes)
-        say(f"lean step {it}: {best_hop_bytes:.6g} hop-bytes (given {before:.6g}), bound {bound:.6g}, gap "
-            f"{current:.2%}; +{improving.size:,} paths, {time.perf_counter() - start:.1f} s")
+        say(f"lean step {it}: {best_hop_bytes:.6g} hop-bytes (given {before:.6g}), at most {current:.2%} over "
+            f"the fewest any plan of this time can have ({bound:.6g}); +{improving.size:,} paths, "
+            f"{time.perf_counter() - start:.1f} s")
         if current <= gap:
             status = "gap reached"
             break

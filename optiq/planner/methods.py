@@ -58,10 +58,13 @@ CANDIDATE_KINDS = ("auto", "chains", "diverse", "spread", "torus", "valiant")
 #: pricing adds), for the memory estimate before planning; ``whole_machine.py`` prints it.
 OPT_PATHS_PER_JOB = 8
 #: With the lean step (which ends at a vertex itself), column generation's vertex polish is
-#: kept only where its restricted LPs took at most this many seconds: it makes the time exact.
-VERTEX_BEFORE_LEAN_S = 1.0
-#: The lean step of ``opt`` is given as long as column generation took, and at least this.
-LEAN_MIN_S = 4.0
+#: kept only where its restricted LP holds at most this many paths: it makes the time exact
+#: where that is cheap.
+VERTEX_BEFORE_LEAN_PATHS = 10_000
+#: The lean step of ``opt`` may take as many iterations as column generation took, and at
+#: least this many: a budget of work, not of seconds, so the same inputs give the same plan
+#: on a quiet or a busy machine (a time limit, when given, stops it too, and the plan says so).
+LEAN_MIN_ITERATIONS = 15
 
 
 def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str = "auto", *,
@@ -190,8 +193,8 @@ class ColumnGeneration(Planner):
     """``opt``: column generation on the max-throughput LP until the plan is within ``gap`` of a
     proven lower bound, with paths at most ``hop_slack`` hops over the shortest, or until
     ``time_limit`` seconds (the best plan so far); then, with ``lean``, the plan of fewest
-    hop-bytes at that time (:func:`optiq.lp.lean.lean_plan`), given as long as the column
-    generation took (at least :data:`LEAN_MIN_S`, within the time limit)."""
+    hop-bytes at that time (:func:`optiq.lp.lean.lean_plan`), given as many iterations as the
+    column generation took (at least :data:`LEAN_MIN_ITERATIONS`, within the time limit)."""
 
     gap: float = DEFAULT_GAP
     hop_slack: int = DEFAULT_HOP_SLACK
@@ -215,7 +218,7 @@ class ColumnGeneration(Planner):
         start = time.perf_counter()
         options = CGOptions(gap=gap, hop_slack=self.hop_slack, time_limit=self.time_limit,
                             known_bound_s=ctx.bound_s if ctx.sizes is None else 0.0, seed=ctx.seed,
-                            vertex_within_s=VERTEX_BEFORE_LEAN_S if self.lean else float("inf"))
+                            vertex_paths=VERTEX_BEFORE_LEAN_PATHS if self.lean else None)
         cg = column_generation(ctx.topology, ctx.demands, options, sizes=ctx.sizes, progress=ctx.progress,
                                workers=ctx.workers, space=ctx.space)
         result = PlannerResult(cg.paths, np.zeros(0, dtype=np.int64), rec)
@@ -240,21 +243,24 @@ class ColumnGeneration(Planner):
         paths, share = cg.paths, cg.share
         if self.lean and cg.iterations > 0:
             paths, share = self._lean(ctx, cg, time.perf_counter() - start, rec)
+        if rec.lean and rec.lean.get("status") == "time limit":
+            rec.warnings.append(f"the time limit ({self.time_limit:g} s) stopped the lean step "
+                                f"{rec.lean.get('gap', 0):.2%} over its least hop-bytes")
         result.paths, result.path_bytes = paths, round_to_bytes(paths, ctx.demands, share)
         return result
 
     def _lean(self, ctx: Context, cg: CGResult, spent: float, rec: PlanRecord) -> tuple[PathSet, np.ndarray]:
         """The lean step within its budget; the plan it gives if no slower, else column generation's."""
-        budget = max(LEAN_MIN_S, spent)
-        if self.time_limit is not None:
-            budget = min(budget, self.time_limit - spent)
-        if budget <= 0:
-            rec.lean = {"status": "no time left within the time limit"}
+        iterations = max(LEAN_MIN_ITERATIONS, cg.iterations)
+        left = None if self.time_limit is None else self.time_limit - spent
+        if left is not None and left <= 0:
+            rec.lean = {"status": "time limit"}
             return cg.paths, cg.share
-        ctx.say(f"lean step: the fewest hop-bytes at {cg.time_s * 1e3:.4f} ms, within {budget:.1f} s")
+        ctx.say(f"lean step: the fewest hop-bytes at {cg.time_s * 1e3:.4f} ms, in at most {iterations} iterations"
+                + ("" if left is None else f" and {left:.1f} s"))
         lean = lean_plan(ctx.topology, ctx.demands, cg.paths, cg.share, cg.time_s, sizes=ctx.sizes,
-                         hop_slack=self.hop_slack, time_limit=budget, workers=ctx.workers, progress=ctx.progress,
-                         space=ctx.space)
+                         hop_slack=self.hop_slack, time_limit=left, max_iterations=iterations, workers=ctx.workers,
+                         progress=ctx.progress, space=ctx.space)
         kept = lean.time_s <= cg.time_s * (1 + 1e-6) and lean.hop_bytes <= lean.hop_bytes_before
         rec.lean = {"status": lean.status if kept else "slower: not used",
                            "hop_bytes_before": lean.hop_bytes_before, "hop_bytes": lean.hop_bytes,
