@@ -101,8 +101,9 @@ def build(k: int, levels: int, *, hosts: int | None = None, parallel: int = 1, s
     order = sorted(range(slots), key=lambda t: (t % k, t // k))[:hosts]
     filled = sorted(order)
     host_nodes = []
+    width = max(3, len(str(hosts)))  # node001..node064, as a cluster's host names are padded
     for i, t in enumerate(filled):
-        name = f"node{i + 1:05d}"
+        name = f"node{i + 1:0{width}d}"
         desc = "MT4123 ConnectX6 Mellanox Technologies" if anonymous else f"{name} HCA-1"
         host_nodes.append(Node("H", CA_GUID + i, desc, 1, slot=t, host=name))
     for leaf in range(per_level):

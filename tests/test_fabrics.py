@@ -413,6 +413,18 @@ def test_host_selection_by_name(tmp_path):
         named_hosts(from_spec("cluster:hosts=4,edges=2,cores=1"), "H0,S0")
 
 
+def test_an_unknown_host_suggests_the_same_number_in_the_fabrics_padding_first(tmp_path):
+    sf = synthetic()
+    sf.write_ibnetdiscover(sf.build(4, 3, seed=2), tmp_path / "f.txt")
+    fabric = from_spec(f"ibnet:{tmp_path / 'f.txt'}")
+    assert fabric.endpoint_names[:2] == ["node001", "node002"]  # padded as a cluster pads them
+    with pytest.raises(TopologyError) as info:
+        named_hosts(fabric, "node[00001-00002]")
+    message = str(info.value)
+    assert message.startswith("host list 'node[00001-00002]': ") and "--hosts" not in message  # the API's words
+    assert "no node or host named 'node00001' (did you mean node001," in message
+
+
 def _cli(capsys, *argv):
     code = main(list(map(str, argv)))
     out, err = capsys.readouterr()
@@ -425,16 +437,16 @@ def test_plan_a_fabric_by_host_list_from_the_command_line(tmp_path, capsys):
     sf.write_ibnetdiscover(model, tmp_path / "f.txt")
     sf.write_lfts(model, tmp_path / "l.txt")
     code, out, err = _cli(capsys, "plan", "-t", f"ibnet:{tmp_path / 'f.txt'}", "--routes", tmp_path / "l.txt",
-                          "--hosts", "node[00001-00032]", "--pattern", "disjoint", "--sources", 4, "--ratio", 4,
+                          "--hosts", "node[001-032]", "--pattern", "disjoint", "--sources", 4, "--ratio", 4,
                           "-m", "heu2", "-o", tmp_path / "p.json")
     assert code == 0, err
     assert "default routes: linear forwarding tables from" in err and "--hosts: 32 of 64 hosts" in err
     plan = load_plan(tmp_path / "p.json")
     names = plan.topology.endpoint_names
-    assert {names[s] for s in plan.demands.src} == {f"node{i:05d}" for i in range(1, 5)}
-    assert {names[s] for s in plan.demands.dst} == {f"node{i:05d}" for i in range(17, 33)}
+    assert {names[s] for s in plan.demands.src} == {f"node{i:03d}" for i in range(1, 5)}
+    assert {names[s] for s in plan.demands.dst} == {f"node{i:03d}" for i in range(17, 33)}
     code, out, err = _cli(capsys, "eval", tmp_path / "p.json", "--links", 2, "--jobs", 2)
-    assert code == 0 and "/default" in out and re.search(r"node\d{5}\s+node\d{5}", out)
+    assert code == 0 and "/default" in out and re.search(r"node\d{3}\s+node\d{3}", out)
     assert "default routes: linear forwarding tables" in out
 
 

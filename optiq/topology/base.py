@@ -11,6 +11,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
 from ..errors import TopologyError
+from ..utils.names import close_names
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -219,9 +220,7 @@ class Topology:
         try:
             return self._name_index[name]
         except (KeyError, TypeError):
-            import difflib
-
-            close = difflib.get_close_matches(str(name), self._name_index, n=3)
+            close = close_names(str(name), self._name_index)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise TopologyError(f"{self.name} has no node or host named {name!r}{hint}") from None
 

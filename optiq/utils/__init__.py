@@ -1,3 +1,3 @@
 """Foundations every layer uses: byte sizes and rates (:mod:`.units`), progress messages
-(:mod:`.progress`), memory guards (:mod:`.resources`) and standard JSON files
-(:mod:`.jsonfile`)."""
+(:mod:`.progress`), memory guards (:mod:`.resources`), standard JSON files
+(:mod:`.jsonfile`) and "did you mean" hints (:mod:`.names`)."""

@@ -61,7 +61,7 @@ def named_hosts(topology: Topology, expression: str) -> np.ndarray:
     try:
         return topology.endpoints_named(names)
     except TopologyError as exc:
-        raise TopologyError(f"--hosts {expression}: {exc}") from None
+        raise TopologyError(f"host list {expression!r}: {exc}") from None
 
 
 def on_hosts(demands: Demands, hosts: np.ndarray) -> Demands:
