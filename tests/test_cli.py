@@ -45,6 +45,39 @@ def test_compare_prints_all_methods(capsys):
     assert all(opt <= r["predicted_time_s"] * (1 + 1e-6) for r in rows)
 
 
+def test_compare_gives_every_row_the_best_bound_proven_for_its_routing(capsys):
+    argv = ["-t", "fattree:k=4", "--pattern", "disjoint", "--sources", "32", "--ratio", "1", "--pairing", "random"]
+    code, out, _ = run(capsys, "compare", *argv, "--methods", "default,lp,heu2,opt,dynamic", "--json", "-q")
+    rows = {r["method"]: r for r in json.loads(out)}
+    from optiq import from_spec
+    from optiq.lp import cut_lower_bound
+    from optiq.planner.compare import compare_methods
+    from optiq.workloads import constant_ratio, random_pairing
+
+    topo = from_spec("fattree:k=4")
+    demands = random_pairing(constant_ratio(64, "disjoint", num_sources=32, ratio=1), seed=0)
+    cut = cut_lower_bound(topo, demands).time_s
+    forwarded = {r["lower_bound_time_s"] for r in rows.values() if r["routing"] == "forwarded"}
+    assert code == 0 and len(forwarded) == 1 and forwarded.pop() > cut * 1.01  # opt's proven bound, in every row
+    assert rows["dynamic"]["lower_bound_time_s"] == pytest.approx(cut)  # a forwarded bound does not bound free plans
+    assert all(r["lower_bound_time_s"] <= r["predicted_time_s"] * (1 + 1e-9) for r in rows.values())
+    lp = compare_methods(topo, demands, ["lp", "opt"])[0].plan
+    assert lp.lower_bound_cut.endswith("(proven by opt)")
+
+
+def test_tables_fit_100_columns_unless_wide_and_a_metrics_object_prints_as_its_table(tmp_path, capsys):
+    argv = ["compare", "-t", "torus:4x4", "--pattern", "disjoint", "--sources", "2", "--ratio", "4", "--methods",
+            "default,heu2,opt", "-q"]
+    narrow, wide = run(capsys, *argv)[1], run(capsys, *argv, "--wide")[1]
+    assert max(map(len, narrow.splitlines())) <= 100 < max(map(len, wide.splitlines()))
+    assert "copies avg" in wide and "copies avg" not in narrow
+    from optiq import from_spec, make_plan, plan_metrics
+    from optiq.workloads import Demands
+
+    text = str(plan_metrics(make_plan(from_spec("torus:4x4"), Demands([0], [5], [2**20]), "default")))
+    assert text.splitlines()[0].split()[:4] == ["method", "routing", "GB/s", "time"] and "lower bound" in text
+
+
 def _disconnected_graphml(tmp_path):
     g = nx.Graph()
     g.add_edge(0, 1, capacity=1.0)

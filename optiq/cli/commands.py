@@ -98,7 +98,7 @@ def evaluate(args: argparse.Namespace) -> int:
             out.update(_named(plan, args.links, args.jobs))
         print(dumps(out))
     else:
-        print(metrics_table([m]))
+        print(metrics_table([m], wide=args.wide))
         print(f"default routes: {plan.topology.default_routing}, {m.default_time_s * 1e3:.3f} ms")
         print(_routing_line(plan, m))
         if m.fair_time_s is not None:
@@ -127,7 +127,7 @@ def compare(args: argparse.Namespace) -> int:
         print(dumps([dict(r.to_dict(), plan_s=float(t)) for r, t in zip(rows, times)]))
     else:
         print(f"{topology.name}, {demands.name}, {demands.total_bytes / 2**20:.0f} MiB in all")
-        print(metrics_table(rows, {"plan s": times}))
+        print(metrics_table(rows, {"plan s": times}, wide=args.wide))
     return 0
 
 
@@ -137,7 +137,7 @@ def demo(args: argparse.Namespace) -> int:
     demands = constant_ratio(topology.num_endpoints, "disjoint")
     print(f"{topology.name}: disjoint 1:8 pattern, {demands.num_jobs} pairs x 8 MiB")
     rows, times = _compare(topology, demands, ["default", "heu1", "heu2", "opt"], dict(k=16), _progress(args))
-    print(metrics_table(rows, {"plan s": times}))
+    print(metrics_table(rows, {"plan s": times}, wide=args.wide))
     print(f"optimised plan vs default routing: {rows[0].predicted_time_s / rows[-1].predicted_time_s:.2f}x "
           "faster (predicted, flow level)")
     return 0

@@ -106,6 +106,11 @@ def add_planning(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
 
 
+def add_wide(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wide", action="store_true",
+                   help="every column of the metrics table (hop-bytes, copies, per-link paths and bytes)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = types.Parser(prog="optiq", description="Plan multipath data movement on supercomputer "
                                      "interconnects (tori, fat-trees, InfiniBand fabrics, dragonflies).")
@@ -126,14 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=types.non_negative_int, default=0, metavar="N",
                    help="also list the N largest jobs by host name")
     p.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    add_wide(p)
     p = sub.add_parser("compare", help="plan one workload with several methods, side by side")
     add_workload(p)
     add_planning(p)
     p.add_argument("--methods", default="default,heu1,heu2,opt",
                    help=f"comma-separated, from {','.join(METHODS)} (default default,heu1,heu2,opt)")
     p.add_argument("--json", action="store_true", help="a JSON list instead of a table")
+    add_wide(p)
     p = sub.add_parser("demo", help="the main job: compare methods on Blue Gene/Q 1024, disjoint, 8 MiB")
     p.add_argument("--topology", "-t", default="bgq:1024", help="default bgq:1024")
+    add_wide(p)
     p = sub.add_parser("simulate", help="simulate a plan file at flow or chunk level")
     p.add_argument("plan")
     p.add_argument("--model", choices=("flow", "chunk", "direct"), default="flow",

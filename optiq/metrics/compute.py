@@ -79,6 +79,12 @@ class Metrics:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def __str__(self) -> str:
+        """The table ``optiq eval`` prints (:func:`optiq.metrics.metrics_table`)."""
+        from .tables import metrics_table
+
+        return metrics_table([self])
+
 
 def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
                  progress: Callable[[str], None] | None = None) -> Metrics:

@@ -16,51 +16,74 @@ if TYPE_CHECKING:
 __all__ = ["metrics_table", "links_table", "jobs_table"]
 
 _MB = 1e6
-_COLUMNS: list[tuple[str, str, Callable[[Metrics], str]]] = [
-    ("method", "method", lambda m: m.method),
-    ("routing", "forwarded: legs of the network's routes; free: routed as planned", lambda m: m.routing),
-    ("BW GB/s", "predicted throughput", lambda m: f"{m.throughput_Bps / 1e9:.2f}"),
-    ("time ms", "predicted completion time", lambda m: f"{m.predicted_time_s * 1e3:.3f}"),
+#: (header, what it shows, cell, shown without ``wide``)
+_COLUMNS: list[tuple[str, str, Callable[[Metrics], str], bool]] = [
+    ("method", "method", lambda m: m.method, True),
+    ("routing", "forwarded: legs of the network's routes; free: routed as planned", lambda m: m.routing, True),
+    ("GB/s", "predicted throughput", lambda m: f"{m.throughput_Bps / 1e9:.2f}", True),
+    ("time ms", "predicted completion time", lambda m: f"{m.predicted_time_s * 1e3:.3f}", True),
     ("real ms", "completion time with every leg on the network's own route",
-     lambda m: f"{m.realized_time_s * 1e3:.3f}"),
+     lambda m: f"{m.realized_time_s * 1e3:.3f}", True),
     ("fair ms", "completion time when links share max-min fairly",
-     lambda m: "-" if m.fair_time_s is None else f"{m.fair_time_s * 1e3:.3f}"),
+     lambda m: "-" if m.fair_time_s is None else f"{m.fair_time_s * 1e3:.3f}", True),
     ("/bound", "time over the lower bound", lambda m: f"{m.predicted_time_s / m.lower_bound_time_s:.3f}"
-     if m.lower_bound_time_s > 0 else "-"),
+     if m.lower_bound_time_s > 0 else "-", True),
     ("/default", "time over the default routes' time", lambda m: f"{m.predicted_time_s / m.default_time_s:.3f}"
-     if m.default_time_s > 0 else "-"),
-    ("paths", "total paths", lambda m: f"{m.total_paths:,}"),
-    ("p/job max", "", lambda m: f"{m.paths_per_job_max}"),
-    ("p/job avg", "", lambda m: f"{m.paths_per_job_avg:.2f}"),
-    ("hopMB max", "hop-bytes per path, MB", lambda m: f"{m.hopbytes_per_path_max / _MB:.2f}"),
-    ("hopMB avg", "", lambda m: f"{m.hopbytes_per_path_avg / _MB:.2f}"),
-    ("copies max", "chunk copies per path", lambda m: f"{m.copies_per_path_max}"),
-    ("copies avg", "", lambda m: f"{m.copies_per_path_avg:.2f}"),
-    ("p/link max", "paths per link", lambda m: f"{m.paths_per_link_max}"),
-    ("p/link avg", "", lambda m: f"{m.paths_per_link_avg:.2f}"),
-    ("MB/link max", "data per link, MB", lambda m: f"{m.bytes_per_link_max / _MB:.2f}"),
-    ("MB/link avg", "", lambda m: f"{m.bytes_per_link_avg / _MB:.2f}"),
+     if m.default_time_s > 0 else "-", True),
+    ("paths", "total paths", lambda m: f"{m.total_paths:,}", True),
+    ("p/job max", "", lambda m: f"{m.paths_per_job_max}", False),
+    ("p/job avg", "", lambda m: f"{m.paths_per_job_avg:.2f}", True),
+    ("hopMB max", "hop-bytes per path, MB", lambda m: f"{m.hopbytes_per_path_max / _MB:.2f}", False),
+    ("hopMB avg", "", lambda m: f"{m.hopbytes_per_path_avg / _MB:.2f}", False),
+    ("copies max", "chunk copies per path", lambda m: f"{m.copies_per_path_max}", False),
+    ("copies avg", "", lambda m: f"{m.copies_per_path_avg:.2f}", False),
+    ("p/link max", "paths per link", lambda m: f"{m.paths_per_link_max}", False),
+    ("p/link avg", "", lambda m: f"{m.paths_per_link_avg:.2f}", False),
+    ("MB/link max", "data per link, MB", lambda m: f"{m.bytes_per_link_max / _MB:.2f}", False),
+    ("MB/link avg", "", lambda m: f"{m.bytes_per_link_avg / _MB:.2f}", False),
 ]
 
 
-def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None) -> str:
+def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None, *, wide: bool = False) -> str:
     """Format metrics side by side, one row per plan (MB = 10**6 bytes, as in the paper).
 
-    ``extra`` adds columns (header -> one cell per row), e.g. planning time.
+    The columns most read (times, the bound, the default routes, paths) fit a terminal of
+    100 characters; ``wide`` adds those of the OPTIQ evaluation table (hop-bytes, copies,
+    paths and bytes per link). ``extra`` adds columns (header -> one cell per row), e.g.
+    planning time. A footer gives the lower bound of the rows (the first row's, or each
+    one's when they differ).
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import Demands
+    >>> from optiq.planner import make_plan
+    >>> from optiq.metrics import plan_metrics
+    >>> m = plan_metrics(make_plan(torus((4, 4), bandwidth=1e9), Demands([0], [5], [2**20]), "default"))
+    >>> print(metrics_table([m]))
+    method   routing    GB/s  time ms  real ms  fair ms  /bound  /default  paths  p/job avg
+    -------  ---------  ----  -------  -------  -------  ------  --------  -----  ---------
+    default  forwarded  1.00    1.049    1.049    1.049   4.000     1.000      1       1.00
+    lower bound on the completion time: 0.262 ms (throughput at most 4.00 GB/s)
     """
-    headers = [h for h, _, _ in _COLUMNS] + list(extra or {})
-    cells = [[str(f(m)) for _, _, f in _COLUMNS] + [col[i] for col in (extra or {}).values()]
+    columns = [c for c in _COLUMNS if wide or c[3]]
+    headers = [h for h, _, _, _ in columns] + list(extra or {})
+    cells = [[str(f(m)) for _, _, f, _ in columns] + [col[i] for col in (extra or {}).values()]
              for i, m in enumerate(rows)]
     widths = [max(len(h), *(len(r[c]) for r in cells)) for c, h in enumerate(headers)]
 
     def line(vals: list[str]) -> str:
-        return "  ".join(v.rjust(w) if c else v.ljust(w) for c, (v, w) in enumerate(zip(vals, widths)))
+        return "  ".join(v.ljust(w) if c < 2 else v.rjust(w) for c, (v, w) in enumerate(zip(vals, widths)))
 
     out = [line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells]
-    lb = rows[0].lower_bound_time_s if rows else 0
-    if lb:
-        out.append(f"lower bound on the completion time: {lb * 1e3:.3f} ms "
-                   f"(throughput at most {rows[0].total_bytes / lb / 1e9:.2f} GB/s)")
+    bounds = sorted({m.lower_bound_time_s for m in rows if m.lower_bound_time_s > 0})
+    if len(bounds) == 1:
+        out.append(f"lower bound on the completion time: {bounds[0] * 1e3:.3f} ms "
+                   f"(throughput at most {rows[0].total_bytes / bounds[0] / 1e9:.2f} GB/s)")
+    elif bounds:
+        out.append("lower bounds on the completion time: " + ", ".join(
+            f"{m.method} {m.lower_bound_time_s * 1e3:.3f} ms" for m in rows if m.lower_bound_time_s > 0)
+            + " (each the best proven for plans of its routing)")
     return "\n".join(out)
 
 

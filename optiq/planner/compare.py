@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..paths import FORWARDED
+from ..paths import FORWARDED, FREE
 from ..paths.space import PathSpace
 from ..plan import DEFAULT_CHUNK_SIZE
 from .make import make_plan
@@ -43,7 +43,9 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
 
     The candidate paths are searched once, as the first method that picks among candidates
     asks (its ``k``, kind and hop limit), and given to every method that uses them and plans
-    with the same ``routing`` (``dynamic`` is always free and makes its own).
+    with the same ``routing`` (``dynamic`` is always free and makes its own). Every plan
+    then carries the best lower bound proven for plans of its routing, whichever method
+    proved it.
 
     Parameters
     ----------
@@ -97,4 +99,21 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
         plan = make_plan(topology, demands, planner, progress=progress, candidates=shared, chunk_size=chunk_size,
                          seed=seed, routing=routing, max_intermediates=max_intermediates)
         runs.append(MethodRun(method, plan, time.perf_counter() - start))
+    _share_bounds([run.plan for run in runs])
     return runs
+
+
+def _share_bounds(plans: list[Plan]) -> None:
+    """Give every plan the best lower bound proven for plans like it.
+
+    A bound proven by column generation bounds every plan of its path space: a free plan's
+    bounds every plan, a forwarded plan's every forwarded plan of the same space (one
+    comparison plans every forwarded method in one). Each row then compares against the
+    same bound, and equal times read equal.
+    """
+    for plan in plans:
+        holds = [other for other in plans if other.routing == FREE or other.routing == plan.routing]
+        best = max(holds, key=lambda other: other.lower_bound_time_s)
+        if plan.lower_bound_time_s < best.lower_bound_time_s <= plan.predicted_time_s * (1 + 1e-9):
+            plan.lower_bound_time_s = best.lower_bound_time_s
+            plan.lower_bound_cut = f"{best.lower_bound_cut} (proven by {best.method})"
