@@ -78,6 +78,12 @@ def test_tables_fit_100_columns_unless_wide_and_a_metrics_object_prints_as_its_t
     assert text.splitlines()[0].split()[:4] == ["method", "routing", "GB/s", "time"] and "lower bound" in text
 
 
+def _synthetic_fabric():
+    from conftest import synthetic
+
+    return synthetic()
+
+
 def _disconnected_graphml(tmp_path):
     g = nx.Graph()
     g.add_edge(0, 1, capacity=1.0)
@@ -121,6 +127,45 @@ def test_user_mistakes_give_one_line_errors(tmp_path, capsys, argv, fragment):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("optiq: error:") and fragment in lines[0]
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("spec,fragment", [
+    ("torus:4x4,bw=1.8", "bandwidth '1.8' needs a unit in bytes or bits: 1.8GB/s or 1.8Gb/s"),
+    ("torus:4x4,bw=2G", "needs a unit in bytes or bits"),
+    ("bqg:512", "unknown topology kind 'bqg' in 'bqg:512' (did you mean bgq?)"),
+    ("fatree:k=4", "(did you mean fattree?)"),
+    ("bgq:1000", "no Blue Gene/Q preset with 1000 nodes (known: 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, "
+                 "49152)"),
+])
+def test_topology_mistakes_say_what_was_meant(capsys, spec, fragment):
+    code, _, err = run(capsys, "plan", "-t", spec, "--pattern", "disjoint", "-o", "x.json", "-q")
+    assert code == 1 and err.count("\n") == 1 and fragment in err
+    if spec.startswith("bgq"):  # the presets the error lists are the ones --help lists
+        code, out, _ = run(capsys, "plan", "--help")
+        assert code == 0 and "bgq:NODES (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 49152)" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("model,option", [("chunk", "--pace-paths"), ("direct", "--sharing=proportional"),
+                                          ("chunk", "--batch=0"), ("flow", "--header=10"), ("flow", "--chunk-size=1MiB"),
+                                          ("direct", "--forward-cost=1e-6")])
+def test_simulate_options_of_another_model_are_refused(tmp_path, capsys, model, option):
+    plan = tmp_path / "p.json"
+    assert main(["plan", "-t", "torus:4x4", "--pattern", "disjoint", "-m", "default", "-o", str(plan), "-q"]) == 0
+    capsys.readouterr()
+    code, out, err = run(capsys, "simulate", str(plan), "--model", model, option)
+    assert code == 2 and out == "" and f"{option.split('=')[0]} applies to --model" in err and f"not {model}" in err
+
+
+def test_a_plan_whose_network_changed_since_is_refused_by_name(tmp_path, capsys):
+    sf = _synthetic_fabric()
+    fabric, plan = tmp_path / "fabric.txt", tmp_path / "p.json"
+    sf.write_ibnetdiscover(sf.build(4, 2, seed=1), fabric)
+    assert main(["plan", "-t", f"ibnet:{fabric}", "--pattern", "disjoint", "-m", "heu2", "-o", str(plan), "-q"]) == 0
+    assert run(capsys, "eval", str(plan))[0] == 0
+    sf.write_ibnetdiscover(sf.build(4, 2, seed=1, slow=0.5), fabric)  # some cables now slower
+    code, _, err = run(capsys, "eval", str(plan))
+    assert code == 1 and err.count("\n") == 1
+    assert "the plan was made for another network" in err and f"'{fabric}' changed since the plan was written" in err
 
 
 def test_usage_errors_exit_2(capsys):

@@ -294,6 +294,35 @@ def test_a_failing_rank_stops_every_rank(tmp_path, mode):
         assert "timed out after 3 s" in proc.stderr and "from rank 1" in proc.stderr
 
 
+@pytest.mark.mpi
+def test_more_ranks_than_the_plan_uses_run_with_one_warning(tmp_path):
+    _, path = small_plan(tmp_path)
+    proc, _ = launch(6, "-m", "optiq.runtime", path, "--verify", "--repeat", 1, "--warmup", 0)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("ranks 4..5 have nothing to send") == 1 and "mpiexec -n 4 is enough" in proc.stderr
+
+
+@pytest.mark.mpi
+def test_ctrl_c_under_mpiexec_is_said_once(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import mpiexec
+
+    # planning a large machine takes long enough to be interrupted while every rank works
+    proc = subprocess.Popen([mpiexec(), "-n", "4", sys.executable, "-m", "optiq.cli.main", "plan", "-t", "bgq:8192",
+                             "--pattern", "disjoint", "-m", "opt", "-o", str(tmp_path / "p.json")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # every rank is planning by then
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert err.count("optiq: interrupted") == 1, err
+    assert proc.returncode != 0 and "Traceback" not in err
+
+
 def test_the_run_report_follows_the_shared_schema(tmp_path):
     from optiq.runtime import RunReport, Timing
     from optiq.sim import read_run_report

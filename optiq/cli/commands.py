@@ -30,6 +30,7 @@ from ..sim import (
     simulate_direct,
     simulate_flows,
 )
+from ..sim.flow import DEFAULT_BATCH
 from ..topology import from_spec
 from ..utils.jsonfile import check_directory, check_writable, dumps, write_results
 from ..utils.progress import heartbeat
@@ -147,9 +148,10 @@ def simulate(args: argparse.Namespace) -> int:
     """``optiq simulate``: a plan file at flow or chunk level."""
     plan = load_plan(args.plan)
     if args.model == "flow":
-        result = simulate_flows(plan, args.sharing, batch=args.batch, pace_paths=args.pace_paths,
+        batch = DEFAULT_BATCH if args.batch is None else args.batch
+        result = simulate_flows(plan, args.sharing or "equal", batch=batch, pace_paths=args.pace_paths,
                                 progress=_progress(args))
-        out = {"model": "flow", "sharing": result.sharing, "batch": args.batch, "pace_paths": args.pace_paths,
+        out = {"model": "flow", "sharing": result.sharing, "batch": batch, "pace_paths": args.pace_paths,
                "phases": result.phases}
         completion = result.completion_time_s
     else:

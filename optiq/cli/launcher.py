@@ -61,6 +61,11 @@ def replay(args: argparse.Namespace) -> int:
     if args.routing != "free":
         check_routes(plan)
     check_comm(comm, plan)
+    used = int(plan.ranks.max()) + 1
+    if rank == 0 and comm.Get_size() > used:
+        print(f"optiq: warning: the plan has {plan.topology.num_endpoints} endpoints on ranks 0..{used - 1}: ranks "
+              f"{used}..{comm.Get_size() - 1} have nothing to send and wait (mpiexec -n {used} is enough)",
+              file=sys.stderr, flush=True)
     predicted, at = predicted_time(plan, args.link_bw)
     timeout = args.timeout or 60.0 + 10 * predicted
     runs = (args.warmup + args.repeat) * (2 if args.baseline != "none" else 1)

@@ -111,6 +111,29 @@ def add_wide(p: argparse.ArgumentParser) -> None:
                    help="every column of the metrics table (hop-bytes, copies, per-link paths and bytes)")
 
 
+#: ``optiq simulate``: the options that apply to one model or two, by their ``args`` names.
+MODEL_OPTIONS = {"sharing": ("flow",), "pace_paths": ("flow",), "batch": ("flow",), "params": ("chunk", "direct"),
+                 "link_rate": ("chunk", "direct"), "hop_latency": ("chunk", "direct"), "header": ("chunk", "direct"),
+                 "forward_cost": ("chunk",), "chunk_size": ("chunk",)}
+
+
+def check_arguments(args: argparse.Namespace) -> argparse.Namespace:
+    """What no single option can check: an option given with a model it does not apply to.
+
+    Raises
+    ------
+    UsageError
+        Naming the option and the models it applies to.
+    """
+    if getattr(args, "command", None) == "simulate":
+        for name, models in MODEL_OPTIONS.items():
+            if args.model not in models and getattr(args, name) is not None and getattr(args, name) is not False:
+                option = "--" + name.replace("_", "-")
+                raise types.UsageError(f"{option} applies to --model {' and '.join(models)}, not {args.model} "
+                                       f"(see optiq simulate --help)")
+    return args
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = types.Parser(prog="optiq", description="Plan multipath data movement on supercomputer "
                                      "interconnects (tori, fat-trees, InfiniBand fabrics, dragonflies).")
@@ -150,11 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", metavar="FILE",
                    help="chunk/direct: model parameters from optiq fit-chunk (the options below override)")
     p.add_argument("--link-rate", type=types.rate, help="chunk/direct: every link's rate instead of the topology's")
-    p.add_argument("--sharing", choices=SHARING, default="equal",
-                   help="flow: equal (max-min fair per path) or proportional (weighted by remaining bytes)")
+    p.add_argument("--sharing", choices=SHARING,
+                   help="flow: equal (max-min fair per path, the default) or proportional (weighted by remaining "
+                        "bytes)")
     p.add_argument("--pace-paths", action="store_true",
                    help="flow: every path sends at most at its planned rate (its bytes over the predicted time)")
-    p.add_argument("--batch", type=types.fraction, default=DEFAULT_BATCH,
+    p.add_argument("--batch", type=types.fraction,
                    help=f"flow: fraction of the moving flows that may end before rates are recomputed (default "
                         f"{DEFAULT_BATCH}; 0 = exact)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")

@@ -133,5 +133,9 @@ def command_main(parse: Callable[[], A], run: Callable[[A], int], usage_error: t
             print(f"optiq: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("optiq: interrupted", file=sys.stderr)
+        if world_rank() == 0:  # mpiexec passes Ctrl-C to every rank: say it once
+            print("optiq: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (optiq eval ... | head): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second complaint at exit
+        return 141

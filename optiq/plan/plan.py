@@ -252,7 +252,7 @@ class Plan:
         topo, dem, ps = self.topology, self.demands, self.paths
         topo_json: dict[str, Any]
         if topo.spec is not None:
-            topo_json = {"spec": topo.spec}
+            topo_json = {"spec": topo.spec, "fingerprint": topo.fingerprint}
         elif topo.default_routing != "D-mod-K":  # a graph read back routes by D-mod-K
             raise PlanError(f"{topo.name} has no spec string, and a plan file without one cannot say that the network "
                             f"routes by {topo.default_routing}: give the topology a spec (e.g. from_spec)")
@@ -382,7 +382,17 @@ def _int(value: Any, where: str, *, allow_zero: bool = False) -> int:
 def _topology_from_json(obj: Any) -> Topology:
     try:
         if isinstance(obj, dict) and "spec" in obj:
-            return from_spec(obj["spec"])
+            topology = from_spec(obj["spec"])
+            stored = obj.get("fingerprint")
+            if stored is not None and stored != topology.fingerprint:
+                files = [part.partition(":")[2] if ":" in part else part.partition("=")[2]
+                         for part in str(obj["spec"]).split(",") if ":" in part or part.startswith("names=")]
+                files = [f for f in files if "/" in f]  # the network's files (the tables do not change it)
+                why = (f"{' or '.join(map(repr, files))} changed since the plan was written" if files else
+                       "this optiq builds that spec differently")
+                raise PlanError(f"the plan was made for another network than {obj['spec']!r} is now (fingerprint "
+                                f"{stored}, now {topology.fingerprint}): {why}; plan again")
+            return topology
         if isinstance(obj, dict) and "links" in obj:
             links = np.asarray(obj["links"], dtype=float).reshape(-1, 3)
             return Topology(name=str(obj.get("name", "graph")), num_nodes=int(obj["nodes"]),

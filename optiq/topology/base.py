@@ -130,6 +130,28 @@ class Topology:
         return (f"Topology({self.name!r}, nodes={self.num_nodes}, endpoints={self.num_endpoints}, "
                 f"links={self.num_links})")
 
+    @cached_property
+    def fingerprint(self) -> str:
+        """A short hash of the network: its nodes, endpoints, links, capacities and host names.
+
+        A plan stores it beside the topology's spec, so a plan read against a network that has
+        changed since (an edited fabric file, another node-name map) is refused by name.
+
+        Examples
+        --------
+        >>> from optiq.topology import torus
+        >>> torus((4, 4)).fingerprint == torus((4, 4)).fingerprint != torus((4, 4), bandwidth=1e9).fingerprint
+        True
+        """
+        import hashlib
+
+        h = hashlib.sha256(f"{self.num_nodes}|{self.num_endpoints}".encode())
+        for arr in (self.link_src, self.link_dst):
+            h.update(np.ascontiguousarray(arr, dtype=np.int64).tobytes())
+        h.update(np.ascontiguousarray(self.capacity, dtype=np.float64).tobytes())
+        h.update("\n".join(self.endpoint_names).encode())
+        return h.hexdigest()[:16]
+
     @property
     def num_links(self) -> int:
         return int(self.link_src.size)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OptiqError, TopologyError
+from ..utils.names import close_names
 from ..utils.units import parse_rate
 from .base import Topology
 from .dragonfly import balanced_dragonfly, dragonfly
@@ -14,12 +15,14 @@ from .fattree import cluster, kary_ntree
 from .graph import read_graphml
 from .ibnet import read_ibnetdiscover
 from .slurm import read_topology_conf
-from .torus import bgq, mesh, torus
+from .torus import BGQ_SHAPES, bgq, mesh, torus
 
 __all__ = ["from_spec", "SPEC_HELP"]
 
+#: The kinds a spec may name, before the colon.
+KINDS = ("bgq", "torus", "mesh", "fattree", "cluster", "dragonfly", "ibnet", "slurm", "graphml")
 SPEC_HELP = (
-    "bgq:NODES (512, 1024, 2048, 4096, 8192, 49152) | torus:AxBx.. | mesh:AxB.. | "
+    f"bgq:NODES ({', '.join(map(str, BGQ_SHAPES))}) | torus:AxBx.. | mesh:AxB.. | "
     "fattree:k=K[,n=N] | cluster:hosts=H,edges=E,cores=C | dragonfly:p=P,a=A,h=H[,g=G][,global=relative] or "
     "dragonfly:HOSTS (balanced) | ibnet:FILE[,names=MAP][,routes=LFTS] (ibnetdiscover output) | "
     "slurm:topology.conf | graphml:FILE; append ,bw=RATE (e.g. ,bw=1.8GB/s) to set the link bandwidth")
@@ -189,6 +192,8 @@ def from_spec(spec: str) -> Topology:
         topo = cluster(_int(opts, "hosts", 20, spec), _int(opts, "edges", 4, spec),
                        _int(opts, "cores", 2, spec), **extra)
     else:
-        raise TopologyError(f"unknown topology kind {kind!r} in {spec!r}; expected {SPEC_HELP}")
+        close = close_names(kind, KINDS)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        raise TopologyError(f"unknown topology kind {kind!r} in {spec!r}{hint}; expected {SPEC_HELP}")
     topo.spec = spec
     return topo

@@ -75,6 +75,8 @@ def parse_rate(text: str | int | float, *, what: str = "rate") -> float:
 
     Units in bytes end in ``B`` (``KB``, ``MB``, ``GB``, ``MiB``, ...); units in bits end in a
     lowercase ``b`` or ``bit`` (``Kb``, ``Mb``, ``Gb``, ``Tb``, ``Gbit``) and are divided by 8.
+    Text must name one or the other (``"1.8"`` or ``"1.8G"`` could mean either, and the two
+    differ eightfold); a number is bytes per second.
 
     Examples
     --------
@@ -82,7 +84,19 @@ def parse_rate(text: str | int | float, *, what: str = "rate") -> float:
     1800000000.0
     >>> parse_rate("100Gb/s")
     12500000000.0
+    >>> parse_rate(2e9)
+    2000000000.0
+    >>> parse_rate("1.8")
+    Traceback (most recent call last):
+    ...
+    optiq.errors.OptiqError: rate '1.8' needs a unit in bytes or bits: 1.8GB/s or 1.8Gb/s, say
     """
+    if isinstance(text, str) and (found := _SIZE.match(text.strip().removesuffix("/s"))) \
+            and not found.group(2).upper().endswith(("B", "BIT")):
+        number = found.group(1)
+        prefix = found.group(2).upper() or "G"
+        raise OptiqError(f"{what} {text!r} needs a unit in bytes or bits: {number}{prefix}B/s or "
+                         f"{number}{prefix}b/s, say")
     s = str(text).strip()
     if s.lower().endswith("/s"):
         s = s[:-2]
