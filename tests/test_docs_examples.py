@@ -11,7 +11,9 @@ under ``set -euo pipefail``; a python block runs with this interpreter, or under
   from a clean clone; the rest of the line runs. The test command itself is this run.
 - a block after ``<!-- docs-test: needs NAME ... -->`` runs only where every NAME is a
   command on ``PATH`` or an existing file (a real fabric's ``ibnetdiscover``, a cluster's
-  Slurm configuration), and is skipped with the reason otherwise.
+  Slurm configuration), and is skipped with the reason otherwise;
+- a block after ``<!-- docs-test: installs -->`` changes the environment it runs in (an
+  install against a cluster's own MPI): it is skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LANGUAGES = ("bash", "python")
 FENCE = re.compile(r"^```(\w*)\s*$")
 NEEDS = re.compile(r"<!--\s*docs-test:\s*needs\s+(.+?)\s*-->")
+INSTALLS = re.compile(r"<!--\s*docs-test:\s*installs\s*-->")
 INSTALL = re.compile(r"^python3 -m venv \.venv && \.venv/bin/pip install -e '[^']*'( && |$)")
 THE_TESTS = ".venv/bin/python -m pytest"
 PAGE_TIMEOUT_S = 900
@@ -45,6 +48,7 @@ class Block:
     language: str
     code: str
     needs: tuple[str, ...]
+    installs: bool = False
 
     def __str__(self) -> str:
         return f"{self.page.relative_to(ROOT)}:{self.line}"
@@ -64,7 +68,7 @@ def blocks_of(page: Path) -> list[Block]:
         needs = NEEDS.search(before)
         if opening.group(1) in LANGUAGES:
             found.append(Block(page, i + 1, opening.group(1), "\n".join(lines[i + 1:end]) + "\n",
-                               tuple(needs.group(1).split()) if needs else ()))
+                               tuple(needs.group(1).split()) if needs else (), bool(INSTALLS.search(before))))
         i = end + 1
     return found
 
@@ -130,6 +134,9 @@ def test_every_block_on_the_page_runs_as_written(page, tmp_path, capsys):
     env = _workdir(tmp_path)
     ran, skipped, seconds = 0, [], []
     for number, block in enumerate(blocks_of(page)):
+        if block.installs:
+            skipped.append(f"{block}: installs into the environment it runs in")
+            continue
         missing = _missing(block.needs)
         if missing:
             skipped.append(f"{block}: needs {', '.join(missing)}")

@@ -1,6 +1,7 @@
 """The code is lint-clean (ruff) and type-clean (mypy) under the settings in pyproject.toml, and the
 docs site (mkdocs.yml) builds without a warning."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -39,3 +40,7 @@ def test_the_docs_site_builds_without_warnings(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     api = (tmp_path / "site" / "api" / "planner" / "index.html").read_text()
     assert 'id="optiq.planner.make_plan"' in api  # the reference is built from the docstrings
+    pages = "".join(p.read_text() for p in (tmp_path / "site" / "api").rglob("*.html"))
+    literal = re.findall(r":(?:func|class|meth|attr|data|mod|exc|obj):<code>", pages)
+    assert not literal, f"{len(literal)} Sphinx roles shown as written (docs/roles.py renders them)"
+    assert pages.count('class="autorefs autorefs-internal"') > 100  # roles became links
