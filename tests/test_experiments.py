@@ -14,12 +14,35 @@ def test_list_names_every_study(capsys):
 
 
 @pytest.mark.parametrize("name", sorted(STUDIES))
-def test_quick_study_writes_table_and_figure(tmp_path, name):
+def test_quick_study_writes_table_and_a_figure_that_says_what_it_shows(tmp_path, name, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to inspect it
     assert main(["experiment", name, "--quick", "--out", str(tmp_path), "-q"]) == 0
     rows = list(csv.DictReader(open(tmp_path / f"{name}.csv")))
     assert rows
     png = (tmp_path / f"{name}.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    (fig,) = figures
+    (ax,) = fig.axes
+    fig.canvas.draw()
+    title, xlabel, ylabel = ax.get_title(), ax.get_xlabel(), ax.get_ylabel()
+    assert title and xlabel and ylabel
+    for text in (title, xlabel, ylabel):  # words, not the CSV's column names
+        assert not any("_" in word for word in text.split()), text
+    if "throughput" in ylabel or "time" in ylabel:
+        assert "(GB/s)" in ylabel or "/" in ylabel, ylabel  # a unit or a ratio
+    ticks = [t for t in ax.get_xticklabels() if t.get_text()]
+    boxes = [t.get_window_extent() for t in ticks]
+    assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]), [t.get_text() for t in ticks]
+    if "seed" in xlabel:
+        assert all(t.get_text().isdigit() for t in ticks), [t.get_text() for t in ticks]  # whole seeds only
+    if "seed" in xlabel or "seed" in title:  # as many seeds as were run, not as the full study runs
+        seeds = {r["seed"] for r in rows}
+        assert f"({len(seeds)} seed" in title, title
+        if ax.lines:
+            assert all(line.get_linestyle() == "None" for line in ax.lines), "seeds are not joined by lines"
 
 
 def test_quick_constant_ratio_orders_the_methods(tmp_path):

@@ -33,6 +33,7 @@ from ..paths import realized_link_bytes
 from ..planner import make_plan, planner_named
 from ..topology import compress_hostlist, from_spec
 from ..workloads import host_demands, milc_traffic, nas_cg_traffic, read_traffic
+from .figures import set_title
 from .registry import register
 
 if TYPE_CHECKING:
@@ -44,15 +45,28 @@ RANKS_PER_NODE = 8
 
 
 def _plot(rows, ax):
-    labels = sorted({(r["app"], r["selection"], r["placement"]) for r in rows})
+    labels = list(dict.fromkeys((r["app"], r["selection"], r["placement"]) for r in rows))
     x = np.arange(len(labels))
-    for i, routing in enumerate(dict.fromkeys(r["routing"] for r in rows)):
+    routings = list(dict.fromkeys(r["routing"] for r in rows))
+    width = 0.8 / len(routings)
+    for i, routing in enumerate(routings):
         vals = [next(r["normalised_max_load"] for r in rows if (r["app"], r["selection"], r["placement"]) == lab
                      and r["routing"] == routing) for lab in labels]
-        ax.bar(x + (i - 0.5) * 0.4, vals, width=0.4, label=routing)
-    ax.set_xticks(x, [f"{a}\n{s}/{p}" for a, s, p in labels], fontsize=7)
-    ax.set_ylabel("max link load / linear-block-default routes")
-    ax.legend()
+        ax.bar(x + (i - (len(routings) - 1) / 2) * width, vals, width=width, label=routing)
+    ax.set_xticks(x, [f"{s}\n{p}" for _, s, p in labels], fontsize=8)
+    apps = list(dict.fromkeys(a for a, _, _ in labels))
+    for app in apps:  # the application under its group of bars
+        at = [i for i, lab in enumerate(labels) if lab[0] == app]
+        ax.annotate(app, xy=(np.mean(at), 0), xycoords=("data", "axes fraction"), xytext=(0, -30),
+                    textcoords="offset points", ha="center", va="top", fontsize=9, fontweight="bold")
+    for i in range(1, len(labels)):
+        if labels[i][0] != labels[i - 1][0]:
+            ax.axvline(i - 0.5, color="grey", linewidth=0.8)
+    ax.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
+    ax.set_xlabel("node selection / process placement", labelpad=18)
+    ax.set_ylabel("busiest link / linear-block default")
+    set_title(ax, f"{rows[0]['topology']}: busiest link by node selection, placement and routing")
+    ax.legend(fontsize=8)
 
 
 @register("fattree", "fat-tree: max link load by node selection, placement and routing (seed 001)", _plot)

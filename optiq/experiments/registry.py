@@ -27,7 +27,8 @@ class Study:
     run : callable
         ``run(quick: bool, say, **options) -> list[dict]``: the rows of the results table.
     plot : callable
-        ``plot(rows, ax)``: draws the figure on a matplotlib axis.
+        ``plot(rows, ax)``: draws the figure on a matplotlib axis, titled by what the rows
+        show (:mod:`optiq.experiments.figures`).
     """
 
     name: str
@@ -84,7 +85,6 @@ def run_study(name: str, out_dir: str | Path, *, quick: bool = False,
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     study.plot(rows, ax)
-    ax.set_title(study.description, fontsize=9)
     fig.tight_layout()
     fig.savefig(png_path, dpi=120)
     plt.close(fig)

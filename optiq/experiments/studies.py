@@ -20,6 +20,7 @@ from ..planner import compare_methods, make_candidates, make_plan, planner_named
 from ..sim import simulate_chunks, simulate_direct, simulate_flows
 from ..topology import from_spec
 from ..workloads import Demands, constant_ratio, destination_sweep, distance_sweep, random_pairing, random_sizes
+from .figures import LABELS, bytes_label, methods_plot, set_title
 from .registry import register
 
 if TYPE_CHECKING:
@@ -29,25 +30,21 @@ if TYPE_CHECKING:
     from ..topology import Topology
 
 PAPER_METHODS = ("default", "heu1", "heu2", "opt")
-METHODS = PAPER_METHODS + ("lp",)  # curves a figure may draw
 
 
-def methods_plot(x: str, y: str, log: bool = False) -> Callable[[list[dict], Any], None]:
-    def plot(rows, ax):
-        for m in METHODS:
-            pts = [(r[x], r[y]) for r in rows if r["method"] == m]
-            if pts:
-                ax.plot(*zip(*pts), marker="o", label=m)
-        ax.set_xlabel(x)
-        ax.set_ylabel(y)
-        if log:
-            ax.set_xscale("log", base=2)
-        ax.legend()
-    return plot
+def _on(rows: list[dict]) -> str:
+    """The machines the rows ran on, for a title."""
+    return ", ".join(dict.fromkeys(r["topology"] for r in rows))
+
+
+def _count(rows: list[dict], column: str, noun: str) -> str:
+    n = len({r[column] for r in rows})
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 @register("constant-ratio", "Disjoint 1:8, 8 MiB per pair: throughput by machine size and method",
-          methods_plot("nodes", "throughput_GBps", log=True))
+          methods_plot("nodes", "throughput_GBps", PAPER_METHODS, log=True,
+                       title=lambda rows: f"Disjoint 1:8, {bytes_label(rows[0]['pair_bytes'])} per pair"))
 def constant_ratio_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     sizes = [512] if quick else [512, 1024, 2048, 4096, 8192]
     rows = []
@@ -58,20 +55,21 @@ def constant_ratio_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
         for method in PAPER_METHODS:
             say(f"{nodes} nodes, {method}")
             plan = make_plan(topo, demands, planner_named(method, time_limit=120)[0], candidates=cands)
-            rows.append({"nodes": nodes, **_times(plan)})
+            rows.append({"nodes": nodes, "pair_bytes": int(demands.nbytes[0]), **_times(plan)})
     return rows
 
 
 def _times(plan) -> dict:
     """Method, predicted and simulated time, throughput, paths and bound of ``plan`` (see the module docstring)."""
     t = simulate_flows(plan).completion_time_s if plan.method == "default" else plan.predicted_time_s
-    return {"method": plan.method, "routing": plan.routing, "predicted_s": plan.predicted_time_s,
+    return {"method": plan.method, "topology": plan.topology.name, "routing": plan.routing, "predicted_s": plan.predicted_time_s,
             "realized_s": plan.realized_time_s, "time_s": t, "throughput_GBps": plan.demands.total_bytes / t / 1e9,
             "paths": plan.paths.num_paths, "bound_s": plan.lower_bound_time_s}
 
 
 @register("maxload", "Heuristic 1: completion time over the lower bound as maxload grows",
-          methods_plot("maxload", "time_over_bound", log=True))
+          methods_plot("maxload", "time_over_bound", ("heu1",), log=True,
+                       title=lambda rows: f"Heuristic 1 on {_on(rows)}, disjoint 1:8"))
 def maxload_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = from_spec("torus:4x4x4x2" if quick else "bgq:1024")
     demands = constant_ratio(topo.num_endpoints, "disjoint")
@@ -80,7 +78,7 @@ def maxload_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     for maxload in ([1, 2, 4, 8, 16] if quick else [1, 2, 4, 8, 12, 16, 24, 32]):
         say(f"maxload {maxload}")
         plan = make_plan(topo, demands, "heu1", candidates=cands, maxload=maxload)
-        rows.append({"maxload": maxload, "method": "heu1", "time_over_bound": plan.predicted_time_s /
+        rows.append({"maxload": maxload, "method": "heu1", "topology": topo.name, "time_over_bound": plan.predicted_time_s /
                      plan.lower_bound_time_s, "paths": plan.paths.num_paths})
     return rows
 
@@ -88,14 +86,20 @@ def maxload_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
 def _chunk_plot(rows, ax):
     for size in sorted({r["message_bytes"] for r in rows}):
         pts = [(r["chunk_bytes"], r["efficiency"]) for r in rows if r["message_bytes"] == size]
-        ax.plot(*zip(*pts), marker="o", label=f"message {size} B")
+        ax.plot(*zip(*pts), marker="o", label=f"message {bytes_label(size)}")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("chunk_bytes")
-    ax.set_ylabel("link-rate efficiency")
-    ax.legend()
+    chunks = sorted({r["chunk_bytes"] for r in rows})
+    ax.set_xticks(chunks, [bytes_label(c) for c in chunks])
+    ax.minorticks_off()
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel(LABELS["chunk_bytes"])
+    ax.set_ylabel(LABELS["efficiency"])
+    set_title(ax, "One 4-hop path, chunk-level model: fraction of the link rate (time at the link rate over "
+                  "the simulated time) by chunk size")
+    ax.legend(fontsize=8)
 
 
-@register("chunk-size", "One 4-hop path, chunk-level model: time by chunk size for several message sizes",
+@register("chunk-size", "One 4-hop path, chunk-level model: link-rate efficiency by chunk size and message size",
           _chunk_plot)
 def chunk_size_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = from_spec("mesh:5,bw=1.8GB/s")
@@ -112,7 +116,8 @@ def chunk_size_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
 
 
 @register("crossover", "Disjoint 1:8 by message size: optimised multipath (chunk model) vs default routing",
-          methods_plot("message_bytes", "throughput_GBps", log=True))
+          methods_plot("message_bytes", "throughput_GBps", ("default", "opt"), log=True,
+                       title=lambda rows: f"Disjoint 1:8 on {_on(rows)}, opt by the chunk model"))
 def crossover_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = from_spec("torus:4x4x4x2" if quick else "bgq:512")
     rows = []
@@ -126,16 +131,18 @@ def crossover_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
                 t = simulate_direct(plan)
             else:
                 t = simulate_chunks(plan).completion_time_s
-            rows.append({"message_bytes": size, "method": method, "time_s": t,
+            rows.append({"message_bytes": size, "method": method, "topology": topo.name, "time_s": t,
                          "throughput_GBps": demands.total_bytes / t / 1e9})
     return rows
 
 
 
 def method_rows(topo: Topology, demands: Demands, x_name: str, x: Any, *, k: int = 16,
-                methods: Sequence[str] = PAPER_METHODS) -> list[dict]:
-    """One row of times per method at study point ``x_name = x`` (:func:`optiq.planner.compare_methods`)."""
-    return [{x_name: x, **_times(run.plan)} for run in compare_methods(topo, demands, methods, dict(k=k, time_limit=120))]
+                methods: Sequence[str] = PAPER_METHODS, **extra: Any) -> list[dict]:
+    """One row of times per method at study point ``x_name = x`` (:func:`optiq.planner.compare_methods`),
+    with the ``extra`` columns."""
+    return [{x_name: x, **extra, **_times(run.plan)}
+            for run in compare_methods(topo, demands, methods, dict(k=k, time_limit=120))]
 
 
 def _small_or_bgq(quick: bool):
@@ -143,7 +150,8 @@ def _small_or_bgq(quick: bool):
 
 
 @register("distance", "Sources fixed, destination block moved away: throughput by position",
-          methods_plot("position", "throughput_GBps"))
+          methods_plot("position", "throughput_GBps", PAPER_METHODS,
+                       title=lambda rows: f"{_on(rows)}, destination block moved away"))
 def distance_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = from_spec("torus:4x4x4x2" if quick else "bgq:2048")  # the paper: 2,048 nodes, positions 1-4
     P = topo.num_endpoints
@@ -156,7 +164,8 @@ def distance_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
 
 
 @register("destination-size", "64 sources, more destinations per source: throughput by destinations",
-          methods_plot("per_source", "throughput_GBps", log=True))
+          methods_plot("per_source", "throughput_GBps", PAPER_METHODS, log=True,
+                       title=lambda rows: f"{_on(rows)}, {rows[0]['sources']} sources"))
 def destination_size_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = _small_or_bgq(quick)
     sources = 8 if quick else 64
@@ -165,12 +174,14 @@ def destination_size_study(quick: bool, say: Callable[[str], None]) -> list[dict
         say(f"{per_source} destinations per source")
         rows += method_rows(topo, destination_sweep(topo.num_endpoints, per_source, num_sources=sources,
                                                          nbytes=2**20 if quick else 8 * 2**20),
-                                 "per_source", per_source, k=8 if quick else 16)
+                                 "per_source", per_source, k=8 if quick else 16, sources=sources)
     return rows
 
 
-@register("random-pairing", "Disjoint 1:8 with random pairings (5 seeds): throughput by seed",
-          methods_plot("seed", "throughput_GBps"))
+@register("random-pairing", "Disjoint 1:8 with random pairings: throughput by seed",
+          methods_plot("seed", "throughput_GBps", PAPER_METHODS,
+                       title=lambda rows: f"{_on(rows)}, disjoint 1:8 randomly paired "
+                                          f"({_count(rows, 'seed', 'seed')})"))
 def random_pairing_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = from_spec("torus:4x4x4x2" if quick else "bgq:512")  # the paper: 512 nodes, 32 sources to 256
     base = constant_ratio(topo.num_endpoints, "disjoint", nbytes=2**20 if quick else 8 * 2**20)
@@ -182,7 +193,8 @@ def random_pairing_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
 
 
 @register("num-paths", "Fixed candidate paths per pair: LP and Heuristic 2 over the lower bound",
-          methods_plot("k", "time_over_bound", log=True))
+          methods_plot("k", "time_over_bound", ("lp", "heu2"), log=True,
+                       title=lambda rows: f"{_on(rows)}, disjoint 1:8"))
 def num_paths_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = _small_or_bgq(quick)
     demands = constant_ratio(topo.num_endpoints, "disjoint")
@@ -192,13 +204,15 @@ def num_paths_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
         cands = make_candidates(topo, demands, k)
         for method in ("lp", "heu2"):
             plan = make_plan(topo, demands, method, candidates=cands)
-            rows.append({"k": k, "method": method, "time_over_bound": plan.predicted_time_s /
+            rows.append({"k": k, "method": method, "topology": topo.name, "time_over_bound": plan.predicted_time_s /
                          plan.lower_bound_time_s, "paths": plan.paths.num_paths})
     return rows
 
 
 @register("random-sizes", "Disjoint 1:8 with sizes drawn from 64 KB to 8 MB (seed 002): throughput by seed",
-          methods_plot("seed", "throughput_GBps"))
+          methods_plot("seed", "throughput_GBps", PAPER_METHODS,
+                       title=lambda rows: f"{_on(rows)}, disjoint 1:8, sizes from 64 KiB to 8 MiB "
+                                          f"({_count(rows, 'seed', 'seed')})"))
 def random_sizes_study(quick: bool, say: Callable[[str], None]) -> list[dict]:
     topo = _small_or_bgq(quick)
     base = constant_ratio(topo.num_endpoints, "disjoint")
