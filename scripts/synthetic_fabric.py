@@ -15,7 +15,9 @@ fraction ``--slow`` of switch cables at ``--slow-speed``. ``--grouped`` adds wha
 ``--lfts FILE`` writes linear forwarding tables (``--lft-format ibroute`` or ``opensm``)
 by a rule of this script, not OpenSM's: D-mod-K, that is at a level-``l`` switch, among
 the ports on a shortest path to the destination (in port order), number
-``(t // k**l) % count`` for the host in slot ``t``. ``--names FILE`` writes an OpenSM node-name map; with
+``(t // k**l + o) % count`` for LID ``base + o`` of the host in slot ``t``. ``--lmc L``
+gives every host port ``2**L`` LIDs (the base a multiple of ``2**L``, as OpenSM assigns
+them), each routed by that rule. ``--names FILE`` writes an OpenSM node-name map; with
 ``--anonymous`` the CAs' descriptions carry no host names, so only the map names them.
 
 Nothing here uses optiq: the model is built, written and routed on its own, so reading the
@@ -40,6 +42,7 @@ class Node:
     description: str
     ports: int
     lid: int = 0
+    lmc: int = 0              # hosts: the port has 2**lmc LIDs from lid
     level: int = 0            # switches: 0 = leaf
     word: int = 0             # switches: position in the level
     down: int = 0             # switches: ports 1..down lead down the tree
@@ -78,7 +81,7 @@ def _connect(a: Node, pa: int, b: Node, pb: int, speed: str) -> None:
 
 def build(k: int, levels: int, *, hosts: int | None = None, parallel: int = 1, seed: int | None = None,
           drop: int = 0, speed: str = "EDR", host_speed: str = "EDR", slow: float = 0.0,
-          slow_speed: str = "FDR", anonymous: bool = False) -> FabricModel:
+          slow_speed: str = "FDR", anonymous: bool = False, lmc: int = 0) -> FabricModel:
     """Build the model (see the module docstring)."""
     rng = random.Random(seed)
     per_level = k ** (levels - 1)
@@ -113,7 +116,8 @@ def build(k: int, levels: int, *, hosts: int | None = None, parallel: int = 1, s
             rng.shuffle(ports)
         for h, port in zip(mine, ports if seed is not None else [h.slot % k + 1 for h in mine]):
             _connect(switches[leaf], port, h, 1, host_speed)
-            h.lid, lid = lid, lid + 1
+            lid = -(-lid // (1 << lmc)) * (1 << lmc)  # aligned to 2**lmc
+            h.lid, h.lmc, lid = lid, lmc, lid + (1 << lmc)
     for level in range(levels - 1):
         place, p = k ** level, par(level)
         for w in range(per_level):
@@ -173,7 +177,7 @@ def write_ibnetdiscover(model: FabricModel, path: str, *, grouped: bool = False)
                   f'Ca\t{h.ports} "{h.name}"\t\t# "{h.description}"']
         for port in sorted(h.cables):
             peer, pp, speed = h.cables[port]
-            lines.append(f'[{port}]({h.guid + port:x}) \t"{peer.name}"[{pp}]\t\t# lid {h.lid} lmc 0 '
+            lines.append(f'[{port}]({h.guid + port:x}) \t"{peer.name}"[{pp}]\t\t# lid {h.lid} lmc {h.lmc} '
                          f'"{peer.description}" lid {peer.lid} 4x{speed}')
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
@@ -194,10 +198,11 @@ def _distances(model: FabricModel, target: Node) -> dict[int, int]:
     return dist
 
 
-def route_port(model: FabricModel, switch: Node, target: Node, dist: dict[int, int]) -> int:
+def route_port(model: FabricModel, switch: Node, target: Node, dist: dict[int, int], offset: int = 0) -> int:
     """This script's rule (D-mod-K): among ``switch``'s ports on a shortest path to ``target``,
-    in port order, number ``(t // k**level) % count``, with ``t`` the target host's slot (a
-    switch's own word for switch targets); port 0 for the switch itself."""
+    in port order, number ``(t // k**level + offset) % count``, with ``t`` the target host's
+    slot (a switch's own word for switch targets) and ``offset`` the LID's past the port's
+    base LID; port 0 for the switch itself."""
     if target is switch:
         return 0
     closer = [p for p, (peer, _, _) in sorted(switch.cables.items())
@@ -205,14 +210,15 @@ def route_port(model: FabricModel, switch: Node, target: Node, dist: dict[int, i
     if not closer:
         raise SystemExit(f"{switch.name} cannot reach {target.name}")
     t = target.slot if target.kind == "H" else target.word
-    return closer[(t // model.k ** switch.level) % len(closer)]
+    return closer[(t // model.k ** switch.level + offset) % len(closer)]
 
 
 def write_lfts(model: FabricModel, path: str, fmt: str = "ibroute") -> None:
     """Every switch's table: a line per LID of the fabric, switches' and hosts'."""
-    targets = sorted(model.switches + model.hosts, key=lambda n: n.lid)
-    dists = {id(n): _distances(model, n) for n in targets}
-    top = max(n.lid for n in targets)
+    nodes = sorted(model.switches + model.hosts, key=lambda n: n.lid)
+    dists = {id(n): _distances(model, n) for n in nodes}
+    targets = [(n, o) for n in nodes for o in range(1 << n.lmc)]
+    top = max(n.lid + o for n, o in targets)
     lines = []
     for s in model.switches:
         if fmt == "ibroute":
@@ -220,12 +226,12 @@ def write_lfts(model: FabricModel, path: str, fmt: str = "ibroute") -> None:
                       "  Lid  Out   Destination", "       Port     Info "]
         else:
             lines.append(f"Unicast lids [0-{top}] of switch Lid {s.lid} guid 0x{s.guid:016x} ('{s.description}'):")
-        for n in targets:
-            port = route_port(model, s, n, dists[id(n)])
+        for n, o in targets:
+            port = route_port(model, s, n, dists[id(n)], o)
             kind = "Switch" if n.kind == "S" else "Channel Adapter"
             info = f"{kind} portguid 0x{n.guid + (n.kind == 'H'):016x}: '{n.description}'"
-            lines.append(f"0x{n.lid:04x} {port:03d} : ({info})" if fmt == "ibroute" else
-                         f"0x{n.lid:04x} {port:03d} # {info}")
+            lines.append(f"0x{n.lid + o:04x} {port:03d} : ({info})" if fmt == "ibroute" else
+                         f"0x{n.lid + o:04x} {port:03d} # {info}")
         lines.append(f"{len(targets)} valid lids dumped " if fmt == "ibroute" else f"{top} lids dumped")
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
@@ -254,6 +260,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--slow", type=float, default=0.0, help="fraction of switch cables at --slow-speed")
     ap.add_argument("--slow-speed", default="FDR", choices=LANE_GBPS)
     ap.add_argument("--anonymous", action="store_true", help="CA descriptions without host names")
+    ap.add_argument("--lmc", type=int, default=0, choices=range(8), help="LIDs per host port: 2**LMC (default 0)")
     ap.add_argument("--grouped", action="store_true", help="the decorations of ibnetdiscover -g")
     ap.add_argument("--lfts", help="also write forwarding tables here")
     ap.add_argument("--lft-format", choices=("ibroute", "opensm"), default="ibroute")
@@ -261,7 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     model = build(args.k, args.levels, hosts=args.hosts, parallel=args.parallel, seed=args.seed, drop=args.drop,
                   speed=args.speed, host_speed=args.host_speed, slow=args.slow, slow_speed=args.slow_speed,
-                  anonymous=args.anonymous)
+                  anonymous=args.anonymous, lmc=args.lmc)
     write_ibnetdiscover(model, args.out, grouped=args.grouped)
     if args.lfts:
         write_lfts(model, args.lfts, args.lft_format)

@@ -124,11 +124,15 @@ def test_forwarding_tables_walk_to_the_hand_checked_routes(fabric_file, tmp_path
 
 
 def test_minhop_emulation_on_the_hand_built_fabric(fabric_file):
-    # LIDs in order 1, 2, 3 (switches), then 11..14. Leaf one: LID 2 takes port 3, LID 3 port 4
-    # (fewest routes), LID 13 port 3, LID 14 port 4. The spine: LID 1 port 1, LID 11 port 2,
-    # LID 12 port 1. Leaf two has one way up.
+    # OpenSM's order: the CA ports of the switches with most CA ports first (leaf one before leaf
+    # two: equal counts, GUIDs 0xa1 < 0xa2 byte-reversed), so LIDs 11, 12, 13, 14, then the
+    # switches' own LIDs 1, 2, 3 (port GUIDs byte-reversed), which count no routes. Leaf one:
+    # LID 13 port 3, LID 14 port 4 (fewest routes), LIDs 2 and 3 port 3 (counts tied 1-1, the
+    # lowest). The spine: LID 11 port 1, LID 12 port 2, LID 1 port 1. Leaf two has one way up.
     t = read_ibnetdiscover(fabric_file)
-    assert minhop_tables(t).ports.tolist() == [[1, 2, 3, 4], [3, 3, 1, 2], [2, 1, 3, 3]]
+    assert t.fabric.lid_space.lids.tolist() == [1, 2, 3, 11, 12, 13, 14]
+    assert minhop_tables(t).table.tolist() == [[0, 3, 3, 1, 2, 3, 4], [3, 0, 3, 3, 3, 1, 2], [1, 3, 0, 1, 2, 3, 3]]
+    assert minhop_tables(t).ports.tolist() == [[1, 2, 3, 4], [3, 3, 1, 2], [1, 2, 3, 3]]
     assert t.default_routing == "OpenSM minhop (emulated)"
 
 

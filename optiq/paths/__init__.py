@@ -6,8 +6,9 @@ stored as CSR path sets."""
 
 from .candidates import diverse_paths, spread_paths, yen_paths
 from .dragonfly import dragonfly_routes, valiant_paths
-from .fabric import forwarding_routes, minhop_tables
+from .fabric import forwarding_routes
 from .initial import initial_columns
+from .minhop import minhop_tables
 from .pathset import PathSet
 from .pricing import least_cost_paths, min_hops
 from .routing import (

@@ -119,10 +119,11 @@ def dmodk_routes(topology: Topology, demands: Demands) -> PathSet:
 def system_routes(topology: Topology, demands: Demands, *, progress: Callable[[str], None] | None = None) -> PathSet:
     """The default route of every job, as the machine routes it (``topology.default_routing``):
     an InfiniBand fabric's forwarding tables, or OpenSM's minhop emulated
-    (:mod:`optiq.paths.fabric`, reporting to ``progress``); a dragonfly's minimal routes
+    (:mod:`optiq.paths.minhop`, reporting to ``progress``); a dragonfly's minimal routes
     (:mod:`optiq.paths.dragonfly`); dimension order on tori and meshes; D-mod-K elsewhere."""
     if topology.fabric is not None:
-        from .fabric import forwarding_routes, minhop_tables
+        from .fabric import forwarding_routes
+        from .minhop import minhop_tables
 
         tables = topology.fabric.forwarding or minhop_tables(topology, progress=progress)
         return forwarding_routes(topology, demands, tables)

@@ -21,10 +21,11 @@ What becomes of it:
   line encoding (:data:`LANE_GBPS`), in bytes/s; a cable whose ends report different
   speeds or widths runs at the slower. ``bw=RATE`` sets every link's capacity instead, and
   ``SPEED=RATE`` (e.g. ``XDR=200Gb/s``) sets or adds a speed's lane rate.
-* **Routing.** The LIDs of switches and CA ports are kept (:class:`Fabric`), so the
+* **Routing.** The LIDs of switches and CA ports are kept (:class:`Fabric`: with LMC = L
+  each port's 2**L LIDs, :attr:`Fabric.lid_space`, and its port GUID), so the
   default routes follow the fabric's forwarding tables (``routes=LFTS``, see
-  :mod:`optiq.topology.lft`) or, without them, an emulation of OpenSM's ``minhop``
-  engine (:mod:`optiq.paths.fabric`). A host's routes leave by its first cabled port (the
+  :mod:`optiq.topology.lft`) or, without them, the tables of OpenSM's ``minhop``
+  engine (:mod:`optiq.paths.minhop`). A host's routes leave by its first cabled port (the
   first adapter in the file) and reach it at that port's LID.
 
 Refused, with the file's line number: a malformed line, a port line outside a node block,
@@ -67,7 +68,9 @@ _HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9A-Fa-f]+)"\s*(?:#
 _PORT = re.compile(r'^\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9A-Fa-f]+)\))?\s*"([SHR])-([0-9A-Fa-f]+)"\[(\d+)\]'
                    r'(?:\[ext \d+\])?\s*(?:\(([0-9A-Fa-f]+)\))?\s*(?:#\s*(.*))?$')
 _LINK = re.compile(r'"(.*)"\s+lid\s+(\d+)\s+(\d+x)(\S+)')
-_SKIP = re.compile(r"^(#|vendid=|devid=|sysimgguid=|switchguid=|caguid=|rtguid=|Chassis\b|Non-Chassis|Hostname:)")
+_SKIP = re.compile(r"^(#|vendid=|devid=|caguid=|rtguid=|Chassis\b|Non-Chassis|Hostname:)")
+_SYSTEM = re.compile(r"^sysimgguid=0x([0-9A-Fa-f]+)")
+_SWITCH_GUID = re.compile(r"^switchguid=0x([0-9A-Fa-f]+)(?:\(([0-9A-Fa-f]+)\))?")
 _DEVICE = re.compile(r"^(HCA-?\d+|[A-Za-z]+\d*_\d+|[A-Za-z]+\d+)$")
 
 
@@ -90,6 +93,35 @@ def host_name_from_description(description: str) -> str | None:
     if len(words) == 1 or (len(words) == 2 and _DEVICE.match(words[1])):
         return words[0]
     return None
+
+
+def _unknown() -> np.ndarray:
+    return np.zeros(0, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class LidSpace:
+    """Every LID of a fabric: each port's base LID and, with LMC = L, the 2**L - 1 after it.
+
+    Attributes
+    ----------
+    lids : ndarray of int
+        Every LID, sorted.
+    entry : ndarray of int
+        For each, its port: the position in :attr:`Fabric.lids`.
+    offset : ndarray of int
+        For each, its offset from the port's base LID (0 .. 2**lmc - 1).
+    """
+
+    lids: np.ndarray
+    entry: np.ndarray
+    offset: np.ndarray
+
+    def columns(self, lids: np.ndarray) -> np.ndarray:
+        """Positions of ``lids`` in :attr:`lids` (-1 for a LID the fabric does not have)."""
+        lids = np.asarray(lids, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.lids, lids), max(self.lids.size - 1, 0))
+        return np.where(self.lids[at] == lids, at, -1) if self.lids.size else np.full(lids.shape, -1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,6 +148,13 @@ class Fabric:
         The line of the file where every node is declared.
     forwarding : ForwardingTables, optional
         The fabric's own linear forwarding tables (``routes=LFTS``).
+    lid_lmc, lid_guid : ndarray of int
+        Per LID of :attr:`lids`: the port's LMC (it owns ``2**lmc`` LIDs from that one) and
+        its port GUID (0 where the file gave none).
+    num_ports, node_guid, system_guid : ndarray of int
+        Per node: the ports it has (as its block's header says), its GUID (a host's first
+        adapter's) and the GUID of the system it is part of (``sysimgguid=``; its own GUID
+        when the file gives none).
     """
 
     source: str
@@ -129,6 +168,40 @@ class Fabric:
     descriptions: list[str] = field(repr=False)
     lines: list[int] = field(repr=False)
     forwarding: ForwardingTables | None = field(default=None, repr=False)
+    lid_lmc: np.ndarray = field(default_factory=_unknown, repr=False)
+    lid_guid: np.ndarray = field(default_factory=_unknown, repr=False)
+    num_ports: np.ndarray = field(default_factory=_unknown, repr=False)
+    node_guid: np.ndarray = field(default_factory=_unknown, repr=False)
+    system_guid: np.ndarray = field(default_factory=_unknown, repr=False)
+
+    def __post_init__(self) -> None:
+        """Fill what was not given: LMC 0, no GUIDs, every port count the largest port number."""
+        zeros = np.zeros(self.lids.size, dtype=np.int64)
+        nodes = len(self.descriptions)
+        defaults = {"lid_lmc": zeros, "lid_guid": zeros.astype(np.uint64),
+                    "num_ports": np.full(nodes, int(self.link_port.max(initial=0))),
+                    "node_guid": np.zeros(nodes, dtype=np.uint64)}
+        for name, value in defaults.items():
+            if getattr(self, name).size == 0 and value.size:
+                object.__setattr__(self, name, value)
+        if self.system_guid.size == 0:
+            object.__setattr__(self, "system_guid", self.node_guid.copy())
+
+    @property
+    def lmc(self) -> int:
+        """The largest LMC of any port: each destination has up to ``2**lmc`` LIDs."""
+        return int(self.lid_lmc.max(initial=0))
+
+    @cached_property
+    def lid_space(self) -> LidSpace:
+        """Every LID of the fabric (:class:`LidSpace`): the ports' base LIDs and their LMC LIDs."""
+        have = self.lids > 0
+        count = np.where(have, 1 << self.lid_lmc, 0)
+        entry = np.repeat(np.arange(self.lids.size), count)
+        offset = np.arange(entry.size) - np.repeat(np.cumsum(count) - count, count)
+        lids = self.lids[entry] + offset
+        order = np.argsort(lids, kind="stable")
+        return LidSpace(lids[order], entry[order], offset[order])
 
     @property
     def routing(self) -> str:
@@ -160,6 +233,11 @@ class _Node:
     line: int
     lid: int = 0
     cables: dict[int, tuple[Any, ...]] = field(default_factory=dict)  # port -> (peer kind, guid, port, Gb/s, line, own LID)
+    lmc: int = 0                  # a switch's port 0
+    system: int = 0               # sysimgguid (0: not given)
+    port0_guid: int = 0           # a switch's port GUID (switchguid=0xNODE(PORT)), 0: not given
+    port_guid: dict[int, int] = field(default_factory=dict)  # a CA's port -> port GUID
+    port_lmc: dict[int, int] = field(default_factory=dict)   # a CA's port -> LMC
 
 
 def read_node_name_map(path: str | Path) -> dict[int, str]:
@@ -224,11 +302,19 @@ def _parse(text: str, name: str, rates: dict[str, float], any_speed: bool) -> li
     nodes: list[_Node] = []
     by_guid: dict[int, _Node] = {}
     current: _Node | None = None
+    system = port0 = 0  # from the sysimgguid= and switchguid= lines before a block
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or _SKIP.match(line):
             continue
         where = f"{name}, line {number}"
+        m = _SYSTEM.match(line) or _SWITCH_GUID.match(line)
+        if m:
+            if line.startswith("sys"):
+                system = int(m.group(1), 16)
+            else:
+                port0 = int(m.group(2) or m.group(1), 16)
+            continue
         m = _HEADER.match(line)
         if m:
             kind, ports, letter, guid_hex, comment = m.groups()
@@ -243,8 +329,12 @@ def _parse(text: str, name: str, rates: dict[str, float], any_speed: bool) -> li
             comment = comment or ""
             desc = re.match(r'"(.*?)"', comment)
             lid = re.search(r"\blid\s+(\d+)", comment)
+            lmc = re.search(r"\blmc\s+(\d+)", comment)
             current = _Node(letter, guid, int(ports), desc.group(1) if desc else "", number,
-                            int(lid.group(1)) if lid and letter == "S" else 0)
+                            int(lid.group(1)) if lid and letter == "S" else 0,
+                            lmc=int(lmc.group(1)) if lmc and letter == "S" else 0, system=system,
+                            port0_guid=port0 if letter == "S" else 0)
+            system = port0 = 0
             nodes.append(current)
             by_guid[guid] = current
             continue
@@ -253,7 +343,7 @@ def _parse(text: str, name: str, rates: dict[str, float], any_speed: bool) -> li
             raise TopologyError(f"{where}: not an ibnetdiscover line: {line[:80]!r}")
         if current is None:
             raise TopologyError(f"{where}: a port line before any Switch or Ca block")
-        port, _, peer_letter, peer_hex, peer_port, _, comment = m.groups()
+        port, own_guid, peer_letter, peer_hex, peer_port, _, comment = m.groups()
         port, peer_port, peer = int(port), int(peer_port), int(peer_hex, 16)
         if peer_letter == "R":
             raise TopologyError(f"{where}: a cable to a router (R-{peer_hex}); routers are not supported")
@@ -266,9 +356,12 @@ def _parse(text: str, name: str, rates: dict[str, float], any_speed: bool) -> li
         comment = comment or ""
         local_lid = 0
         if current.kind == "H":
-            lm = re.match(r"lid\s+(\d+)\s+lmc\s+\d+\s*", comment)
+            lm = re.match(r"lid\s+(\d+)\s+lmc\s+(\d+)\s*", comment)
             if lm:
                 local_lid, comment = int(lm.group(1)), comment[lm.end():]
+                current.port_lmc[port] = int(lm.group(2))
+            if own_guid:
+                current.port_guid[port] = int(own_guid, 16)
         link = _LINK.search(comment)
         if link is None:
             if not any_speed:
@@ -367,20 +460,24 @@ def read_ibnetdiscover(path: str | Path, *, names: str | Path | None = None, ban
     first_ports = ordered[: len(host_order)]
     egress_ports = [(adapter.guid, min(adapter.cables)) for adapter in first_ports]
     primary = {key: t for t, key in enumerate(egress_ports)}
-    lid_rows: list[tuple[int, int, int, int, int]] = []  # lid, node, link into the port, line, endpoint
+    # lid, node, link into the port, line, endpoint, lmc, port GUID
+    lid_rows: list[tuple[int, int, int, int, int, int, int]] = []
     for node in nodes:
         if node.kind == "S":
-            lid_rows.append((node.lid, node_of[node.guid], -1, node.line, -1))
+            lid_rows.append((node.lid, node_of[node.guid], -1, node.line, -1, node.lmc, node.port0_guid or node.guid))
             continue
         for port, (_, peer, peer_port, _, number, local_lid) in sorted(node.cables.items()):
             lid_rows.append((local_lid, node_of[node.guid], link_of[(peer, peer_port)], number,
-                             primary.get((node.guid, port), -1)))
-    lids, lid_node, lid_link, lid_line, lid_endpoint = (list(column) for column in zip(*lid_rows))
+                             primary.get((node.guid, port), -1), node.port_lmc.get(port, 0),
+                             node.port_guid.get(port, 0)))
+    lids, lid_node, lid_link, lid_line, lid_endpoint, lid_lmc, lid_guid = (list(column) for column in zip(*lid_rows))
     seen: dict[int, int] = {}
-    for lid, number in zip(lids, lid_line):
-        if lid and lid in seen:
-            raise TopologyError(f"fabric file {name!r}, line {number}: LID {lid} is also given on line {seen[lid]}")
-        seen[lid] = number
+    for lid, lmc, number in zip(lids, lid_lmc, lid_line):
+        for own in range(lid, lid + (1 << lmc) if lid else lid):
+            if own in seen:
+                raise TopologyError(f"fabric file {name!r}, line {number}: LID {own} is also given on line "
+                                    f"{seen[own]}")
+            seen[own] = number
     order = np.argsort(np.where(np.array(lids) > 0, np.array(lids), np.iinfo(np.int64).max), kind="stable")
     fabric = Fabric(
         source=name, link_port=np.array([r[2] for r in rows], dtype=np.int64),
@@ -390,7 +487,11 @@ def read_ibnetdiscover(path: str | Path, *, names: str | Path | None = None, ban
                               dtype=np.int64),
         egress=np.array([link_of[key] for key in egress_ports], dtype=np.int64),
         descriptions=[mapped.get(node.guid, node.description) for node in ordered],
-        lines=[node.line for node in ordered])
+        lines=[node.line for node in ordered],
+        lid_lmc=np.array(lid_lmc, dtype=np.int64)[order], lid_guid=np.array(lid_guid, dtype=np.uint64)[order],
+        num_ports=np.array([node.ports for node in ordered], dtype=np.int64),
+        node_guid=np.array([node.guid for node in ordered], dtype=np.uint64),
+        system_guid=np.array([node.system or node.guid for node in ordered], dtype=np.uint64))
     adapters = sum(len(v) for v in hosts.values())
     topology = Topology(
         name=f"fabric {Path(name).name}: {len(host_order)} hosts"
