@@ -20,7 +20,7 @@ from ..metrics.compute import plan_metrics
 from ..metrics.tables import jobs_table, links_table, metrics_table
 from ..mpi.launch import abort_on_failure, need_mpi, together, world
 from ..plan import load_plan
-from ..planner import METHODS, compare_methods, make_plan
+from ..planner import COMPARE_METHODS, compare_methods, job_tables, make_plan
 from ..sim import (
     ChunkModel,
     fit_chunk_model,
@@ -92,6 +92,7 @@ def plan(args: argparse.Namespace) -> int:
 def evaluate(args: argparse.Namespace) -> int:
     """``optiq eval``: the metrics of a plan file."""
     plan = load_plan(args.plan)
+    _warn_tables(plan.topology)
     m = plan_metrics(plan, progress=_progress(args))
     if args.json:
         out = m.to_dict()
@@ -119,9 +120,10 @@ def compare(args: argparse.Namespace) -> int:
     say = _progress(args)
     topology, demands = _workload(args, say)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if m not in COMPARE_METHODS]
     if unknown or not methods:
-        raise OptiqError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}")
+        raise OptiqError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from "
+                         f"{', '.join(COMPARE_METHODS)}")
     rows, times = _compare(topology, demands, methods, _planner_options(args), say, chunk_size=args.chunk_size,
                            seed=args.seed, routing=args.routing, max_intermediates=args.max_intermediates or 1)
     if args.json:
@@ -129,6 +131,53 @@ def compare(args: argparse.Namespace) -> int:
     else:
         print(f"{topology.name}, {demands.name}, {demands.total_bytes / 2**20:.0f} MiB in all")
         print(metrics_table(rows, {"plan s": times}, wide=args.wide))
+    return 0
+
+
+def tables(args: argparse.Namespace) -> int:
+    """``optiq tables``: forwarding tables that carry one job on a fabric, for OpenSM's file engine."""
+    _check_outputs(args)
+    split_path = args.split or (f"{args.output}.split.csv" if args.lmc else None)
+    if split_path and not args.lmc:
+        raise OptiqError("--split applies with --lmc (which LID of its destination each pair sends to)")
+    if split_path:
+        check_writable(split_path, "--split")
+    say = _progress(args)
+    topology, demands = _workload(args, say)
+    if topology.fabric is None:
+        raise OptiqError(f"optiq tables writes an InfiniBand fabric's forwarding tables; {topology.name} is not one "
+                         f"(-t ibnet:FILE)")
+    made = job_tables(topology, demands, lmc=args.lmc, allow_credit_loops=args.allow_credit_loops,
+                      rounds=args.rounds, progress=say)
+    fabric = topology.fabric
+    lids = made.tables.lids.size
+    switches = made.tables.table.shape[0]
+    for line in made.given_report.problems():
+        print(f"optiq: warning: the given tables: {line}", file=sys.stderr)
+    if made.minimal_credit_loop:
+        print(f"optiq: warning: shortest routes on this fabric close credit loops (for instance "
+              f"{' -> '.join(made.minimal_credit_loop)}); these tables take up*/down* routes, longer for "
+              f"{made.longer_routes:.1%} of the routes from hosts' switches to switches; --allow-credit-loops takes "
+              f"the shortest routes (the fabric then needs virtual lanes that break the loops)", file=sys.stderr)
+    if made.report.credit_loop:
+        print(f"optiq: warning: --allow-credit-loops: the tables close a credit loop: "
+              f"{' -> '.join(made.report.credit_loop)}; load them only where virtual lanes break it "
+              f"(OpenSM's dfsssp or torus-2QoS with their SL-to-VL tables)", file=sys.stderr)
+    made.write(args.output)
+    if split_path:
+        made.write_split(split_path)
+    print(f"{topology.name}: {lids:,} LIDs" + (f" (LMC {fabric.lmc})" if fabric.lmc else "")
+          + f"; given tables: {made.given.source}")
+    print(f"the job's busiest link: given tables {made.given_time_s * 1e3:.4f} ms, job tables "
+          f"{made.time_s * 1e3:.4f} ms ({made.gain:.2f}x)" + (", the given tables kept" if made.kept_given else ""))
+    if made.bound_s:
+        print(f"no tables of one LID per port can do better than {made.bound_s * 1e3:.4f} ms (each pair on one "
+              f"path); --lmc splits pairs over the LIDs of a fabric routed with LMC > 0")
+    print(f"checks: {made.report}")
+    print(f"{made.changed:,} of {switches * lids:,} entries changed; wrote {args.output} ({switches} switches x "
+          f"{lids:,} LIDs) in {made.seconds:.1f} s, peak memory {made.memory_mib:.0f} MiB"
+          + (f"; the split: {split_path}" if split_path else ""))
+    print(f"load them: opensm -R file -U {args.output} (a running OpenSM re-reads them on kill -HUP)")
     return 0
 
 
@@ -290,6 +339,8 @@ def _workload(args, say):
         say(f"topology {topology.name}: {topology.num_nodes:,} nodes, {topology.num_links:,} links, "
             f"{_capacity_classes(topology)}; default routes: {topology.default_routing} "
             f"({time.perf_counter() - start:.1f} s)")
+    if args.routes and args.command != "tables":  # optiq tables checks and reports them itself
+        _warn_tables(topology)
     hosts = named_hosts(topology, args.hosts) if args.hosts else None
     P = topology.num_endpoints if hosts is None else hosts.size
     if hosts is not None and say:
@@ -335,6 +386,20 @@ def _workload(args, say):
         demands = on_hosts(demands, hosts)
     demands.check_against(topology)
     return topology, demands
+
+
+def _warn_tables(topology: Topology) -> None:
+    """A warning for each problem of the fabric's own tables (a credit loop, an unreachable LID)."""
+    from ..paths.tablecheck import check_tables
+
+    if topology.fabric is not None and topology.fabric.forwarding is not None:
+        tables = topology.fabric.forwarding
+        if tables.remapped:
+            print(f"optiq: warning: {tables.source}: {tables.remapped:,} entries are for LIDs of another sweep, "
+                  f"taken to their ports' LIDs by the port GUIDs on their lines (as OpenSM's file engine does)",
+                  file=sys.stderr)
+        for line in check_tables(topology).problems():
+            print(f"optiq: warning: {tables.source}: {line}", file=sys.stderr)
 
 
 def _routing_line(plan, m) -> str:
@@ -389,7 +454,9 @@ def _compare(topology: Topology, demands: Demands, methods: list[str], options: 
     runs = compare_methods(topology, demands, methods, options, progress=say, **kwargs)
     for run in runs:
         _warn(run.plan)
-    return [plan_metrics(run.plan, check_bound=False) for run in runs], [f"{run.plan_s:.2f}" for run in runs]
+    rows = [plan_metrics(run.plan, check_bound=False) for run in runs]
+    rows = [replace(row, routing="tables") if run.method == "tables" else row for row, run in zip(rows, runs)]
+    return rows, [f"{run.plan_s:.2f}" for run in runs]
 
 
 def _warn(plan) -> None:
@@ -409,5 +476,6 @@ def _check_outputs(args) -> None:
 
 #: Subcommand name -> the function that runs it.
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "plan": plan, "eval": evaluate, "compare": compare, "demo": demo, "simulate": simulate, "fit-chunk": fit_chunk,
+    "plan": plan, "eval": evaluate, "compare": compare, "tables": tables, "demo": demo, "simulate": simulate,
+    "fit-chunk": fit_chunk,
     "experiment": experiment, "run": launcher.replay, "collectives": collectives}

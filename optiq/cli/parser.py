@@ -12,7 +12,7 @@ from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK
 from ..paths import FORWARDED, ROUTINGS
 from ..paths.chains import MAX_INTERMEDIATES
 from ..plan import DEFAULT_CHUNK_SIZE
-from ..planner import CANDIDATE_KINDS, METHODS
+from ..planner import CANDIDATE_KINDS, COMPARE_METHODS, METHODS
 from ..sim import SHARING, ChunkModel
 from ..sim.flow import DEFAULT_BATCH
 from ..topology.spec import SPEC_HELP
@@ -159,9 +159,29 @@ def build_parser() -> argparse.ArgumentParser:
     add_workload(p)
     add_planning(p)
     p.add_argument("--methods", default="default,heu1,heu2,opt",
-                   help=f"comma-separated, from {','.join(METHODS)} (default default,heu1,heu2,opt)")
+                   help=f"comma-separated, from {','.join(COMPARE_METHODS)} (default default,heu1,heu2,opt; tables: "
+                        f"the job on forwarding tables written for it, on an InfiniBand fabric)")
     p.add_argument("--json", action="store_true", help="a JSON list instead of a table")
     add_wide(p)
+    p = sub.add_parser("tables", help="write a fabric's forwarding tables that carry one job, for OpenSM",
+                       description="Forwarding tables for every switch and every LID of an InfiniBand fabric "
+                                   "(-t ibnet:FILE, --routes its tables) that carry the job with the least busy "
+                                   "busiest link: routed by destination as the switches must, on up*/down* routes "
+                                   "that cannot close a credit loop, every other LID as in the given tables "
+                                   "where that is safe. The file loads with opensm -R file -U FILE.")
+    add_workload(p)
+    p.add_argument("--output", "-o", required=True, help="the tables to write (dump_lfts format, with port GUIDs)")
+    p.add_argument("--lmc", action="store_true",
+                   help="a fabric routed with LMC > 0: route each destination's LIDs on trees of their own and "
+                        "split every pair's bytes over them (written to --split)")
+    p.add_argument("--split", metavar="CSV", help="--lmc: where to write which LID each pair sends how many bytes "
+                                                  "to (default OUTPUT.split.csv)")
+    p.add_argument("--allow-credit-loops", action="store_true",
+                   help="shortest routes even where they close credit loops (a torus): the fabric then needs "
+                        "virtual lanes that break them")
+    p.add_argument("--rounds", type=types.positive_int, default=4,
+                   help="rounds of rip-up and reroute (default 4)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p = sub.add_parser("demo", help="the main job: compare methods on Blue Gene/Q 1024, disjoint, 8 MiB")
     p.add_argument("--topology", "-t", default="bgq:1024", help="default bgq:1024")
     add_wide(p)

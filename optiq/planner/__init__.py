@@ -1,9 +1,10 @@
 """Planning: the methods as objects carrying their parameters (:mod:`.methods`), the one
-entry point :func:`make_plan`, and several methods side by side (:func:`compare_methods`).
-The record of what a planner did is :class:`optiq.plan.PlanRecord`, exported here too."""
+entry point :func:`make_plan`, several methods side by side (:func:`compare_methods`), and a
+fabric's forwarding tables written for a job (:func:`job_tables`). The record of what a
+planner did is :class:`optiq.plan.PlanRecord`, exported here too."""
 
 from ..plan import PlanRecord
-from .compare import MethodRun, compare_methods
+from .compare import COMPARE_METHODS, MethodRun, compare_methods
 from .make import METHODS, make_plan, plan_memory_estimate
 from .methods import (
     CANDIDATE_KINDS,
@@ -19,7 +20,9 @@ from .methods import (
     make_candidates,
     planner_named,
 )
+from .tables import JobTables, job_tables, single_path_bound
 
 __all__ = ["make_plan", "make_candidates", "plan_memory_estimate", "METHODS", "CANDIDATE_KINDS", "PLANNERS",
            "Planner", "CandidatePlanner", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic", "SystemRoutes",
-           "planner_named", "PlanRecord", "compare_methods", "MethodRun"]
+           "planner_named", "PlanRecord", "compare_methods", "MethodRun", "COMPARE_METHODS", "job_tables", "JobTables",
+           "single_path_bound"]

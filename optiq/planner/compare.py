@@ -8,10 +8,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import PlanError
 from ..paths import FORWARDED, FREE
 from ..paths.space import PathSpace
 from ..plan import DEFAULT_CHUNK_SIZE
-from .make import make_plan
+from .make import METHODS, make_plan
 from .methods import CandidatePlanner, make_candidates, planner_named
 
 if TYPE_CHECKING:
@@ -19,7 +20,13 @@ if TYPE_CHECKING:
     from ..topology import Topology
     from ..workloads import Demands
 
-__all__ = ["MethodRun", "compare_methods"]
+__all__ = ["MethodRun", "compare_methods", "COMPARE_METHODS", "TABLES"]
+
+#: The method that routes the job by forwarding tables written for it (:mod:`optiq.planner.tables`):
+#: on an InfiniBand fabric only, beside the planners.
+TABLES = "tables"
+#: Every method :func:`compare_methods` takes.
+COMPARE_METHODS = (*METHODS, TABLES)
 
 
 @dataclass(frozen=True)
@@ -52,7 +59,10 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
     topology : Topology
     demands : Demands
     methods : sequence of str
-        Names from :data:`optiq.planner.METHODS`.
+        Names from :data:`optiq.planner.METHODS`, or ``"tables"`` on an InfiniBand fabric:
+        the job on forwarding tables written for it (:func:`optiq.planner.tables.job_tables`),
+        routed by destination with one LID per port, its bound the best any such tables can
+        do (:func:`optiq.planner.tables.single_path_bound`) where that is higher.
     options : dict, optional
         Planner parameters (``k``, ``time_limit``, ``gap``, ...); each method takes those it has
         (:func:`optiq.planner.planner_named`).
@@ -82,7 +92,10 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
     >>> [r.method for r in runs], runs[2].plan.predicted_time_s <= runs[0].plan.predicted_time_s
     (['default', 'heu2', 'opt'], True)
     """
-    planners = [planner_named(method, **(options or {}))[0] for method in methods]
+    planners = [None if method == TABLES else planner_named(method, **(options or {}))[0] for method in methods]
+    if TABLES in methods and topology.fabric is None:
+        raise PlanError(f"the tables method writes an InfiniBand fabric's forwarding tables; {topology.name} is not "
+                        f"a fabric (ibnet:FILE)")
     candidates = None
     first = next((p for p in planners if isinstance(p, CandidatePlanner) and (p.routing or routing) == routing), None)
     if first is not None:
@@ -95,24 +108,42 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
         if progress:
             progress(f"planning with {method}")
         start = time.perf_counter()
-        shared = candidates if (planner.routing or routing) == routing else None
-        plan = make_plan(topology, demands, planner, progress=progress, candidates=shared, chunk_size=chunk_size,
-                         seed=seed, routing=routing, max_intermediates=max_intermediates)
+        if planner is None:
+            plan = _tables_plan(topology, demands, progress)
+        else:
+            shared = candidates if (planner.routing or routing) == routing else None
+            plan = make_plan(topology, demands, planner, progress=progress, candidates=shared, chunk_size=chunk_size,
+                             seed=seed, routing=routing, max_intermediates=max_intermediates)
         runs.append(MethodRun(method, plan, time.perf_counter() - start))
     _share_bounds([run.plan for run in runs])
     return runs
+
+
+def _tables_plan(topology: Topology, demands: Demands, progress: Callable[[str], None] | None) -> Plan:
+    """The job on tables written for it, bounded by what any such tables can do."""
+    from .tables import job_tables
+
+    made = job_tables(topology, demands, progress=progress)
+    plan = made.plan()
+    if made.bound_s > plan.lower_bound_time_s:
+        plan.lower_bound_time_s = made.bound_s
+        plan.lower_bound_cut = "the best any tables of one LID per port can do (each pair on one path)"
+    plan.record.default_time_s = made.given_time_s  # against the tables it replaces
+    plan.record.warnings.extend(made.report.problems())
+    return plan
 
 
 def _share_bounds(plans: list[Plan]) -> None:
     """Give every plan the best lower bound proven for plans like it.
 
     A bound proven by column generation bounds every plan of its path space: a free plan's
-    bounds every plan, a forwarded plan's every forwarded plan of the same space (one
-    comparison plans every forwarded method in one). Each row then compares against the
-    same bound, and equal times read equal.
+    bounds every plan, a forwarded plan's every forwarded plan of the same space and network
+    routes (one comparison plans every forwarded method in one). Each row then compares
+    against the same bound, and equal times read equal.
     """
     for plan in plans:
-        holds = [other for other in plans if other.routing == FREE or other.routing == plan.routing]
+        holds = [other for other in plans if other.routing == FREE
+                 or (other.routing == plan.routing and other.topology is plan.topology)]
         best = max(holds, key=lambda other: other.lower_bound_time_s)
         if plan.lower_bound_time_s < best.lower_bound_time_s <= plan.predicted_time_s * (1 + 1e-9):
             plan.lower_bound_time_s = best.lower_bound_time_s

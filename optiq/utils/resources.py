@@ -13,7 +13,8 @@ import os
 
 from ..errors import OptiqError
 
-__all__ = ["ResourceError", "available_memory", "check_memory", "TOPOLOGY_BYTES_PER_LINK", "PLAN_BYTES_PER_ENTRY"]
+__all__ = ["ResourceError", "available_memory", "check_memory", "peak_memory_mib", "TOPOLOGY_BYTES_PER_LINK",
+           "PLAN_BYTES_PER_ENTRY"]
 
 TOPOLOGY_BYTES_PER_LINK = 110
 PLAN_BYTES_PER_ENTRY = 150
@@ -36,6 +37,15 @@ def available_memory() -> int:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return 1 << 62
+
+
+def peak_memory_mib() -> float:
+    """The most resident memory this process has held so far, MiB (0 where unknown)."""
+    try:
+        import resource
+    except ImportError:  # not on every platform
+        return 0.0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def check_memory(estimate: float, what: str, hint: str = "") -> None:

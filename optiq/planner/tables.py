@@ -1,0 +1,347 @@
+"""Forwarding tables for a job: what ``optiq tables`` writes and ``optiq compare`` calls ``tables``.
+
+:func:`job_tables` routes every LID of an InfiniBand fabric by destination, as the switches
+must, with the job's bytes spread over the fabric (:mod:`optiq.heuristics.tables`): tables
+for every switch and every LID, checked (:func:`optiq.paths.tablecheck.check_tables`) and
+ready for OpenSM's ``file`` engine (:func:`optiq.topology.lft.write_forwarding_tables`).
+
+* The job's LIDs are routed for the job; every other LID keeps its port in the given tables
+  (the fabric's own, ``routes=``, else OpenSM minhop's) wherever that port is on a legal
+  up*/down* route, else takes the least busy one. Nothing is dropped.
+* The tables are up*/down*: they cannot close a credit loop. On a fabric where the shortest
+  routes must close one (a torus), the result says so with the loop named, and
+  ``allow_credit_loops=True`` routes on shortest routes instead (the operator then owes
+  the virtual lanes that break the loops).
+* If the given tables carry the job faster and are themselves safe, they are kept.
+* ``lmc=True`` on a fabric routed at LMC = L > 0: each destination's ``2**L`` LIDs get
+  trees of their own (the pairs' bytes split evenly to start), and the job's bytes are split
+  over them by the max-throughput LP over those routes (:func:`optiq.lp.solve_lp`); then
+  trees for that split and the LP's split for those trees, while the busiest link drops (at
+  most :data:`LMC_ROUNDS` times). The split is the plan of which LID each pair sends how
+  many bytes to (:meth:`JobTables.write_split`).
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import OptiqError, PlanError, TopologyError
+from ..heuristics.tables import ColumnTraffic, TreeRouter
+from ..lp import LPStatus, round_to_bytes, solve_lp
+from ..paths import FREE, PathSet, forwarding_routes, minhop_tables
+from ..paths.tablecheck import TableReport, check_tables
+from ..topology.lft import ForwardingTables, write_forwarding_tables
+from ..utils.resources import peak_memory_mib
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..plan import Plan
+    from ..topology import Topology
+    from ..topology.ibnet import Fabric
+    from ..workloads import Demands
+
+__all__ = ["JobTables", "job_tables", "with_tables", "single_path_bound"]
+
+#: Rounds of the LMC split: trees for the split, then the LP's split for the trees.
+LMC_ROUNDS = 3
+
+
+@dataclass
+class JobTables:
+    """Tables made for a job, and what they are worth.
+
+    Attributes
+    ----------
+    topology : Topology
+        The fabric with the given tables.
+    demands : Demands
+    tables, given : ForwardingTables
+        The new tables and the ones they replace.
+    time_s, given_time_s : float
+        The job's busiest link (seconds) on the new tables (with the split when ``lmc``) and
+        on the given ones.
+    report, given_report : TableReport
+        The checks of both (:func:`optiq.paths.tablecheck.check_tables`).
+    kept_given : bool
+        The given tables were as fast and safe: they are the result.
+    minimal_credit_loop : list of str
+        On a fabric whose shortest routes close credit loops: one such loop (the tables use
+        longer up*/down* routes instead, or, with ``allow_credit_loops``, close it).
+    longer_routes : float
+        Fraction of switch pairs whose legal route is longer than the shortest.
+    changed : int
+        Entries (switch, LID) that differ from the given tables.
+    split : ndarray, optional
+        With ``lmc``: ``split[j, k]`` bytes of job ``j`` sent to its destination's base LID + k.
+    bound_s : float
+        A lower bound on the busiest link of any tables for this job (:func:`single_path_bound`
+        without ``lmc``, the cut bound of any plan with it).
+    seconds, memory_mib : float
+        Time to make them, and the process's peak memory after.
+    """
+
+    topology: Topology
+    demands: Demands
+    tables: ForwardingTables
+    given: ForwardingTables
+    time_s: float
+    given_time_s: float
+    report: TableReport
+    given_report: TableReport
+    kept_given: bool
+    longer_routes: float
+    changed: int
+    minimal_credit_loop: list[str] = field(default_factory=list)
+    split: np.ndarray | None = None
+    bound_s: float = 0.0
+    rounds: int = 0
+    seconds: float = 0.0
+    memory_mib: float = 0.0
+
+    def __repr__(self) -> str:
+        return (f"JobTables({self.topology.name!r}, busiest link {self.time_s * 1e3:.4g} ms, given "
+                f"{self.given_time_s * 1e3:.4g} ms, {self.changed:,} entries changed, "
+                f"{'deadlock free' if self.report.deadlock_free else 'CREDIT LOOP'})")
+
+    @property
+    def gain(self) -> float:
+        """The given tables' busiest link over the new tables'."""
+        return self.given_time_s / self.time_s if self.time_s > 0 else 1.0
+
+    def write(self, path: str | Path) -> None:
+        """The tables for OpenSM's ``file`` engine (``opensm -R file -U PATH``)."""
+        write_forwarding_tables(self.tables, self.topology, path)
+
+    def write_split(self, path: str | Path) -> None:
+        """With ``lmc``: ``src,dst,lid,bytes`` lines, which LID of its destination each pair
+        sends how many of its bytes to (hosts by name, LIDs in hex)."""
+        if self.split is None:
+            raise PlanError("the tables were made without lmc: every pair sends to its destination's base LID")
+        fabric = self.topology.fabric
+        assert fabric is not None
+        names, d = self.topology.endpoint_names, self.demands
+        with open(path, "w", newline="") as fh:
+            out = csv.writer(fh)
+            out.writerow(["src", "dst", "lid", "bytes"])
+            for j, k in zip(*np.nonzero(self.split)):
+                out.writerow([names[d.src[j]], names[d.dst[j]], f"0x{int(fabric.endpoint_lid[d.dst[j]]) + int(k):04x}",
+                              int(self.split[j, k])])
+
+    def plan(self) -> Plan:
+        """The job as the new tables route it: a plan on the fabric with them, one path per pair
+        (forwarded: the tables' own routes), or with the split one per pair and LID (free: it
+        holds when each sender picks the LIDs as the split says)."""
+        from .make import make_plan
+
+        routed = with_tables(self.topology, self.tables)
+        plan = make_plan(routed, self.demands, "default")
+        if self.split is not None:
+            paths, offset = _lid_routes(routed, self.demands, self.tables, self.split.shape[1])
+            nbytes = self.split[paths.job, offset]
+            keep = nbytes > 0
+            # a pair's LIDs other than the base are not the route MPI takes by default: the split is
+            # realized by the sender choosing the LID (e.g. UCX_IB_LID_PATH_BITS), so the plan is free
+            plan = replace(plan, paths=paths.select(keep), path_bytes=nbytes[keep].astype(np.int64), routing=FREE)
+        plan.method = "tables"
+        return plan
+
+
+def with_tables(topology: Topology, tables: ForwardingTables, spec: str | None = None) -> Topology:
+    """``topology`` routed by ``tables`` instead of its own (``spec``: how to build it again,
+    e.g. with ``routes=`` the file the tables were written to)."""
+    if topology.fabric is None:
+        raise TopologyError(f"{topology.name} is not an InfiniBand fabric")
+    return replace(topology, fabric=topology.fabric.with_forwarding(tables), spec=spec or topology.spec)
+
+
+def _lid_routes(topology: Topology, demands: Demands, tables: ForwardingTables, lids: int) -> tuple[PathSet, np.ndarray]:
+    """Every job's route to each of its destination's first ``lids`` LIDs, grouped by job,
+    and the LID offset of every path."""
+    parts = [forwarding_routes(topology, demands, tables, lid_offset=np.full(demands.num_jobs, k)) for k in range(lids)]
+    paths, order = PathSet.concat(parts)
+    return paths, np.repeat(np.arange(lids), demands.num_jobs)[order]
+
+
+def _busiest(topology: Topology, paths: PathSet, nbytes: np.ndarray) -> float:
+    return paths.busiest_link_time(nbytes, topology.capacity)
+
+
+def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow_credit_loops: bool = False,
+               rounds: int = 4, progress: Callable[[str], None] | None = None) -> JobTables:
+    """Forwarding tables that carry ``demands`` on ``topology``'s fabric with the least busy
+    busiest link (module docstring).
+
+    Parameters
+    ----------
+    topology : Topology
+        An InfiniBand fabric (``ibnet:FILE``, with ``routes=`` its tables; else OpenSM minhop's
+        are the given ones).
+    demands : Demands
+    lmc : bool
+        Route each destination's ``2**L`` LIDs on trees of their own and split the pairs'
+        bytes over them (the fabric must be routed at LMC L > 0).
+    allow_credit_loops : bool
+        Shortest routes even where they close credit loops.
+    rounds : int
+        Rounds of rip-up and reroute.
+    progress : callable, optional
+
+    Returns
+    -------
+    JobTables
+
+    Raises
+    ------
+    TopologyError
+        If the topology is not a fabric, or ``lmc`` on a fabric at LMC 0.
+    OptiqError
+        If the tables made have a credit loop and ``allow_credit_loops`` is not set (cannot
+        happen with up*/down* routes: a bug to report), or a LID is unreachable.
+    """
+    start = time.perf_counter()
+    fabric = topology.fabric
+    if fabric is None:
+        raise TopologyError(f"forwarding tables are for InfiniBand fabrics (ibnet:FILE), not {topology.name}")
+    demands.check_against(topology)
+    if lmc and fabric.lmc == 0:
+        raise TopologyError(f"{fabric.source} is routed at LMC 0 (one LID per port): route it with LMC > 0 "
+                            f"(opensm -l 2) and discover it again to give each destination several LIDs")
+    say = progress or (lambda message: None)
+    given = fabric.forwarding or minhop_tables(topology, progress=progress)
+    given_report = check_tables(topology, given)
+    given_routes = forwarding_routes(topology, demands, given)
+    given_time = _busiest(topology, given_routes, demands.nbytes.astype(float))
+    say(f"given tables ({given.source}): the job's busiest link {given_time * 1e3:.4f} ms")
+    router = TreeRouter(topology, minimal=allow_credit_loops)
+    longer = 0.0 if allow_credit_loops else router.longer_than_minimal
+    minimal_loop: list[str] = []
+    if longer > 0:
+        shortest = TreeRouter(topology, minimal=True)
+        trial = shortest.route([], given=given, base_load=np.zeros(topology.num_links))
+        minimal_loop = check_tables(topology, given.with_table(trial.table, "shortest routes")).credit_loop
+    E = topology.num_endpoints
+    entry_switch = topology.link_dst[fabric.egress[demands.src]] - E
+    base_load = np.bincount(fabric.egress[demands.src], weights=demands.nbytes.astype(float),
+                            minlength=topology.num_links)
+    lids = (1 << fabric.lmc) if lmc else 1
+    share = np.full((demands.num_jobs, lids), 1.0 / lids)
+    best: tuple[float, np.ndarray, np.ndarray | None] | None = None
+    made_rounds = 0
+    for _ in range(LMC_ROUNDS if lmc else 1):
+        traffic = _column_traffic(fabric, demands, entry_switch, share, given)
+        routes = router.route(traffic, given=given, base_load=base_load, rounds=rounds, progress=progress)
+        made_rounds = routes.rounds
+        tables = given.with_table(routes.table, "job tables")
+        if not lmc:
+            best = (routes.busiest_s(topology.capacity), routes.table, None)
+            break
+        paths, offset = _lid_routes(topology, demands, tables, lids)
+        say(f"LMC split: the LP over {paths.num_paths:,} routes ({lids} LIDs per destination)")
+        sol = solve_lp(topology, demands, paths)
+        if sol.status not in (LPStatus.OPTIMAL, LPStatus.TIME_LIMIT):
+            raise OptiqError("HiGHS did not solve the LMC split")
+        nbytes = round_to_bytes(paths, demands, sol.share)
+        lid_bytes = np.zeros((demands.num_jobs, lids))
+        np.add.at(lid_bytes, (paths.job, offset), nbytes)
+        t = _busiest(topology, paths, nbytes.astype(float))
+        say(f"LMC split: busiest link {t * 1e3:.4f} ms")
+        if best is not None and t >= best[0] * (1 - 1e-6):
+            break  # the split's trees did no better
+        best = (t, routes.table, lid_bytes)
+        share = lid_bytes / np.maximum(demands.nbytes[:, None], 1)
+    assert best is not None
+    time_s, table, split = best
+    tables = given.with_table(table, "job tables")
+    report = check_tables(topology, tables)
+    kept = False
+    if time_s > given_time * (1 + 1e-9) and given_report.ok and not lmc:
+        tables, time_s, report, kept = given, given_time, given_report, True
+        say("the given tables carry the job as fast: kept")
+    if report.credit_loop and not allow_credit_loops:
+        raise OptiqError(f"the tables made have a credit loop, which up*/down* routes cannot have (a bug): "
+                         f"{'; '.join(report.problems())}")
+    if report.unreachable or report.looping or report.bad_ports:
+        raise OptiqError(f"the tables made do not reach every LID: {'; '.join(report.problems())}")
+    changed = int((tables.table != given.table).sum())
+    bound = single_path_bound(topology, demands) if not lmc else 0.0
+    return JobTables(topology, demands, tables, given, time_s, given_time, report, given_report, kept, longer,
+                     changed, minimal_loop, split, bound, made_rounds, time.perf_counter() - start, peak_memory_mib())
+
+
+def single_path_bound(topology: Topology, demands: Demands) -> float:
+    """A lower bound on the busiest link of any routes that send each pair on one path, as
+    destination-based tables with one LID per port do.
+
+    Every pair between two switches crosses one of the links out of its source's switch and
+    one of the links into its destination's switch, whole. Where a switch's pairs all have
+    one size, placing them one by one on the link they would finish earliest on is optimal
+    (identical jobs on machines of different speeds), so that finish is a bound; where the
+    sizes differ, the bound is the largest pair on the fastest link or the bytes over the
+    links' total capacity, whichever is more. The host cables count whole.
+
+    Examples
+    --------
+    >>> from optiq.topology import Topology
+    >>> from optiq.workloads import Demands
+    >>> # hosts 0, 1 on switch 4, hosts 2, 3 on switch 5, one cable between the switches
+    >>> t = Topology("two leaves", 6, [0, 4, 1, 4, 2, 5, 3, 5, 4, 5], [4, 0, 4, 1, 5, 2, 5, 3, 5, 4], [1.0] * 10,
+    ...              num_endpoints=4)
+    >>> single_path_bound(t, Demands([0, 1], [2, 3], [1, 1]))  # both pairs cross the one cable
+    2.0
+    """
+    import heapq
+
+    E = topology.num_endpoints
+    cap = topology.capacity
+    host_out = np.flatnonzero(topology.link_src < E)
+    leaf_of = np.full(E, -1)
+    leaf_of[topology.link_src[host_out]] = topology.link_dst[host_out]
+    bound = float((demands.nbytes / cap[host_out].max(initial=1)).max(initial=0.0))
+    for side, ends in (("out", demands.src), ("in", demands.dst)):
+        leaf = leaf_of[ends]
+        other = leaf_of[demands.dst if side == "out" else demands.src]
+        cross = leaf != other
+        for sw in np.unique(leaf[cross]):
+            mine = demands.nbytes[cross & (leaf == sw)].astype(float)
+            links = np.flatnonzero((topology.link_src == sw) & (topology.link_dst >= E)) if side == "out" else \
+                np.flatnonzero((topology.link_dst == sw) & (topology.link_src >= E))
+            c = cap[links]
+            if (mine == mine[0]).all():
+                heap = [(mine[0] / x, 1, x) for x in c]
+                heapq.heapify(heap)
+                worst = 0.0
+                for _ in range(mine.size):
+                    t, n, x = heapq.heappop(heap)
+                    worst = max(worst, float(t))
+                    heapq.heappush(heap, ((n + 1) * mine[0] / x, n + 1, x))
+            else:
+                worst = float(max(mine.max() / c.max(), mine.sum() / c.sum()))
+            bound = max(bound, worst)
+    return bound
+
+
+def _column_traffic(fabric: Fabric, demands: Demands, entry_switch: np.ndarray, share: np.ndarray,
+                    given: ForwardingTables) -> list[ColumnTraffic]:
+    """The job's bytes per LID column, where they enter (each pair's share of each LID)."""
+    space = fabric.lid_space
+    cols, switches, nbytes = [], [], []
+    for k in range(share.shape[1]):
+        column = space.columns(fabric.endpoint_lid[demands.dst] + k)
+        cols.append(column)
+        switches.append(entry_switch)
+        nbytes.append(demands.nbytes * share[:, k])
+    col, sw, b = np.concatenate(cols), np.concatenate(switches), np.concatenate(nbytes)
+    keep = b > 0
+    col, sw, b = col[keep], sw[keep], b[keep]
+    order = np.argsort(col, kind="stable")
+    col, sw, b = col[order], sw[order], b[order]
+    bounds = np.flatnonzero(np.diff(col)) + 1
+    return [ColumnTraffic(int(c[0]), s, x) for c, s, x in
+            zip(np.split(col, bounds), np.split(sw, bounds), np.split(b, bounds)) if c.size]

@@ -1,0 +1,261 @@
+"""Forwarding tables for a job: checks of any tables (reachability, loops, credit loops), the
+tables optiq writes (complete, destination based, deadlock free, never worse than the given
+ones, optimal by brute force on a small fabric), their file format, LMC and other sweeps."""
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+from conftest import synthetic
+
+from optiq import Demands, from_spec
+from optiq.cli import main
+from optiq.errors import OptiqError, TopologyError
+from optiq.paths import forwarding_routes, minhop_tables
+from optiq.paths.tablecheck import check_tables
+from optiq.planner import compare_methods, job_tables, single_path_bound
+from optiq.planner.tables import with_tables
+from optiq.topology import read_ibnetdiscover
+from optiq.topology.lft import NO_PORT, read_forwarding_tables, write_forwarding_tables
+from optiq.workloads import constant_ratio, random_pairing
+
+
+def _fabric(tmp_path, *, lmc=0, name="fabric", **build):
+    """A synthetic fabric with its D-mod-K tables, read back."""
+    sf = synthetic()
+    model = sf.build(build.pop("k", 4), build.pop("levels", 3), lmc=lmc, **build)
+    sf.write_ibnetdiscover(model, str(tmp_path / f"{name}.txt"))
+    sf.write_lfts(model, str(tmp_path / f"{name}.lfts"))
+    return read_ibnetdiscover(tmp_path / f"{name}.txt", routes=tmp_path / f"{name}.lfts")
+
+
+def _permutation(topology, seed):
+    rng = np.random.default_rng(seed)
+    P = topology.num_endpoints
+    perm = rng.permutation(P)
+    moved = perm != np.arange(P)
+    return Demands(np.arange(P)[moved], perm[moved], np.full(int(moved.sum()), 1 << 20))
+
+
+# -- a ring of five switches: its shortest routes close a credit loop, up*/down* ones are longer --
+
+N = 5
+
+
+def _ring_fabric(tmp_path):
+    """Switches R0..R4 in a ring (port 1 to the next, port 2 to the previous), host h<i> on port 3."""
+    sw = [f"S-00000000000000a{i}" for i in range(N)]
+    hosts = [f"H-00000000000000b{i}" for i in range(N)]
+    blocks = []
+    for i in range(N):
+        nxt, prv = (i + 1) % N, (i - 1) % N
+        blocks.append(f'Switch\t3 "{sw[i]}"\t\t# "R{i}" base port 0 lid {i + 1} lmc 0\n'
+                      f'[1]\t"{sw[nxt]}"[2]\t\t# "R{nxt}" lid {nxt + 1} 4xEDR\n'
+                      f'[2]\t"{sw[prv]}"[1]\t\t# "R{prv}" lid {prv + 1} 4xEDR\n'
+                      f'[3]\t"{hosts[i]}"[1](b{i}1) \t\t# "h{i}" lid {11 + i} 4xEDR\n')
+        blocks.append(f'Ca\t1 "{hosts[i]}"\t\t# "h{i}"\n'
+                      f'[1](b{i}1) \t"{sw[i]}"[3]\t\t# lid {11 + i} lmc 0 "R{i}" lid {i + 1} 4xEDR\n')
+    path = tmp_path / "ring.txt"
+    path.write_text("\n".join(blocks))
+    return read_ibnetdiscover(path)
+
+
+def _clockwise(topology):
+    """Tables that send every LID one way round the ring (port 1), delivering at its own switch."""
+    tables = minhop_tables(topology)
+    table = np.full_like(tables.table, 1)
+    fabric = topology.fabric
+    for c in range(tables.lids.size):
+        i = fabric.lid_space.entry[c]
+        node = int(fabric.lid_node[i])
+        if fabric.lid_link[i] >= 0:  # a host's LID: port 3 at its switch
+            table[int(topology.link_src[fabric.lid_link[i]]) - N, c] = 3
+        else:
+            table[node - N, c] = 0
+    return tables.with_table(table, "clockwise")
+
+
+def test_a_hand_built_credit_loop_is_found_and_named(tmp_path):
+    ring = _ring_fabric(tmp_path)
+    report = check_tables(ring, _clockwise(ring))
+    assert report.unreachable == 0 and report.looping == 0 and report.bad_ports == 0
+    assert not report.deadlock_free and len(report.credit_loop) == N  # R0 -> R1 -> ... -> R4 -> R0
+    assert {re.match(r"R(\d) port 1", name).group(1) for name in report.credit_loop} == {str(i) for i in range(N)}
+    assert "credit loop" in str(report) and not report.ok
+
+
+def test_tables_written_for_a_ring_are_deadlock_free_unless_loops_are_allowed(tmp_path):
+    ring = _ring_fabric(tmp_path)
+    d = Demands([0, 1, 2, 3, 4], [2, 3, 4, 0, 1], [1 << 20] * N)
+    made = job_tables(ring, d)
+    assert made.report.ok and made.report.deadlock_free
+    assert made.minimal_credit_loop  # shortest routes on a ring close loops, and it says so
+    assert made.longer_routes > 0
+    loose = job_tables(ring, d, allow_credit_loops=True)
+    assert loose.time_s <= made.time_s and loose.report.credit_loop  # shortest routes: one way round
+
+
+def test_a_dropped_lid_and_a_forwarding_loop_are_found(tmp_path):
+    ring = _ring_fabric(tmp_path)
+    tables = _clockwise(ring)
+    dropped = tables.table.copy()
+    dropped[1, tables.endpoint_column[3]] = NO_PORT  # R1 forgets h3
+    report = check_tables(ring, tables.with_table(dropped, "dropped"))
+    assert report.unreachable == N - 2 and "LID 0x000e is unreachable from host" in report.problems()[0]  # h4, h0, h1
+    loop = tables.table.copy()
+    loop[2, tables.endpoint_column[3]] = 2  # R2 sends h3's traffic back to R1, which sends it to R2
+    report = check_tables(ring, tables.with_table(loop, "loop"))
+    assert report.looping >= 2 and any("a forwarding loop for LID 0x000e: R1 -> R2 -> R1 (" in line for line in report.problems())
+    beyond = tables.table.copy()
+    beyond[0, 0] = 7
+    assert check_tables(ring, tables.with_table(beyond, "beyond")).bad_ports == 1
+    with pytest.raises(TopologyError, match="has no entry for LID 0x000e .*OpenSM would drop"):
+        write_forwarding_tables(tables.with_table(dropped, "dropped"), ring, tmp_path / "x.lfts")
+
+
+def test_eval_and_compare_warn_about_given_tables_with_a_credit_loop(tmp_path, capsys):
+    ring = _ring_fabric(tmp_path)
+    write_forwarding_tables(_clockwise(ring), ring, tmp_path / "cw.lfts")
+    assert main(["compare", "-t", f"ibnet:{tmp_path / 'ring.txt'}", "--routes", str(tmp_path / "cw.lfts"),
+                 "--pattern", "disjoint", "--sources", "2", "--ratio", "1", "--methods", "default", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert f"cw.lfts: a credit loop (a cycle of {N} links" in err and err.count("optiq: warning") == 1
+
+
+# -- job tables on synthetic fat-trees -----------------------------------------------------------
+
+@pytest.mark.parametrize("build", [dict(seed=1), dict(seed=2, drop=3, slow=0.25, parallel=2)])
+def test_job_tables_are_complete_safe_and_never_worse_than_the_given(tmp_path, build):
+    t = _fabric(tmp_path, **build)
+    for seed in (1, 2):
+        d = _permutation(t, seed)
+        made = job_tables(t, d)
+        assert (made.tables.table != NO_PORT).all()  # every switch, every LID
+        assert made.report.ok and made.report.deadlock_free
+        assert made.time_s <= made.given_time_s * (1 + 1e-12)
+        assert made.bound_s <= made.time_s * (1 + 1e-9)
+        # the job walked through the written tables carries what the tables promise
+        routes = forwarding_routes(t, d, made.tables)
+        assert routes.busiest_link_time(d.nbytes.astype(float), t.capacity) == pytest.approx(made.time_s)
+        # every other LID keeps its given port wherever that was on a legal route: few change
+        assert made.changed < made.tables.table.size * 0.1
+
+
+def test_job_tables_reach_the_best_destination_tables_by_brute_force(tmp_path):
+    # a two-level tree with two spines: every leaf switch chooses one of two spines per LID
+    t = _fabric(tmp_path, k=2, levels=2, seed=1)
+    E = t.num_endpoints
+    d = Demands([0, 1, 2, 3], [2, 3, 0, 1], [1 << 20, 3 << 19, 1 << 19, 1 << 20])
+    made = job_tables(t, d)
+    given = minhop_tables(t)
+    leaves = sorted({int(t.link_dst[t.fabric.egress[h]]) - E for h in range(E)})
+    spines = [s for s in range(t.num_nodes - E) if s not in leaves]
+    cols = [int(made.tables.endpoint_column[h]) for h in sorted(set(d.dst.tolist()))]
+    up_ports = {s: sorted({int(p) for p in given.table[s, cols]} - {1, 2}) for s in leaves}
+    best = np.inf
+    for choice in itertools.product(*[up_ports[s] for s in leaves for _ in cols]):
+        table = made.tables.table.copy()
+        for (s, c), port in zip(itertools.product(leaves, cols), choice):
+            if made.tables.table[s, c] not in (1, 2):  # not delivered on the leaf itself
+                table[s, c] = port
+        routes = forwarding_routes(t, d, made.tables.with_table(table, "trial"))
+        best = min(best, routes.busiest_link_time(d.nbytes.astype(float), t.capacity))
+    assert spines and made.time_s == pytest.approx(best)
+
+
+def test_single_path_bound_holds_for_every_tables_and_is_met_on_a_permutation(tmp_path):
+    t = _fabric(tmp_path, seed=3, drop=2, parallel=2)
+    d = random_pairing(constant_ratio(t.num_endpoints, "disjoint", num_sources=32, ratio=1), seed=1)
+    made = job_tables(t, d)
+    bound = single_path_bound(t, d)
+    for tables in (made.tables, made.given, minhop_tables(t)):
+        routes = forwarding_routes(t, d, tables)
+        assert routes.busiest_link_time(d.nbytes.astype(float), t.capacity) >= bound * (1 - 1e-12)
+    assert made.time_s == pytest.approx(bound)
+
+
+def test_written_tables_read_back_the_same_in_the_format_opensm_parses(tmp_path):
+    t = _fabric(tmp_path, seed=1, lmc=1)
+    made = job_tables(t, _permutation(t, 1))
+    made.write(tmp_path / "job.lfts")
+    text = (tmp_path / "job.lfts").read_text()
+    # what OpenSM's file engine reads: a header with ' guid 0x', then '0x<lid> <port>' lines, each
+    # with ' portguid 0x' followed by the GUID and whitespace or ':'
+    headers = re.findall(r"^Unicast lids .* guid 0x([0-9a-f]+)\s", text, re.M)
+    entries = re.findall(r"^0x([0-9a-f]+)\s+(\d+)\s.* portguid 0x[0-9a-f]+[:\s]", text, re.M)
+    S, L = made.tables.table.shape
+    assert len(headers) == S and len(entries) == S * L
+    assert {int(p) for _, p in entries} <= set(range(0, int(t.fabric.num_ports.max()) + 1))
+    again = read_forwarding_tables(tmp_path / "job.lfts", t)
+    assert np.array_equal(again.table, made.tables.table) and again.remapped == 0
+
+
+def test_a_dump_of_another_sweep_is_remapped_by_its_port_guids(tmp_path):
+    # the same fabric discovered at LMC 0 and routed (dumped) at LMC 2: every host LID moved
+    lmc0 = _fabric(tmp_path, seed=4, name="a")
+    _fabric(tmp_path, seed=4, lmc=2, name="b")
+    moved = read_ibnetdiscover(tmp_path / "a.txt", routes=tmp_path / "b.lfts")
+    tables = moved.fabric.forwarding
+    assert tables.remapped > 0 and (tables.table != NO_PORT).all()
+    d = _permutation(lmc0, 1)
+    # each host's base LID of the other sweep takes its port's LID here: the same routes as there
+    there = read_ibnetdiscover(tmp_path / "b.txt", routes=tmp_path / "b.lfts")
+    a, b = forwarding_routes(moved, d), forwarding_routes(there, d)
+    assert b.hops.sum() > 0 and a.num_paths == b.num_paths
+    # without the port GUIDs on the lines, the LIDs cannot be followed: refused, saying why
+    bare = re.sub(r" : \(.*\)", "", (tmp_path / "b.lfts").read_text())
+    (tmp_path / "bare.lfts").write_text(bare)
+    with pytest.raises(TopologyError, match="another sweep"):
+        read_ibnetdiscover(tmp_path / "a.txt", routes=tmp_path / "bare.lfts")
+
+
+def test_lmc_lids_are_read_and_split_the_pairs(tmp_path):
+    t = _fabric(tmp_path, seed=2, lmc=2, parallel=2)
+    fabric = t.fabric
+    assert fabric.lmc == 2 and fabric.lid_space.lids.size == (t.num_nodes - t.num_endpoints) + 4 * t.num_endpoints
+    d = _permutation(t, 3)
+    plain = job_tables(t, d)
+    split = job_tables(t, d, lmc=True)
+    assert split.split is not None and np.array_equal(split.split.sum(axis=1), d.nbytes)
+    assert split.time_s <= plain.time_s * (1 + 1e-9) and split.report.ok
+    plan = split.plan()
+    assert plan.predicted_time_s == pytest.approx(split.time_s)
+    split.write_split(tmp_path / "split.csv")
+    rows = (tmp_path / "split.csv").read_text().splitlines()
+    assert rows[0] == "src,dst,lid,bytes" and sum(int(r.split(",")[3]) for r in rows[1:]) == d.nbytes.sum()
+    with pytest.raises(TopologyError, match="LMC 0"):
+        job_tables(_fabric(tmp_path, seed=2, name="z"), d, lmc=True)
+
+
+def test_compare_shows_tables_beside_default_dynamic_and_opt(tmp_path):
+    t = _fabric(tmp_path, seed=2, drop=2, parallel=2)
+    d = random_pairing(constant_ratio(t.num_endpoints, "disjoint", num_sources=24, ratio=1), seed=2)
+    runs = {r.method: r.plan for r in compare_methods(t, d, ["default", "tables", "dynamic", "opt"])}
+    tables = runs["tables"]
+    assert tables.predicted_time_s <= runs["default"].predicted_time_s * (1 + 1e-12)
+    assert tables.realized_time_s == tables.predicted_time_s
+    assert tables.lower_bound_time_s <= tables.predicted_time_s * (1 + 1e-9)
+    assert tables.lower_bound_time_s >= runs["dynamic"].lower_bound_time_s * (1 - 1e-9)
+    assert tables.topology.fabric.forwarding is not t.fabric.forwarding
+    assert with_tables(t, t.fabric.forwarding).fabric.forwarding is t.fabric.forwarding
+
+
+def test_optiq_tables_command_writes_and_refuses_mistakes(tmp_path, capsys):
+    _fabric(tmp_path, seed=1)
+    spec = f"ibnet:{tmp_path / 'fabric.txt'}"
+    argv = ["tables", "-t", spec, "--routes", str(tmp_path / "fabric.lfts"), "--pattern", "disjoint",
+            "--sources", "8", "--ratio", "1", "--pairing", "random", "-q"]
+    assert main(argv + ["-o", str(tmp_path / "job.lfts")]) == 0
+    out = capsys.readouterr().out
+    assert "the job's busiest link: given tables" in out and "no credit loop" in out
+    assert read_forwarding_tables(tmp_path / "job.lfts", read_ibnetdiscover(tmp_path / "fabric.txt")).table.size
+    assert main(argv + ["-o", str(tmp_path / "x.lfts"), "--lmc"]) == 1
+    assert "routed at LMC 0" in capsys.readouterr().err
+    assert main(argv + ["-o", str(tmp_path / "x.lfts"), "--split", str(tmp_path / "s.csv")]) == 1
+    assert "--split applies with --lmc" in capsys.readouterr().err
+    assert main(["tables", "-t", "fattree:k=4", "--pattern", "disjoint", "-o", str(tmp_path / "y.lfts"), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("optiq: error:") == 1 and "is not one (-t ibnet:FILE)" in err
+    with pytest.raises(OptiqError, match="tables method writes an InfiniBand fabric"):
+        compare_methods(from_spec("torus:4x4"), Demands([0], [5], [1]), ["tables"])
