@@ -1,0 +1,149 @@
+"""optiq against the real subnet manager and diagnostics on simulated fabrics (``tests/ibsim.py``).
+
+Fabrics written by ``scripts/ibsim_fabrics.py``: a leaf-spine of 36-port switches with parallel
+cables, a 3-level 4-ary tree, an irregular tree (cables missing, a dual-ported host) and a torus
+of switches. OpenSM routes them (minhop, updn, ftree, dfsssp, dor; LMC 0 and 2); ``ibnetdiscover``
+and ``dump_lfts`` print what optiq reads; ``ibtracert`` traces routes; the tables optiq writes are
+loaded with ``opensm -R file -U`` and dumped again. Skipped, saying why, without the Debian
+packages opensm, ibsim-utils and infiniband-diags.
+"""
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from ibsim import SCRIPT, Simulator, need_tools
+
+from optiq import Demands
+from optiq.paths import forwarding_routes, minhop_tables
+from optiq.paths.tablecheck import check_tables
+from optiq.planner import job_tables
+from optiq.topology import read_ibnetdiscover
+from optiq.topology.lft import read_forwarding_tables
+
+pytestmark = pytest.mark.opensm
+
+FABRICS = ("leaf-spine", "tree", "irregular")
+GBPS = {"SDR": 2.0, "DDR": 4.0, "QDR": 8.0}
+
+
+@pytest.fixture(scope="module")
+def nets(tmp_path_factory):
+    need_tools()
+    out = tmp_path_factory.mktemp("nets")
+    for kind in (*FABRICS, "torus"):
+        subprocess.run([sys.executable, str(SCRIPT), kind, str(out / f"{kind}.net"), "--json", str(out / f"{kind}.json")],
+                       check=True, capture_output=True)
+    return out
+
+
+def _routed(nets, tmp_path, kind, engine="minhop", lmc=0):
+    """OpenSM routes the fabric once; what ibnetdiscover and dump_lfts print, read by optiq."""
+    with Simulator(nets / f"{kind}.net", tmp_path / f"{kind}-{engine}-{lmc}") as sim:
+        sim.route(engine, lmc=lmc)
+        fabric, lfts = sim.discover()
+    return read_ibnetdiscover(fabric, routes=lfts), read_ibnetdiscover(fabric)
+
+
+def _cables(topology):
+    """Every cable end by name: (node, port, peer, Gb/s)."""
+    names = [d.split()[0] if d else n for d, n in zip(topology.fabric.descriptions, topology.node_names)]
+    return sorted((names[int(u)], int(p), names[int(v)], round(float(c) * 8 / 1e9, 3))
+                  for u, v, p, c in zip(topology.link_src, topology.link_dst, topology.fabric.link_port,
+                                        topology.capacity))
+
+
+@pytest.mark.parametrize("lmc", [0, 2])
+@pytest.mark.parametrize("kind", FABRICS)
+def test_optiq_reads_what_the_real_tools_print_and_emulates_minhop_exactly(nets, tmp_path, kind, lmc):
+    real, bare = _routed(nets, tmp_path, kind, lmc=lmc)
+    model = json.loads((nets / f"{kind}.json").read_text())
+    # the same graph as the net file: every cable, its ports and speed (a host's two ports are one host)
+    want = sorted((name, int(p), peer, 4 * GBPS[speed])
+                  for name, node in model.items() for p, (peer, _, speed) in node["cables"].items())
+    assert _cables(real) == want
+    hosts = sorted(n for n, node in model.items() if node["kind"] == "Hca")
+    assert real.endpoint_names == hosts and real.fabric.lmc == lmc
+    assert real.fabric.lid_space.lids.size == (real.num_nodes - real.num_endpoints) + sum(
+        len(model[h]["cables"]) for h in hosts) * (1 << lmc)
+    # every LID of the dump is read, and minhop as emulated is minhop as OpenSM computes it
+    tables = real.fabric.forwarding
+    assert (tables.table != 255).all() and tables.remapped == 0
+    assert np.array_equal(minhop_tables(bare).table, tables.table)
+    assert check_tables(real).ok
+
+
+def _trace(text):
+    """ibtracert's route: the output port of every hop and the GUID of the node it leads to."""
+    return [(int(port), int(guid, 16)) for port, guid in re.findall(r"^\[(\d+)\] -> \w+ port \{0x([0-9a-f]+)\}", text,
+                                                                   re.M)]
+
+
+@pytest.mark.parametrize("kind", ["tree", "irregular"])
+def test_ibtracert_takes_the_routes_optiq_walks(nets, tmp_path, kind):
+    with Simulator(nets / f"{kind}.net", tmp_path / kind) as sim:
+        sim.route("minhop")
+        fabric, lfts = sim.discover()
+        t = read_ibnetdiscover(fabric, routes=lfts)
+        rng = np.random.default_rng(7)
+        E = t.num_endpoints
+        pairs = [(int(s), int(d)) for s, d in rng.integers(0, E, size=(24, 2)) if s != d]
+        routes = forwarding_routes(t, Demands([s for s, _ in pairs], [d for _, d in pairs], [1] * len(pairs)))
+        f = t.fabric
+        port_guid = {int(f.lid_node[i]): int(f.lid_guid[i]) for i in range(f.lids.size)  # switch port 0
+                     if f.lid_link[i] < 0}
+        port_guid.update({int(f.lid_endpoint[i]): int(f.lid_guid[i]) for i in range(f.lids.size)  # a host's port
+                          if f.lid_endpoint[i] >= 0})
+        guid = port_guid.__getitem__
+        for p, (s, d) in enumerate(pairs):
+            traced = _trace(sim.tracert(int(t.fabric.endpoint_lid[s]), int(t.fabric.endpoint_lid[d])))
+            links = routes.path(p)
+            walked = [(int(t.fabric.link_port[e]), guid(int(t.link_dst[e]))) for e in links]
+            assert traced == walked, (t.endpoint_names[s], t.endpoint_names[d])
+
+
+@pytest.mark.parametrize("engine", ["updn", "ftree", "dfsssp"])
+@pytest.mark.parametrize("kind", ["leaf-spine", "tree"])
+def test_other_engines_tables_are_read_and_checked(nets, tmp_path, kind, engine):
+    real, _ = _routed(nets, tmp_path, kind, engine)
+    report = check_tables(real)
+    assert report.unreachable == 0 and report.looping == 0 and report.bad_ports == 0
+    d = Demands(np.arange(real.num_endpoints), np.roll(np.arange(real.num_endpoints), 7),
+                np.full(real.num_endpoints, 1 << 20))
+    assert forwarding_routes(real, d).num_paths == d.num_jobs
+
+
+@pytest.mark.parametrize("lmc", [0, 2])
+@pytest.mark.parametrize("kind", ["leaf-spine", "irregular"])
+def test_tables_optiq_writes_are_loaded_by_opensm_and_route_as_planned(nets, tmp_path, kind, lmc):
+    with Simulator(nets / f"{kind}.net", tmp_path / kind) as sim:
+        sim.route("minhop", lmc=lmc)
+        fabric, lfts = sim.discover()
+        t = read_ibnetdiscover(fabric, routes=lfts)
+        rng = np.random.default_rng(1)
+        perm = rng.permutation(t.num_endpoints)
+        moved = perm != np.arange(t.num_endpoints)
+        d = Demands(np.flatnonzero(moved), perm[moved], np.full(int(moved.sum()), 1 << 20))
+        made = job_tables(t, d, lmc=bool(lmc))
+        assert made.report.ok and made.time_s <= made.given_time_s * (1 + 1e-12)
+        made.write(tmp_path / "job.lfts")
+        log = sim.route("file", lmc=lmc, tables=tmp_path / "job.lfts")
+        assert "file tables configured on all switches" in log
+        _, dumped = sim.discover("-loaded")
+    loaded = read_forwarding_tables(dumped, t)
+    assert np.array_equal(loaded.table, made.tables.table)  # every entry, every switch, every LID
+    planned = forwarding_routes(t, d, made.tables)
+    walked = forwarding_routes(t, d, loaded)
+    assert np.array_equal(planned.links, walked.links) and np.array_equal(planned.offsets, walked.offsets)
+
+
+def test_shortest_routes_on_a_torus_close_credit_loops_and_optiq_tables_do_not(nets, tmp_path):
+    for engine in ("minhop", "dor"):
+        real, _ = _routed(nets, tmp_path, "torus", engine)
+        report = check_tables(real)
+        assert report.unreachable == 0 and report.credit_loop, engine
+    made = job_tables(real, Demands(np.arange(16), np.roll(np.arange(16), 5), np.full(16, 1 << 20)))
+    assert made.report.ok and made.report.deadlock_free
