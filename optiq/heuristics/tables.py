@@ -164,34 +164,28 @@ class TreeRouter:
         raise TopologyError(f"{topo.name}: no up*/down* routes join every switch")  # cannot happen with one root
 
     def _distances(self) -> np.ndarray:
-        """``dist[s, x]``: hops of the legal shortest route from switch s to switch x."""
+        """``dist[s, x]``: hops of the legal shortest route from switch s to switch x (inf: none).
+
+        Down-only distances are a breadth-first search over the down moves; then, in order of
+        (rank, index), a switch that cannot go down all the way goes up to its best neighbour
+        above, whose distances are known by then."""
         if self.minimal:
             return self.hops
         S, nb, key = self.S, self.nb, self.key
         valid = nb >= 0
         down = valid & (key[np.maximum(nb, 0)] > key[:, None])
-        up = valid & ~down
-        # down-only distance: x reached from s going only down
-        dd = np.full((S, S), np.inf)
-        dd[np.arange(S), np.arange(S)] = 0
-        for _ in range(S):
-            via = np.where(down[:, :, None], dd[np.maximum(nb, 0)] + 1, np.inf).min(axis=1)
-            new = np.minimum(dd, via)
-            if np.array_equal(new, dd):
-                break
-            dd = new
-        self.down_dist = dd
+        rows, slots = np.nonzero(down)
+        graph = csr_matrix((np.ones(rows.size), (rows, nb[rows, slots])), shape=(S, S))
+        self.down_dist = dd = shortest_path(graph, unweighted=True, directed=True)
         d = dd.copy()
-        ancestor = np.isfinite(dd)
-        for _ in range(S):
-            via = np.where(up[:, :, None], d[np.maximum(nb, 0)] + 1, np.inf).min(axis=1)
-            new = np.where(ancestor, d, np.minimum(d, via))
-            if np.array_equal(new, d):
-                break
-            d = new
+        up = valid & ~down
+        for s in np.argsort(key, kind="stable").tolist():
+            above = nb[s, up[s]]
+            if above.size:
+                d[s] = np.where(np.isfinite(dd[s]), dd[s], d[above].min(axis=0) + 1)
         return d
 
-    @lru_cache(maxsize=4096)  # noqa: B019  (one router per call to job_tables)
+    @lru_cache(maxsize=512)  # noqa: B019  (one router per call to job_tables)
     def legal(self, x: int) -> np.ndarray:
         """``legal[s, d]``: slot d of switch s is on a legal shortest route to switch x."""
         nb = np.maximum(self.nb, 0)
