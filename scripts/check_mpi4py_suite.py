@@ -102,9 +102,16 @@ def run(tests: Path, ranks: int, method: str, timeout: float) -> dict:
         if not (tests / f"{module}.py").exists():
             continue
         start = time.perf_counter()
-        proc = subprocess.run([str(mpiexec if mpiexec.exists() else "mpiexec"), "-n", str(ranks), sys.executable,
-                               "-m", "unittest", "-k", pattern, module], cwd=tests, env=env, capture_output=True,
-                              text=True, timeout=timeout)
+        try:
+            proc = subprocess.run([str(mpiexec if mpiexec.exists() else "mpiexec"), "-n", str(ranks), sys.executable,
+                                   "-m", "unittest", "-k", pattern, module], cwd=tests, env=env, capture_output=True,
+                                  text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:  # a hang, or a machine too slow for --timeout: either is a failure
+            row["seconds"] += time.perf_counter() - start
+            row["failed"].append(f"{module} (no end within {timeout:g} s)")
+            row["failures"] += 1
+            sys.stderr.write(f"--- {module} at {ranks} ranks: no end within --timeout {timeout:g} s\n")
+            continue
         row["seconds"] += time.perf_counter() - start
         text = proc.stderr
         for count, kind in ((r"Ran (\d+) test", "run"), (r"failures=(\d+)", "failures"), (r"errors=(\d+)", "errors"),

@@ -19,16 +19,21 @@ collect_ignore = ["mpi"]  # scripts run under mpiexec by the tests, not test mod
 SYNTHETIC_FABRIC = Path(__file__).parent.parent / "scripts" / "synthetic_fabric.py"
 
 
-def synthetic():
-    """The fabric writer of ``scripts/`` (test data written by the repository's own script)."""
-    if "synthetic_fabric" not in sys.modules:
+def script(name: str):
+    """The module ``scripts/NAME.py`` (test data is written by the repository's own scripts)."""
+    if name not in sys.modules:
         import importlib.util
 
-        spec = importlib.util.spec_from_file_location("synthetic_fabric", SYNTHETIC_FABRIC)
+        spec = importlib.util.spec_from_file_location(name, SYNTHETIC_FABRIC.parent / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
-        sys.modules["synthetic_fabric"] = module  # dataclasses look their module up
+        sys.modules[name] = module  # dataclasses look their module up
         spec.loader.exec_module(module)
-    return sys.modules["synthetic_fabric"]
+    return sys.modules[name]
+
+
+def synthetic():
+    """The fabric writer of ``scripts/``."""
+    return script("synthetic_fabric")
 
 
 def all_simple_paths(topology, demands) -> PathSet:

@@ -5,29 +5,15 @@ install opensm ibsim-utils infiniband-diags``)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from conftest import SYNTHETIC_FABRIC, script
 
-SCRIPT = Path(__file__).parent.parent / "scripts" / "ibsim_fabrics.py"
-
-
-def _script():
-    if "ibsim_fabrics" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("ibsim_fabrics", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["ibsim_fabrics"] = module  # dataclasses look their module up
-        spec.loader.exec_module(module)
-    return sys.modules["ibsim_fabrics"]
-
-
-Simulator = _script().Simulator
+SCRIPT = SYNTHETIC_FABRIC.parent / "ibsim_fabrics.py"
+Simulator = script("ibsim_fabrics").Simulator
 
 
 def need_tools() -> None:
-    missing = _script().missing_tools()
+    missing = script("ibsim_fabrics").missing_tools()
     if missing:
         pytest.skip(f"needs the real InfiniBand tools ({', '.join(missing)} absent): "
                     f"apt-get install opensm ibsim-utils infiniband-diags")

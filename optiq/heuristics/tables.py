@@ -228,10 +228,7 @@ class TreeRouter:
             ok = legal[rows]
             busy = np.where(ok, load[safe] / cap[safe], np.inf)
             tied = ok & (busy <= busy.min(axis=1, keepdims=True) * (1 + 1e-12) + 1e-300)
-            pick = np.where(tied, count[safe], np.iinfo(np.int64).max).argmin(axis=1)
-            if given is not None:
-                match = ok & (self.nb_port[rows] == given[rows][:, None].astype(np.int64))
-                pick = np.where(match.any(axis=1), match.argmax(axis=1), pick)
+            pick = self._given(rows, ok, np.where(tied, count[safe], np.iinfo(np.int64).max).argmin(axis=1), given)
             port[rows] = self.nb_port[rows, pick]
             np.add.at(count, safe[np.arange(rows.size), pick], 1)
             self._shortest_rest(port, x, d, count, given)
@@ -264,13 +261,8 @@ class TreeRouter:
             cost = np.where(ok, cost, np.inf)
             best = cost.min(axis=1, keepdims=True)
             tied = ok & (cost <= best * (1 + 1e-12) + 1e-300)
-            fewest = np.where(tied, count[link], np.iinfo(np.int64).max)
-            pick = fewest.argmin(axis=1)
-            if given is not None:  # no job bytes here: keep the given port where it is legal
-                keep = (T == 0) & (nb_link[rows] >= 0).any(axis=1)
-                match = ok & (self.nb_port[rows] == given[rows][:, None].astype(np.int64))
-                keep &= match.any(axis=1)
-                pick = np.where(keep, match.argmax(axis=1), pick)
+            pick = np.where(tied, count[link], np.iinfo(np.int64).max).argmin(axis=1)
+            pick = self._given(rows, ok, pick, given, T == 0)  # no job bytes here: the given port where legal
             chosen = link[np.arange(rows.size), pick]
             if not ok[np.arange(rows.size), pick].all():
                 bad = rows[~ok[np.arange(rows.size), pick]][0]
@@ -301,10 +293,17 @@ class TreeRouter:
         nb = self.nb[rows]
         ok = (nb >= 0) & (self.hops[np.maximum(nb, 0), x] == self.hops[rows, x, None] - 1)
         pick = np.where(ok, count[np.maximum(self.nb_link[rows], 0)], np.iinfo(np.int64).max).argmin(axis=1)
-        if given is not None:
-            match = ok & (self.nb_port[rows] == given[rows][:, None].astype(np.int64))
-            pick = np.where(match.any(axis=1), match.argmax(axis=1), pick)
-        port[rows] = self.nb_port[rows, pick]
+        port[rows] = self.nb_port[rows, self._given(rows, ok, pick, given)]
+
+    def _given(self, rows: np.ndarray, ok: np.ndarray, pick: np.ndarray, given: np.ndarray | None,
+               where: np.ndarray | None = None) -> np.ndarray:
+        """``pick`` (a slot per row), but the slot of the given port where that slot is ``ok``
+        (and ``where`` holds)."""
+        if given is None:
+            return pick
+        match = ok & (self.nb_port[rows] == given[rows][:, None].astype(np.int64))
+        keep = match.any(axis=1) if where is None else match.any(axis=1) & where
+        return np.where(keep, match.argmax(axis=1), pick)
 
     # -- every LID ---------------------------------------------------------------------
 
