@@ -25,9 +25,10 @@ chooses: among its ports on a legal shortest route it takes the one whose route 
 least busy, counting the link out of the port with the bytes added and the rest of the way
 by the least busy route from the switch it leads to (the busiest link's seconds, bytes over
 capacity); ties go to the port with the fewest LIDs routed so far, then the lowest port.
-Then rounds of rip-up and reroute: each LID's tree that crosses a link at least half as busy
-as the busiest is taken out and built again against everyone else's bytes, and kept if the
-busiest link is then less busy, or as busy with a smaller sum of squares. A switch that forwards none of the job's bytes for a LID, and every LID the
+Then rounds of rip-up and reroute, while the busiest link drops and is above a proven bound:
+each LID's tree that crosses a link at least half as busy as the busiest is taken out and
+built again against everyone else's bytes, and kept if the busiest link is then less busy,
+or as busy with a smaller sum of squares. A switch that forwards none of the job's bytes for a LID, and every LID the
 job does not send to, keeps the port of the given tables where that port is on a legal
 route, else takes the least busy one.
 """
@@ -308,11 +309,12 @@ class TreeRouter:
     # -- every LID ---------------------------------------------------------------------
 
     def route(self, traffic: list[ColumnTraffic], *, given: ForwardingTables | None = None, base_load: np.ndarray,
-              rounds: int = 4, progress: Callable[[str], None] | None = None) -> JobRoutes:
+              rounds: int = 4, floor: float = 0.0, progress: Callable[[str], None] | None = None) -> JobRoutes:
         """Tables for every LID: the job's LIDs by load, then rip-up and reroute (module docstring).
 
         ``base_load``: the job's bytes on links no table decides (its hosts' cables into
-        their switches), in bytes per link.
+        their switches), in bytes per link. Rip-up and reroute runs at most ``rounds`` rounds,
+        while the busiest link drops and is above ``floor`` seconds (a proven lower bound).
         """
         tables = empty_tables(self.topology, "job tables")
         table = tables.table
@@ -340,9 +342,12 @@ class TreeRouter:
                 table[:, c] = port
         done = 0
         cap = self.capacity
+        done = 0
         for done in range(1, rounds + 1):
-            improved = False
-            hot = load / cap >= HOT * _score(load, cap)[0]
+            busiest = _score(load, cap)[0]
+            if busiest <= floor * (1 + 1e-9):
+                break  # at the bound: no tables can do better
+            hot = load / cap >= HOT * busiest
             for col in heavy:
                 links, nbytes = contrib[col.column]
                 if not hot[links].any():  # far from the busiest links: left as it is
@@ -351,17 +356,15 @@ class TreeRouter:
                 np.subtract.at(load, links, nbytes)
                 port, new_links, new_bytes = self.build(col.column, enter_of[col.column], load, count.copy(),
                                                         table[:, col.column].copy())
-                after = _score(load, cap)
-                if after < before:
+                if _score(load, cap) < before:
                     table[:, col.column], contrib[col.column] = port, (new_links, new_bytes)
-                    improved = True
                 else:
                     np.subtract.at(load, new_links, new_bytes)
                     np.add.at(load, links, nbytes)
             if progress:
                 progress(f"job tables: reroute round {done}, busiest link {_score(load, cap)[0] * 1e3:.4f} ms")
-            if not improved:
-                break
+            if _score(load, cap)[0] >= busiest * (1 - 1e-12):
+                break  # the busiest link did not drop: another round would not either
         if not self.minimal:
             table = self.escape(table)
         return JobRoutes(table, load, done)

@@ -125,62 +125,86 @@ def check_tables(topology: Topology, tables: ForwardingTables | None = None) -> 
     if tables is None:
         raise TopologyError(f"{topology.name} has no forwarding tables to check (give them with --routes)")
     E = topology.num_endpoints
-    T = tables.table.astype(np.int64)
-    S, L = T.shape
-    ARRIVED = S
-    step, out, bad = _steps(topology, tables)
-    # follow the pointers by doubling: after k rounds each entry is 2**k hops on
-    nxt = np.vstack([step, np.full((2, L), ARRIVED)])
-    nxt[S + 1] = S + 1
+    S, L = tables.table.shape
+    host_links, leaves, per_leaf = _injection(topology)
+    bad_ports = unreachable = looping = 0
+    bad_example = fail_example = loop_example = ""
+    edges = []
+    for cols in _blocks(S, L):
+        step, out, bad = _steps(topology, tables, cols)
+        end = _ends(step)
+        if bad.any() and not bad_example:
+            s, c = np.argwhere(bad)[0]
+            c += cols.start
+            bad_example = (f"switch {fabric.describe(topology, int(s) + E)} sends LID 0x{int(tables.lids[c]):04x} to "
+                           f"port {int(tables.table[s, c])}, and it has {int(fabric.num_ports[int(s) + E])} ports")
+        fail = end[leaves] != S
+        if fail.any() and not fail_example:
+            li, c = np.argwhere(fail)[0]
+            sw = int(leaves[li])
+            host = int(topology.link_src[host_links[np.flatnonzero(topology.link_dst[host_links] - E == sw)[0]]])
+            how = "loops" if end[sw, c] < S else "ends"
+            fail_example = (f"LID 0x{int(tables.lids[cols.start + c]):04x} is unreachable from host "
+                            f"{topology.endpoint_names[host]}: its route {how} at "
+                            f"{_where(topology, tables, step, sw, c, cols.start)}")
+        loops = end < S
+        if loops.any() and not loop_example:
+            sw, c = np.argwhere(loops)[0]
+            ring = [int(sw)]
+            while ring.count(ring[-1]) < 2:
+                ring.append(int(step[ring[-1], c]))
+            ring = ring[ring.index(ring[-1]):]  # the loop itself, its first switch again at the end
+            names = " -> ".join(_short(topology, v + E) for v in ring)
+            loop_example = f"a forwarding loop for LID 0x{int(tables.lids[cols.start + c]):04x}: {names}"
+        bad_ports += int(bad.sum())
+        unreachable += int((fail * per_leaf[:, None]).sum())
+        looping += int(loops.sum())
+        a, b, why = _dependencies(topology, step, out, leaves)
+        edges.append((a, b, why + cols.start))
+    examples = [text + note for text, note in (
+        (bad_example, f" ({bad_ports:,} such entries)"), (fail_example, f" ({unreachable:,} host-LID pairs unreachable)"),
+        (loop_example, f" ({looping:,} switch-LID entries loop)")) if text]
+    a, b, why = _unique_edges(topology, *(np.concatenate(x) for x in zip(*edges)))
+    deps, cycle = _credit_loop(topology, tables, a, b, why)
+    return TableReport(tables.source, S * L, bad_ports, unreachable, looping, deps, cycle, examples)
+
+
+#: Entries (switches x LIDs) checked at once: the check's memory stays bounded on any fabric.
+BLOCK_ENTRIES = 1 << 22
+
+
+def _blocks(S: int, L: int) -> list[slice]:
+    """The LID columns in blocks of about :data:`BLOCK_ENTRIES` entries."""
+    size = max(1, BLOCK_ENTRIES // max(S, 1))
+    return [slice(start, min(L, start + size)) for start in range(0, L, size)]
+
+
+def _ends(step: np.ndarray) -> np.ndarray:
+    """Where every entry's route ends (S: arrived, S + 1: a dead end, a switch: it loops),
+    by doubling: after k rounds each pointer is 2**k hops on."""
+    S, L = step.shape
+    nxt = np.vstack([step, np.full((1, L), S, dtype=step.dtype), np.full((1, L), S + 1, dtype=step.dtype)])
     cols = np.arange(L)[None, :]
     for _ in range(int(np.ceil(np.log2(S + 2))) + 1):
         nxt = nxt[nxt, cols]
-    end = nxt[:S]
-    looping = end < S
-    examples = []
-    if bad.any():
-        s, c = np.argwhere(bad)[0]
-        examples.append(f"switch {fabric.describe(topology, int(s) + E)} sends LID 0x{int(tables.lids[c]):04x} to "
-                        f"port {int(T[s, c])}, and it has {int(fabric.num_ports[int(s) + E])} ports "
-                        f"({int(bad.sum())} such entries)")
-    host_links, leaves, per_leaf = _injection(topology)
-    fail = end[leaves] != ARRIVED
-    unreachable = int((fail * per_leaf[:, None]).sum())
-    if unreachable:
-        li, c = np.argwhere(fail)[0]
-        s = int(leaves[li])
-        host = int(topology.link_src[host_links[np.flatnonzero(topology.link_dst[host_links] - E == s)[0]]])
-        why = "loops" if end[s, c] < S else "ends"
-        examples.append(f"LID 0x{int(tables.lids[c]):04x} is unreachable from host {topology.endpoint_names[host]}: its "
-                        f"route {why} at {_where(topology, tables, step, s, c)} ({unreachable:,} host-LID pairs "
-                        f"unreachable)")
-    if looping.any():
-        s, c = np.argwhere(looping)[0]
-        ring = [int(s)]
-        while ring.count(ring[-1]) < 2:
-            ring.append(int(step[ring[-1], c]))
-        ring = ring[ring.index(ring[-1]):]  # the loop itself, its first switch again at the end
-        names = " -> ".join(_short(topology, v + E) for v in ring)
-        examples.append(f"a forwarding loop for LID 0x{int(tables.lids[c]):04x}: {names} "
-                        f"({int(looping.sum()):,} switch-LID entries loop)")
-    deps, cycle = _credit_loop(topology, tables, *dependencies(topology, tables, step, out))
-    return TableReport(tables.source, S * L, int(bad.sum()), unreachable, int(looping.sum()), deps, cycle, examples)
+    return nxt[:S]
 
 
-def _steps(topology: Topology, tables: ForwardingTables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every entry's next switch (S: arrived, S + 1: a dead end), the link it takes (-1: none)
-    and whether it names a port the switch does not have."""
+def _steps(topology: Topology, tables: ForwardingTables,
+           cols: slice = slice(None)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the LID columns ``cols``: every entry's next switch (S: arrived, S + 1: a dead
+    end), the link it takes (-1: none) and whether it names a port the switch does not have."""
     from .fabric import port_links
 
     fabric = topology.fabric
     assert fabric is not None
     E = topology.num_endpoints
-    T = tables.table.astype(np.int64)
+    T = tables.table[:, cols].astype(np.int32)
     S = T.shape[0]
-    links_of = port_links(topology)
+    links_of = port_links(topology).astype(np.int32)
     ARRIVED, DEAD = S, S + 1
     space = fabric.lid_space
-    owner = space.entry[np.searchsorted(space.lids, tables.lids)]
+    owner = space.entry[np.searchsorted(space.lids, tables.lids[cols])]
     own_link = fabric.lid_link[owner]                         # the cable into a CA port's LID (-1: a switch LID)
     own_switch = np.where(own_link >= 0, -1, fabric.lid_node[owner] - E)
     rows = np.arange(S)[:, None]
@@ -190,7 +214,7 @@ def _steps(topology: Topology, tables: ForwardingTables) -> tuple[np.ndarray, np
     out = np.where(in_range & (T > 0) & (T < links_of.shape[1]), links_of[rows, port], -1)  # the link each entry takes
     head = topology.link_dst[np.maximum(out, 0)]
     step = np.where(out < 0, DEAD, np.where(head >= E, head - E, np.where(out == own_link[None, :], ARRIVED, DEAD)))
-    step = np.where((T == 0) & (rows == own_switch[None, :]), ARRIVED, step)
+    step = np.where((T == 0) & (rows == own_switch[None, :]), ARRIVED, step).astype(np.int32)
     return step, out, bad
 
 
@@ -202,14 +226,22 @@ def _injection(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return host_links, leaves, per_leaf
 
 
-def dependencies(topology: Topology, tables: ForwardingTables, step: np.ndarray | None = None,
-                 out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def dependencies(topology: Topology, tables: ForwardingTables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The channel dependencies of the routes hosts take through ``tables``: unique edges
     ``a[i] -> b[i]`` (link ids), each with a LID column whose route makes it."""
-    if step is None or out is None:
-        step, out, _ = _steps(topology, tables)
-    S, L = step.shape
     _, leaves, _ = _injection(topology)
+    parts = []
+    for cols in _blocks(*tables.table.shape):
+        step, out, _ = _steps(topology, tables, cols)
+        a, b, why = _dependencies(topology, step, out, leaves)
+        parts.append((a, b, why + cols.start))
+    return _unique_edges(topology, *(np.concatenate(x) for x in zip(*parts)))
+
+
+def _dependencies(topology: Topology, step: np.ndarray, out: np.ndarray,
+                  leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The dependency edges of one block of columns (repeats left in), with their columns."""
+    S, L = step.shape
     used = np.zeros((S, L), dtype=bool)
     used[leaves] = True
     frontier = used.copy()
@@ -227,9 +259,13 @@ def dependencies(topology: Topology, tables: ForwardingTables, step: np.ndarray 
     nxt = step[s, c]
     keep = nxt < S
     s, c, nxt = s[keep], c[keep], nxt[keep]
-    a, b = out[s, c], out[nxt, c]
+    a, b = out[s, c].astype(np.int64), out[nxt, c].astype(np.int64)
     keep = (a >= 0) & (b >= 0)
-    a, b, why = a[keep], b[keep], c[keep]
+    return a[keep], b[keep], c[keep]
+
+
+def _unique_edges(topology: Topology, a: np.ndarray, b: np.ndarray,
+                  why: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = topology.num_links
     codes, first = np.unique(a * n + b, return_index=True)
     return codes // n, codes % n, why[first]
@@ -243,8 +279,9 @@ def _short(topology: Topology, node: int) -> str:
     return desc if desc and len(desc) <= 24 else topology.node_names[node]
 
 
-def _where(topology: Topology, tables: ForwardingTables, step: np.ndarray, s: int, c: int) -> str:
-    """The switch where the route from switch row ``s`` for column ``c`` stops going."""
+def _where(topology: Topology, tables: ForwardingTables, step: np.ndarray, s: int, c: int, start: int) -> str:
+    """The switch where the route from switch row ``s`` for column ``c`` of the block of
+    ``step`` (from column ``start``) stops going."""
     S, E = step.shape[0], topology.num_endpoints
     seen = []
     while s < S and s not in seen:
@@ -254,7 +291,7 @@ def _where(topology: Topology, tables: ForwardingTables, step: np.ndarray, s: in
         s = int(step[s, c])
     fabric = topology.fabric
     assert fabric is not None
-    port = int(tables.table[seen[-1], c])
+    port = int(tables.table[seen[-1], start + c])
     return f"switch {fabric.describe(topology, seen[-1] + E)}" + ("" if port == NO_PORT else f" (port {port})")
 
 

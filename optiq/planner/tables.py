@@ -234,9 +234,11 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
     share = np.full((demands.num_jobs, lids), 1.0 / lids)
     best: tuple[float, np.ndarray, np.ndarray | None] | None = None
     made_rounds = 0
+    bound = single_path_bound(topology, demands) if not lmc else 0.0
     for _ in range(LMC_ROUNDS if lmc else 1):
         traffic = _column_traffic(fabric, demands, entry_switch, share, given)
-        routes = router.route(traffic, given=given, base_load=base_load, rounds=rounds, progress=progress)
+        routes = router.route(traffic, given=given, base_load=base_load, rounds=rounds, floor=bound,
+                              progress=progress)
         made_rounds = routes.rounds
         tables = given.with_table(routes.table, "job tables")
         if not lmc:
@@ -270,7 +272,6 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
     if report.unreachable or report.looping or report.bad_ports:
         raise OptiqError(f"the tables made do not reach every LID: {'; '.join(report.problems())}")
     changed = int((tables.table != given.table).sum())
-    bound = single_path_bound(topology, demands) if not lmc else 0.0
     return JobTables(topology, demands, tables, given, time_s, given_time, report, given_report, kept, longer,
                      changed, minimal_loop, split, bound, made_rounds, time.perf_counter() - start, peak_memory_mib())
 

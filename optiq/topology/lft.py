@@ -46,8 +46,6 @@ __all__ = ["ForwardingTables", "read_forwarding_tables", "write_forwarding_table
 NO_PORT = 255
 
 _HEADER = re.compile(r"^Unicast lids\b.*?\bguid\s+0x([0-9A-Fa-f]+)")
-_ENTRY = re.compile(r"^0x([0-9A-Fa-f]+)\s+(\d+)\b")
-_PORTGUID = re.compile(r"\sportguid\s+0x([0-9A-Fa-f]+)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,63 +121,191 @@ def read_forwarding_tables(path: str | Path, topology: Topology) -> ForwardingTa
     space = fabric.lid_space
     switch_of = {int(name[2:], 16): v for v, name in enumerate(topology.node_names) if v >= E}
     port_of_guid = {int(g): i for i, g in enumerate(fabric.lid_guid.tolist()) if g}
-    seen: dict[int, int] = {}
-    row = -1
-    rows: list[int] = []
-    lids: list[int] = []
-    guids: list[int] = []
-    ports: list[int] = []
     where = f"forwarding tables {str(p)!r}"
     try:
-        fh = p.open(encoding="utf-8-sig", errors="replace")
+        data = p.read_bytes()
     except OSError as exc:
         raise TopologyError(f"cannot read {where}: {exc.strerror or exc}") from None
-    with fh:
-        for number, line in enumerate(fh, 1):
-            m = _ENTRY.match(line)
-            if m:
-                if row == -1:
-                    raise TopologyError(f"{where}, line {number}: an entry before any 'Unicast lids ... guid 0x...' "
-                                        f"header")
-                if row >= 0:
-                    port = int(m.group(2))
-                    if port >= NO_PORT:
-                        raise TopologyError(f"{where}, line {number}: port {port} (switch ports are 0..254)")
-                    g = _PORTGUID.search(line)
-                    rows.append(row)
-                    lids.append(int(m.group(1), 16))
-                    guids.append(port_of_guid.get(int(g.group(1), 16), -1) if g else -1)
-                    ports.append(port)
-                continue
-            if line.startswith("Unicast lids"):
-                h = _HEADER.match(line)
-                if not h:
-                    raise TopologyError(f"{where}, line {number}: a table header without the switch's "
-                                        f"'guid 0x...'")
-                guid = int(h.group(1), 16)
-                if guid not in switch_of:
-                    raise TopologyError(f"{where}, line {number}: switch 0x{guid:016x} is not in {topology.name}")
-                if guid in seen:
-                    raise TopologyError(f"{where}, line {number}: a second table of switch 0x{guid:016x} (the "
-                                        f"first on line {seen[guid]})")
-                seen[guid] = number
-                row = switch_of[guid] - E
-            elif line.startswith("Multicast"):
-                row = -2  # entries of a multicast table: skipped
+    seen, rows, lids, guid_of, ports = _entries(data, where, switch_of, topology.name, E)
     if not seen:
         raise TopologyError(f"{where}: no 'Unicast lids ... of switch ... guid 0x...' table")
-    lid, owner = np.array(lids, dtype=np.int64), np.array(guids, dtype=np.int64)
-    moved = _remap(fabric, lid, owner)
+    known = np.array(sorted(port_of_guid), dtype=np.uint64)
+    at = np.minimum(np.searchsorted(known, guid_of), max(known.size - 1, 0))
+    hit = known.size > 0
+    guids = np.where(hit & (known[at] == guid_of) & (guid_of > 0),
+                     np.array([port_of_guid[int(g)] for g in known], dtype=np.int64)[at] if hit else -1, -1)
+    moved = _remap(fabric, lids, guids)
     columns = space.columns(moved)
     ok = columns >= 0
-    tables.table[np.array(rows, dtype=np.int64)[ok], columns[ok]] = np.array(ports, dtype=np.uint8)[ok]
+    tables.table[rows[ok], columns[ok]] = ports[ok].astype(np.uint8)
     listed = np.array([switch_of[g] - E for g in seen])
     foreign = int((~ok).sum())
     if foreign * 2 > ok.size and (tables.table[listed][:, tables.endpoint_column] == NO_PORT).any():
         raise TopologyError(f"{where}: {foreign:,} of its {ok.size:,} entries are for LIDs {fabric.source} does not "
                             f"have, and its hosts' LIDs are missing: the tables are of another sweep (the LIDs "
                             f"moved); dump them with their port GUIDs (dump_lfts) or discover the fabric again")
-    return ForwardingTables(str(p), tables.table, tables.lids, tables.endpoint_column, int((moved != lid).sum()))
+    return ForwardingTables(str(p), tables.table, tables.lids, tables.endpoint_column, int((moved != lids).sum()))
+
+
+_HEX = np.full(256, 255, dtype=np.uint8)
+_HEX[np.frombuffer(b"0123456789", np.uint8)] = np.arange(10)
+_HEX[np.frombuffer(b"abcdef", np.uint8)] = np.arange(10, 16)
+_HEX[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[np.frombuffer(b" \t", np.uint8)] = True
+
+
+#: Entries parsed at once (bounds the memory of reading a table of any size).
+_CHUNK = 1 << 20
+
+
+def _digits(arr: np.ndarray, at: np.ndarray, width: int, base: int) -> tuple[np.ndarray, np.ndarray]:
+    """The number of base ``base`` (10 or 16) written at every position ``at`` of ``arr``, at
+    most ``width`` (<= 8) digits: its value and how many digits it has."""
+    value = np.zeros(at.size, dtype=np.int64)
+    count = np.zeros(at.size, dtype=np.int64)
+    k = np.arange(width)
+    for lo in range(0, at.size, _CHUNK):
+        where = at[lo:lo + _CHUNK, None] + k
+        d = _HEX[arr[np.minimum(where, arr.size - 1)]].astype(np.int64)
+        ok = (d < base) & (where < arr.size)
+        n = np.where(ok.all(axis=1), width, (~ok).argmax(axis=1))
+        power = n[:, None] - 1 - k
+        value[lo:lo + _CHUNK] = (np.where(power >= 0, d, 0) * base ** np.maximum(power, 0)).sum(axis=1)
+        count[lo:lo + _CHUNK] = n
+    return value, count
+
+
+def _guids(arr: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The hex numbers written at positions ``at``: 16 digits, as ``dump_lfts`` writes GUIDs,
+    read at fixed places; shorter ones digit by digit."""
+    out = np.zeros(at.size, dtype=np.uint64)
+    weight = np.uint64(16) ** np.arange(15, -1, -1, dtype=np.uint64)
+    for lo in range(0, at.size, _CHUNK):
+        where = np.minimum(at[lo:lo + _CHUNK, None] + np.arange(17), arr.size - 1)
+        d = _HEX[arr[where]]
+        whole = (d[:, :16] < 16).all(axis=1) & (d[:, 16] >= 16)
+        out[lo:lo + _CHUNK] = (np.where(whole[:, None], d[:, :16], 0).astype(np.uint64) * weight).sum(axis=1)
+        for k in np.flatnonzero(~whole).tolist():  # rare: read as text
+            i = int(at[lo + k])
+            n = next((j for j in range(17) if i + j >= arr.size or _HEX[arr[i + j]] >= 16), 17)
+            out[lo + k] = int(arr[i:i + n].tobytes() or b"0", 16) if n <= 16 else 0
+    return out
+
+
+def _find(arr: np.ndarray, pattern: bytes, at: np.ndarray | None = None) -> np.ndarray:
+    """Positions of ``arr`` (or of those in ``at``) where ``pattern`` starts."""
+    n = len(pattern)
+    where = np.flatnonzero(arr[: max(arr.size - n + 1, 0)] == pattern[0]) if at is None else \
+        at[(at + n <= arr.size)]
+    for k in range(at is None, n):
+        where = where[arr[where + k] == pattern[k]]
+    return where
+
+
+def _lid_and_port(arr: np.ndarray, entry: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The LID and port of the entry lines starting at ``entry`` ("0x<hex> <decimal>" and a
+    break), and which lines are entries. The layout ``dump_lfts`` writes (four hex digits,
+    a space, three digits, a space) is read at fixed places; any other line digit by digit."""
+    at = np.minimum(entry[:, None] + np.arange(11), arr.size - 1)
+    b = arr[at]
+    d = _HEX[b].astype(np.int64)
+    fixed = (entry + 11 <= arr.size) & (d[:, 2:6] < 16).all(axis=1) & _SPACE[b[:, 6]] & (d[:, 7:10] < 10).all(axis=1) \
+        & (_SPACE[b[:, 10]] | (b[:, 10] == ord(":")) | (b[:, 10] == ord("#")) | (b[:, 10] == 10) | (b[:, 10] == 13))
+    lid = d[:, 2] * 4096 + d[:, 3] * 256 + d[:, 4] * 16 + d[:, 5]
+    port = d[:, 7] * 100 + d[:, 8] * 10 + d[:, 9]
+    valid = fixed.copy()
+    other = np.flatnonzero(~fixed)
+    if other.size:
+        start = entry[other]
+        lid_o, lid_len = _digits(arr, start + 2, 6, 16)
+        gap_at = start + 2 + lid_len
+        window = arr[np.minimum(gap_at[:, None] + np.arange(8), arr.size - 1)]
+        gap = (~_SPACE[window]).argmax(axis=1)
+        port_o, port_len = _digits(arr, gap_at + gap, 4, 10)
+        end = gap_at + gap + port_len
+        after = arr[np.minimum(end, arr.size - 1)]
+        word = (_HEX[after] < 10) | (after == ord("_")) | (((after | 0x20) >= ord("a")) & ((after | 0x20) <= ord("z")))
+        valid[other] = (lid_len > 0) & (lid_len < 6) & (gap > 0) & (port_len > 0) & ~(word & (end < arr.size))
+        lid[other], port[other] = lid_o, port_o
+    return lid, port, valid
+
+
+def _entries(data: bytes, where: str, switch_of: dict[int, int], name: str,
+             E: int) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every unicast entry of the file, read from its bytes at once: the switches' GUIDs in
+    file order, and per entry its switch row, LID, port GUID (0: none on the line) and port.
+
+    Raises TopologyError naming the line of an entry outside a table, a header without a
+    switch GUID, a switch not in the fabric or listed twice, or a port beyond 254."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = b" " * 3 + data[3:]
+    arr = np.frombuffer(data, dtype=np.uint8)
+    starts = np.concatenate(([0], np.flatnonzero(arr == 10) + 1))
+    starts = starts[starts < arr.size]
+
+    def line_of(pos: int) -> int:  # 1-based
+        return int(np.searchsorted(starts, pos, side="right"))
+
+    # tables: "Unicast lids" starts one, "Multicast" starts one whose entries are skipped
+    heads = sorted([(int(pos), b"Unicast lids") for pos in _find(arr, b"Unicast lids", starts)]
+                   + [(int(pos), b"Multicast") for pos in _find(arr, b"Multicast", starts)])
+    seen: dict[int, int] = {}
+    section_row = []
+    for pos, kind in heads:
+        if kind == b"Multicast":
+            section_row.append(-2)
+            continue
+        line = data[pos:data.find(b"\n", pos) if data.find(b"\n", pos) >= 0 else len(data)].decode("utf-8", "replace")
+        h = _HEADER.match(line)
+        number = line_of(pos)
+        if not h:
+            raise TopologyError(f"{where}, line {number}: a table header without the switch's 'guid 0x...'")
+        guid = int(h.group(1), 16)
+        if guid not in switch_of:
+            raise TopologyError(f"{where}, line {number}: switch 0x{guid:016x} is not in {name}")
+        if guid in seen:
+            raise TopologyError(f"{where}, line {number}: a second table of switch 0x{guid:016x} (the first on line "
+                                f"{seen[guid]})")
+        seen[guid] = number
+        section_row.append(switch_of[guid] - E)
+    head_pos = np.array([pos for pos, _ in heads], dtype=np.int64)
+    rows_of = np.array(section_row, dtype=np.int64)
+    # entries: lines "0x<lid hex> <port decimal>..."
+    entry = starts[(starts + 2 < arr.size)]
+    entry = entry[(arr[entry] == ord("0")) & ((arr[entry + 1] | 0x20) == ord("x"))]
+    lid, port, valid = _lid_and_port(arr, entry)
+    entry, lid, port = entry[valid], lid[valid], port[valid]
+    section = np.searchsorted(head_pos, entry, side="right") - 1
+    if (section < 0).any():
+        raise TopologyError(f"{where}, line {line_of(entry[section < 0][0])}: an entry before any 'Unicast lids ... "
+                            f"guid 0x...' header")
+    row = rows_of[section]
+    unicast = row >= 0
+    entry, lid, port, row = entry[unicast], lid[unicast], port[unicast], row[unicast]
+    beyond = np.flatnonzero(port >= NO_PORT)
+    if beyond.size:
+        raise TopologyError(f"{where}, line {line_of(entry[beyond[0]])}: port {int(port[beyond[0]])} (switch ports "
+                            f"are 0..254)")
+    # a port GUID on the line: " portguid 0x<hex>", the hex digits from where the match ends
+    port_guid = np.zeros(entry.size, dtype=np.uint64)
+    marks = _find(arr, b"portguid")
+    marks = marks[(marks > 0) & _SPACE[arr[np.maximum(marks - 1, 0)]]]
+    window = arr[np.minimum(marks[:, None] + 8 + np.arange(8), arr.size - 1)]
+    gap = (~_SPACE[window]).argmax(axis=1)
+    marks = marks + 8 + gap
+    marks = marks[(gap > 0) & (arr[np.minimum(marks, arr.size - 1)] == ord("0"))
+                  & ((arr[np.minimum(marks + 1, arr.size - 1)] | 0x20) == ord("x"))] + 2
+    if marks.size and entry.size:
+        ends = np.concatenate((starts[1:], [arr.size]))
+        owner = np.searchsorted(entry, marks, side="right") - 1
+        line_end = ends[np.searchsorted(starts, entry[np.maximum(owner, 0)], side="right") - 1]
+        mine = (owner >= 0) & (marks < line_end)
+        marks, owner = marks[mine], owner[mine]
+        value = _guids(arr, marks)
+        first = np.unique(owner, return_index=True)[1]  # the first on a line
+        port_guid[owner[first]] = value[first]
+    return list(seen), row, lid.astype(np.int64), port_guid, port.astype(np.int64)
 
 
 def _remap(fabric: Fabric, lid: np.ndarray, port: np.ndarray) -> np.ndarray:
