@@ -154,7 +154,7 @@ def main() -> None:
     runs = []
     for launch in range(args.launches):
         cmd = [mpiexec, "-n", str(RANKS), sys.executable, __file__, "--worker", "--size", str(args.size),
-               "--link-bw", str(args.link_bw), "--repeat", str(args.repeat)]
+               "--link-bw", f"{args.link_bw:g}B/s", "--repeat", str(args.repeat)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode:
             sys.exit(f"launch {launch} failed:\n{proc.stdout}{proc.stderr}")
