@@ -120,7 +120,6 @@ def read_forwarding_tables(path: str | Path, topology: Topology) -> ForwardingTa
     tables = empty_tables(topology, str(p))
     space = fabric.lid_space
     switch_of = {int(name[2:], 16): v for v, name in enumerate(topology.node_names) if v >= E}
-    port_of_guid = {int(g): i for i, g in enumerate(fabric.lid_guid.tolist()) if g}
     where = f"forwarding tables {str(p)!r}"
     try:
         data = p.read_bytes()
@@ -129,12 +128,12 @@ def read_forwarding_tables(path: str | Path, topology: Topology) -> ForwardingTa
     seen, rows, lids, guid_of, ports = _entries(data, where, switch_of, topology.name, E)
     if not seen:
         raise TopologyError(f"{where}: no 'Unicast lids ... of switch ... guid 0x...' table")
-    known = np.array(sorted(port_of_guid), dtype=np.uint64)
+    # the port (its index among the fabric's LIDs) each line's port GUID names, -1: none or unknown
+    order = np.argsort(fabric.lid_guid, kind="stable")
+    known = fabric.lid_guid[order]
     at = np.minimum(np.searchsorted(known, guid_of), max(known.size - 1, 0))
-    hit = known.size > 0
-    guids = np.where(hit & (known[at] == guid_of) & (guid_of > 0),
-                     np.array([port_of_guid[int(g)] for g in known], dtype=np.int64)[at] if hit else -1, -1)
-    moved = _remap(fabric, lids, guids)
+    owner = np.where((guid_of > 0) & (known[at] == guid_of), order[at], -1) if known.size else np.full(lids.size, -1)
+    moved = _remap(fabric, lids, owner)
     columns = space.columns(moved)
     ok = columns >= 0
     tables.table[rows[ok], columns[ok]] = ports[ok].astype(np.uint8)
