@@ -155,7 +155,7 @@ _SPACE[np.frombuffer(b" \t", np.uint8)] = True
 
 
 #: Entries parsed at once (bounds the memory of reading a table of any size).
-_CHUNK = 1 << 20
+_CHUNK = 1 << 18
 
 
 def _digits(arr: np.ndarray, at: np.ndarray, width: int, base: int) -> tuple[np.ndarray, np.ndarray]:
@@ -206,15 +206,20 @@ def _lid_and_port(arr: np.ndarray, entry: np.ndarray) -> tuple[np.ndarray, np.nd
     """The LID and port of the entry lines starting at ``entry`` ("0x<hex> <decimal>" and a
     break), and which lines are entries. The layout ``dump_lfts`` writes (four hex digits,
     a space, three digits, a space) is read at fixed places; any other line digit by digit."""
-    at = np.minimum(entry[:, None] + np.arange(11), arr.size - 1)
-    b = arr[at]
-    d = _HEX[b].astype(np.int64)
-    fixed = (entry + 11 <= arr.size) & (d[:, 2:6] < 16).all(axis=1) & _SPACE[b[:, 6]] & (d[:, 7:10] < 10).all(axis=1) \
-        & (_SPACE[b[:, 10]] | (b[:, 10] == ord(":")) | (b[:, 10] == ord("#")) | (b[:, 10] == 10) | (b[:, 10] == 13))
-    lid = d[:, 2] * 4096 + d[:, 3] * 256 + d[:, 4] * 16 + d[:, 5]
-    port = d[:, 7] * 100 + d[:, 8] * 10 + d[:, 9]
-    valid = fixed.copy()
-    other = np.flatnonzero(~fixed)
+    lid = np.zeros(entry.size, dtype=np.int64)
+    port = np.zeros(entry.size, dtype=np.int64)
+    valid = np.zeros(entry.size, dtype=bool)
+    breaks = np.zeros(256, dtype=bool)
+    breaks[np.frombuffer(b" \t:#\r\n", np.uint8)] = True
+    for lo in range(0, entry.size, _CHUNK):
+        at = entry[lo:lo + _CHUNK]
+        b = arr[np.minimum(at[:, None] + np.arange(11, dtype=np.int64), arr.size - 1)]
+        d = _HEX[b].astype(np.int32)
+        valid[lo:lo + _CHUNK] = (at + 11 <= arr.size) & (d[:, 2:6] < 16).all(axis=1) & _SPACE[b[:, 6]] \
+            & (d[:, 7:10] < 10).all(axis=1) & breaks[b[:, 10]]
+        lid[lo:lo + _CHUNK] = d[:, 2] * 4096 + d[:, 3] * 256 + d[:, 4] * 16 + d[:, 5]
+        port[lo:lo + _CHUNK] = d[:, 7] * 100 + d[:, 8] * 10 + d[:, 9]
+    other = np.flatnonzero(~valid)
     if other.size:
         start = entry[other]
         lid_o, lid_len = _digits(arr, start + 2, 6, 16)
@@ -290,8 +295,10 @@ def _entries(data: bytes, where: str, switch_of: dict[int, int], name: str,
     port_guid = np.zeros(entry.size, dtype=np.uint64)
     marks = _find(arr, b"portguid")
     marks = marks[(marks > 0) & _SPACE[arr[np.maximum(marks - 1, 0)]]]
-    window = arr[np.minimum(marks[:, None] + 8 + np.arange(8), arr.size - 1)]
-    gap = (~_SPACE[window]).argmax(axis=1)
+    gap = np.zeros(marks.size, dtype=np.int64)
+    for lo in range(0, marks.size, _CHUNK):
+        window = arr[np.minimum(marks[lo:lo + _CHUNK, None] + 8 + np.arange(8), arr.size - 1)]
+        gap[lo:lo + _CHUNK] = (~_SPACE[window]).argmax(axis=1)
     marks = marks + 8 + gap
     marks = marks[(gap > 0) & (arr[np.minimum(marks, arr.size - 1)] == ord("0"))
                   & ((arr[np.minimum(marks + 1, arr.size - 1)] | 0x20) == ord("x"))] + 2
