@@ -202,8 +202,9 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
     TopologyError
         If the topology is not a fabric, or ``lmc`` on a fabric at LMC 0.
     OptiqError
-        If the tables made have a credit loop and ``allow_credit_loops`` is not set (cannot
-        happen with up*/down* routes: a bug to report), or a LID is unreachable.
+        If the tables made have a credit loop and ``allow_credit_loops`` is not set (up*/down*
+        routes have none; only the way around for a host's switch that no such route leads
+        from to a switch's own LID can close one), or a LID is unreachable.
     """
     start = time.perf_counter()
     fabric = topology.fabric
@@ -267,8 +268,9 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
         tables, time_s, report, kept = given, given_time, given_report, True
         say("the given tables carry the job as fast: kept")
     if report.credit_loop and not allow_credit_loops:
-        raise OptiqError(f"the tables made have a credit loop, which up*/down* routes cannot have (a bug): "
-                         f"{'; '.join(report.problems())}")
+        raise OptiqError(f"no tables without a credit loop were found: the routes from hosts' switches to switches "
+                         f"they reach by no up*/down* route close one ({'; '.join(report.problems())}); "
+                         f"--allow-credit-loops writes them (the fabric then needs virtual lanes that break it)")
     if report.unreachable or report.looping or report.bad_ports:
         raise OptiqError(f"the tables made do not reach every LID: {'; '.join(report.problems())}")
     changed = int((tables.table != given.table).sum())
