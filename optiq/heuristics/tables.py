@@ -90,13 +90,10 @@ class JobRoutes:
     table : ndarray of uint8, shape (switches, LIDs)
     link_bytes : ndarray of float
         The job's bytes on every link (its senders' and receivers' host cables included).
-    rounds : int
-        Rounds of rip-up and reroute run.
     """
 
     table: np.ndarray
     link_bytes: np.ndarray
-    rounds: int
 
     def busiest_s(self, capacity: np.ndarray) -> float:
         return float((self.link_bytes / capacity).max(initial=0.0))
@@ -340,9 +337,7 @@ class TreeRouter:
                 port, _, _ = self.build(c, np.zeros(self.S), load, count,
                                         None if given_table is None else given_table[:, c])
                 table[:, c] = port
-        done = 0
         cap = self.capacity
-        done = 0
         for done in range(1, rounds + 1):
             busiest = _score(load, cap)[0]
             if busiest <= floor * (1 + 1e-9):
@@ -367,7 +362,7 @@ class TreeRouter:
                 break  # the busiest link did not drop: another round would not either
         if not self.minimal:
             table = self.escape(table)
-        return JobRoutes(table, load, done)
+        return JobRoutes(table, load)
 
     def escape(self, table: np.ndarray) -> np.ndarray:
         """Routes for the hosts that no up*/down* route leads from to a switch's own LID (module

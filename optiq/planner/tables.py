@@ -101,7 +101,6 @@ class JobTables:
     minimal_credit_loop: list[str] = field(default_factory=list)
     split: np.ndarray | None = None
     bound_s: float = 0.0
-    rounds: int = 0
     seconds: float = 0.0
     memory_mib: float = 0.0
 
@@ -234,13 +233,11 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
     lids = (1 << fabric.lmc) if lmc else 1
     share = np.full((demands.num_jobs, lids), 1.0 / lids)
     best: tuple[float, np.ndarray, np.ndarray | None] | None = None
-    made_rounds = 0
     bound = single_path_bound(topology, demands) if not lmc else 0.0
     for _ in range(LMC_ROUNDS if lmc else 1):
         traffic = _column_traffic(fabric, demands, entry_switch, share, given)
         routes = router.route(traffic, given=given, base_load=base_load, rounds=rounds, floor=bound,
                               progress=progress)
-        made_rounds = routes.rounds
         tables = given.with_table(routes.table, "job tables")
         if not lmc:
             best = (routes.busiest_s(topology.capacity), routes.table, None)
@@ -275,7 +272,7 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
         raise OptiqError(f"the tables made do not reach every LID: {'; '.join(report.problems())}")
     changed = int((tables.table != given.table).sum())
     return JobTables(topology, demands, tables, given, time_s, given_time, report, given_report, kept, longer,
-                     changed, minimal_loop, split, bound, made_rounds, time.perf_counter() - start, peak_memory_mib())
+                     changed, minimal_loop, split, bound, time.perf_counter() - start, peak_memory_mib())
 
 
 def single_path_bound(topology: Topology, demands: Demands) -> float:
