@@ -77,7 +77,7 @@ def replay(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
     if rank == 0 and predicted * runs > 2.0:
         print(f"optiq run: {runs} transfers of about {predicted:.3g} s each (predicted {at}); each gives up after "
-              f"{timeout:.0f} s", file=sys.stderr, flush=True)
+              f"{timeout:.3g} s", file=sys.stderr, flush=True)
     with abort_on_failure(comm):
         report = measure(comm, plan, repeat=args.repeat, warmup=args.warmup, verify=args.verify, seed=args.seed,
                          window=args.window, link_bw=args.link_bw, chunk_size=args.chunk_size,

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
+
 from ..errors import OptiqError
 
 if TYPE_CHECKING:
@@ -32,8 +34,11 @@ __all__ = ["world", "world_rank", "together", "abort_on_failure", "need_mpi", "c
 T = TypeVar("T")
 A = TypeVar("A")
 
-#: Seconds between printing a rank's error and aborting every rank.
+#: Seconds a failing rank listens for other ranks' failures, and then waits between printing
+#: its error and aborting every rank.
 ABORT_GRACE_S = 0.5
+#: Seconds a failing rank that let a lower one speak waits for that rank's abort before its own.
+SILENT_ABORT_S = 5.0
 
 _LAUNCHER_VARIABLES = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
@@ -91,24 +96,60 @@ def together(comm: Any, step: Callable[[], T]) -> T:
 
 @contextmanager
 def abort_on_failure(comm: Any) -> Iterator[None]:
-    """Run the collective work; a rank failing inside prints its error and aborts every rank.
+    """Run the collective work; a rank failing inside says so and aborts every rank.
 
     The other ranks may be waiting for this one inside MPI, where no message can reach
-    them, so ``MPI_Abort`` is the only prompt way to end them all (exit code 1).
+    them, so ``MPI_Abort`` is the only prompt way to end them all (exit code 1). Before it,
+    the failing ranks agree on who speaks (:func:`_first_to_fail`): ranks that fail together
+    (every rank of a transfer that times out) print one ``optiq: error:`` line, not one each.
+    Collective on entry (the agreement has a communicator of its own).
     """
+    alone = comm is None or comm.Get_size() == 1
+    failures = None if alone else comm.Dup()
     try:
         yield
     except Exception as exc:
-        if comm is None or comm.Get_size() == 1:
+        if alone:
             raise
         if not isinstance(exc, OptiqError):
             traceback.print_exc()
         rank = comm.Get_rank()
         message = str(exc) if str(exc).startswith(f"rank {rank}:") else f"rank {rank}: {exc}"
-        print(f"optiq: error: {message}", file=sys.stderr, flush=True)
-        time.sleep(ABORT_GRACE_S)  # let the launcher forward the line before the abort kills its pipes
+        if _first_to_fail(failures):
+            print(f"optiq: error: {message}", file=sys.stderr, flush=True)
+            time.sleep(ABORT_GRACE_S)  # let the launcher forward the line before the abort kills its pipes
+        else:  # the rank that spoke aborts them all (MPI says so once); in case it cannot, later alone
+            time.sleep(SILENT_ABORT_S)
         comm.Abort(1)
         raise  # not reached
+    else:
+        if failures is not None:
+            failures.Free()
+
+
+#: The tag of a failure notice on the agreement's communicator.
+_FAILED_TAG = 1
+
+
+def _first_to_fail(failures: Any) -> bool:
+    """Tell every other rank that this one failed, and listen for :data:`ABORT_GRACE_S` for the
+    same news from a lower rank: whether none came (this rank then speaks for all)."""
+    from mpi4py import MPI
+
+    rank, size = failures.Get_rank(), failures.Get_size()
+    notice = np.array([rank], dtype=np.int64)
+    sent = [failures.Isend([notice, MPI.INT64_T], dest=r, tag=_FAILED_TAG) for r in range(size) if r != rank]
+    deadline = time.monotonic() + ABORT_GRACE_S
+    lower = False
+    while time.monotonic() < deadline and not lower:
+        status = MPI.Status()
+        while failures.Iprobe(source=MPI.ANY_SOURCE, tag=_FAILED_TAG, status=status):
+            got = np.empty(1, dtype=np.int64)
+            failures.Recv([got, MPI.INT64_T], source=status.Get_source(), tag=_FAILED_TAG)
+            lower = lower or int(got[0]) < rank
+        time.sleep(0.005)
+    del sent  # left outstanding: the abort ends them
+    return not lower
 
 
 def command_main(parse: Callable[[], A], run: Callable[[A], int], usage_error: type[Exception]) -> int:

@@ -27,21 +27,34 @@ WINDOW = 4
 #: together on a path travel in one message, and MPI's cost per message, not per byte,
 #: sets the pace of small chunks.
 UNPACED_MESSAGE_BYTES = 4 * 2**20
+#: Link time a message lasts at most by default, at the plan's slowest link rate: a rank that
+#: forwards a path receives a whole message before it sends it on, so a message that lasts
+#: long on the link holds the path back by as long at every stop.
+UNPACED_MESSAGE_S = 0.02
 #: Seconds of an emulated link's traffic the default window covers: oversubscribed ranks
 #: wake late and MPI delivers late, and a link whose next chunk is not there stays idle.
 PACED_SLACK_S = 0.02
 #: The largest default window of emulated links.
 MAX_DEFAULT_WINDOW = 64
+#: Paced paths on a real network (links not emulated): seconds of the slowest link's traffic
+#: the default window lets be in flight. A path's messages are cut by its own pace, not the
+#: window, and a send completes only once the network has delivered it, through queues that
+#: may hold a good part of a second: a window of a few chunks would hold the paths back.
+PACED_INFLIGHT_S = 1.0
 #: Forwarding memory a rank may take by default (bytes); a larger default window is
 #: halved, on every rank alike, until the rank that forwards most fits.
 FORWARDING_BYTES = 256 * 2**20
 
 
-def default_window(chunk_size: int, link_bw: float | None) -> int:
+def default_window(chunk_size: int, link_bw: float | None, network_bw: float | None = None, *,
+                   paced_paths: bool = False) -> int:
     """The window :class:`Executor` uses when none is given.
 
-    Unpaced it holds two messages of :data:`UNPACED_MESSAGE_BYTES` (at least
-    :data:`WINDOW` chunks); with emulated links of ``link_bw`` bytes/s it holds
+    Unpaced it holds two messages of :data:`UNPACED_MESSAGE_BYTES`, or of
+    :data:`UNPACED_MESSAGE_S` at ``network_bw`` (the plan's slowest link, bytes/s) if that is
+    less (at least :data:`WINDOW` chunks); with ``paced_paths`` (and links not emulated) at
+    least :data:`PACED_INFLIGHT_S` of ``network_bw`` too (at most :data:`MAX_DEFAULT_WINDOW`
+    chunks for that); with emulated links of ``link_bw`` bytes/s it holds
     :data:`PACED_SLACK_S` of a link's traffic (at least :data:`WINDOW`, at most
     :data:`MAX_DEFAULT_WINDOW` chunks), rounded to a whole number of paced messages per
     segment (:func:`~optiq.runtime.slots.paced_message_chunks`), so that no segment
@@ -52,16 +65,38 @@ def default_window(chunk_size: int, link_bw: float | None) -> int:
     --------
     >>> default_window(65536, None), default_window(2**20, None)
     (128, 8)
+    >>> [default_window(65536, None, bw) for bw in (2.5e6, 12.5e6, 1.8e9)]   # 20 Mbit/s, 100 Mbit/s, Blue Gene/Q
+    [4, 8, 128]
+    >>> [default_window(65536, None, bw, paced_paths=True) for bw in (2.5e6, 12.5e6, 1.8e9)]
+    [39, 64, 128]
     >>> [default_window(65536, bw) for bw in (25e6, 50e6, 100e6, 200e6)]
     [8, 18, 28, 60]
     """
     if link_bw is None:
-        return max(WINDOW, 2 * math.ceil(UNPACED_MESSAGE_BYTES / chunk_size))
+        message = UNPACED_MESSAGE_BYTES if network_bw is None else min(UNPACED_MESSAGE_BYTES,
+                                                                       UNPACED_MESSAGE_S * network_bw)
+        window = max(WINDOW, 2 * math.ceil(message / chunk_size))
+        if paced_paths and network_bw is not None:
+            window = max(window, min(MAX_DEFAULT_WINDOW, math.ceil(PACED_INFLIGHT_S * network_bw / chunk_size)))
+        return window
     pair = 2 * paced_message_chunks(chunk_size, link_bw)  # a segment of the window holds whole messages
     if pair > MAX_DEFAULT_WINDOW:
         return MAX_DEFAULT_WINDOW  # every message fills a segment
     wanted = max(WINDOW, math.ceil(PACED_SLACK_S * link_bw / chunk_size))
     return int(min(MAX_DEFAULT_WINDOW // pair, max(1, round(wanted / pair))) * pair)
+
+
+def slowest_link(plan: Plan) -> float | None:
+    """The capacity (bytes/s) of the slowest link that carries bytes of ``plan`` (None: no bytes).
+
+    Examples
+    --------
+    >>> from optiq import from_spec, Demands, make_plan
+    >>> slowest_link(make_plan(from_spec("mesh:3,bw=1MB/s"), Demands([0], [2], [100]), "default"))
+    1000000.0
+    """
+    used = plan.link_bytes > 0
+    return float(plan.topology.capacity[used].min()) if used.any() else None
 
 
 def _within_budget(schedule: RankSchedule, chunk_size: int, window: int) -> int:
@@ -159,8 +194,8 @@ class Executor:
     window : int, optional
         Source chunks in flight per outgoing link, and receive slots per path this rank
         forwards; a message carries at most half of it. Every rank must pass the same
-        value (senders cut messages at the receivers' slot segments). By default :func:`default_window`,
-        halved on every rank until each rank's forwarding slots take at most
+        value (senders cut messages at the receivers' slot segments). By default :func:`default_window`
+        for the plan's slowest link (:func:`slowest_link`), halved on every rank until each rank's forwarding slots take at most
         :data:`FORWARDING_BYTES`.
     link_bw : float, optional
         Emulate links of this many bytes/s (each rank paces what it sends on each link).
@@ -210,7 +245,8 @@ class Executor:
         if window is not None and window < 1:
             raise PlanError(f"window must be at least 1 chunk, got {window}")
         if window is None:
-            window = comm.allreduce(_within_budget(self.schedule, chunk, default_window(chunk, link_bw)), op=MPI.MIN)
+            wanted = default_window(chunk, link_bw, slowest_link(plan), paced_paths=pace_paths)
+            window = comm.allreduce(_within_budget(self.schedule, chunk, wanted), op=MPI.MIN)
         self.plan, self.window, self.link_bw, self.chunk_size = plan, window, link_bw, chunk
         #: paced paths: the rate of every path this rank is the source of
         self.path_rate = None

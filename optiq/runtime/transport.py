@@ -35,11 +35,11 @@ finish together, as the flow-level plan assumes.
 
 **Paced paths** (``path_rate``): each path's source also keeps a token bucket of the
 path's own rate (its bytes over the plan's predicted time), and a link serves only paths
-whose bucket has earned a chunk. No path then asks any link for more than the plan gives
-it, so a network that shares links max-min fairly per flow grants every path its rate
-and the plan keeps its predicted time (:func:`optiq.sim.simulate_flows` with
-``pace_paths``); without it, flows alone on their links run ahead and the others fall
-behind.
+whose bucket has earned a message (it holds at least one, however slow the path). No path
+then asks any link for more than the plan gives it, so a network that shares links max-min
+fairly per flow grants every path its rate and the plan keeps its predicted time
+(:func:`optiq.sim.simulate_flows` with ``pace_paths``); without it, flows alone on their
+links run ahead and the others fall behind.
 
 The state is in named objects: a ``_StreamState`` per stream (chunks held, sent, in which
 segment), a ``_Link`` per outgoing link (its queue, window and token bucket), and
@@ -440,9 +440,9 @@ class Transfer:
                     if not candidates:
                         break
                 if self.path_paced:  # a paced path waits for its own bucket, not the link
-                    free = [q for q in candidates if self._path_free(q) <= now]
+                    free = [q for q in candidates if self._path_free(q, now) <= now]
                     if not free:
-                        deadline = min(deadline, min(self._path_free(q) for q in candidates))
+                        deadline = min(deadline, min(self._path_free(q, now) for q in candidates))
                         break
                     candidates = free
                 st = min(candidates, key=_StreamState.progress)
@@ -467,8 +467,8 @@ class Transfer:
             limit = min(limit, self.seg - i % self.seg)
         rate = st.rate
         if rate is not None:  # a paced path: at most the chunks its bucket has earned
-            begin = max(st.busy_until, now - self.burst_s)
-            limit = max(1, min(limit, int((now - begin) * rate / self.chunk)))
+            path_begin = max(st.busy_until, now - self._path_depth(rate))
+            limit = max(1, min(limit, int((now - path_begin) * rate / self.chunk)))
         if self.link_bw is None:
             m, leaves = limit, now
         else:
@@ -479,20 +479,29 @@ class Transfer:
             leaves = link.busy_until = begin + (hi - lo) / self.link_bw
         if rate is not None:
             lo, hi = self._span(st, i, m)
-            st.busy_until = max(st.busy_until, now - self.burst_s) + (hi - lo) / rate
+            st.busy_until = path_begin + (hi - lo) / rate
             leaves = max(leaves, st.busy_until)
         st.sent = i + m
         return _Message(_Kind.SEND, st, i, m), leaves
 
-    def _path_free(self, st: _StreamState) -> float:
+    def _path_free(self, st: _StreamState, now: float) -> float:
         """When a stream's bucket holds a message: ``message_s`` of its rate, or what is
         left of the path (0, for a stream whose path is not paced)."""
         rate = st.rate
         if rate is None:
             return 0.0
-        message = max(self.chunk, int(self.message_s * rate / self.chunk) * self.chunk)
-        left = st.stream.nbytes - st.sent * self.chunk
-        return max(st.busy_until, time.perf_counter() - self.burst_s) + min(message, left) / rate
+        need = min(self._path_message(rate), st.stream.nbytes - st.sent * self.chunk) / rate
+        return max(st.busy_until, now - self._path_depth(rate)) + need
+
+    def _path_message(self, rate: float) -> int:
+        """Bytes a paced path's message carries: ``message_s`` of its rate in whole chunks, at least one."""
+        return max(self.chunk, int(self.message_s * rate / self.chunk) * self.chunk)
+
+    def _path_depth(self, rate: float) -> float:
+        """Seconds of a paced path's rate its bucket saves up: ``burst_s``, and at least one message,
+        so that a message that lasts longer than ``burst_s`` at the path's rate leaves as soon as
+        the bucket holds it (the same moment :meth:`_path_free` says)."""
+        return max(self.burst_s, self._path_message(rate) / rate)
 
 
 def transfer(comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
