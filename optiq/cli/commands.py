@@ -43,6 +43,7 @@ from ..workloads import (
     host_demands,
     named_hosts,
     on_hosts,
+    permutation,
     random_pairing,
     random_sizes,
     read_demands,
@@ -366,6 +367,12 @@ def _workload(args, say):
                 f"within hosts (not routed)")
     elif args.pattern in PATTERNS:
         demands = constant_ratio(P, args.pattern, nbytes=args.size, num_sources=args.sources, ratio=args.ratio or 8)
+    elif args.pattern == "permutation":
+        stray = [f"--{name}" for name in ("ratio", "sources") if getattr(args, name) is not None]
+        if stray or args.pairing == "random":
+            raise OptiqError(f"--pattern permutation is random already (--seed); it takes no "
+                             f"{', '.join(stray) or '--pairing random'}")
+        demands = permutation(P, nbytes=args.size, seed=args.seed)
     elif args.pattern == "distance":
         if args.position is None:
             raise OptiqError("--pattern distance needs --position")
@@ -479,3 +486,4 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "plan": plan, "eval": evaluate, "compare": compare, "tables": tables, "demo": demo, "simulate": simulate,
     "fit-chunk": fit_chunk,
     "experiment": experiment, "run": launcher.replay, "collectives": collectives}
+

@@ -25,12 +25,12 @@ if TYPE_CHECKING:
 
 __all__ = ["build_parser", "PATTERN_CHOICES", "TRACE_OPTIONS"]
 
-PATTERN_CHOICES = PATTERNS + ("distance", "destsize")
+PATTERN_CHOICES = PATTERNS + ("distance", "destsize", "permutation")
 
 
 
-def add_workload(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--topology", "-t", required=True, help=SPEC_HELP)
+def add_workload(p: argparse.ArgumentParser, *, required: bool = True) -> None:
+    p.add_argument("--topology", "-t", required=required, help=SPEC_HELP)
     p.add_argument("--routes", metavar="LFTS",
                    help="ibnet: the fabric's linear forwarding tables (ibroute, dump_lfts.sh or opensm-lfts.dump "
                         "output): the default routes follow them (without: OpenSM minhop, emulated)")
@@ -38,10 +38,11 @@ def add_workload(p: argparse.ArgumentParser) -> None:
                    help="the hosts the pattern or trace runs on, in order: Slurm host-list syntax "
                         "(node[001-064,070],gpu[1-4]) or @FILE; names as the topology gives them (H<i> on the "
                         "built-in ones)")
-    src = p.add_mutually_exclusive_group(required=True)
+    src = p.add_mutually_exclusive_group(required=required)
     src.add_argument("--pattern", choices=PATTERN_CHOICES,
                      help="disjoint/overlap/subset: first P/16 endpoints each to RATIO others (docs in "
-                          "optiq.workloads.patterns); distance: needs --position; destsize: needs --per-source")
+                          "optiq.workloads.patterns); distance: needs --position; destsize: needs --per-source; "
+                          "permutation: every endpoint to one other, at random (uses --seed)")
     src.add_argument("--demands", metavar="FILE",
                      help="CSV (src,dst,bytes) or JSON demand file (with --hosts, ids are positions in the host list)")
     src.add_argument("--traffic", metavar="PATH",

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import WorkloadError
 from .demands import Demands
 
-__all__ = ["constant_ratio", "distance_sweep", "destination_sweep", "random_pairing", "PATTERNS"]
+__all__ = ["constant_ratio", "distance_sweep", "destination_sweep", "random_pairing", "permutation", "PATTERNS"]
 
 PATTERNS = ("disjoint", "overlap", "subset")
 
@@ -155,6 +155,35 @@ def destination_sweep(num_endpoints: int, per_source: int, *, nbytes: int = 8 * 
                             f"endpoints; give fewer --sources or --per-source")
     src, dst = _block_pairs(np.arange(S), start, k)
     return Demands(src, dst, np.full(src.size, nbytes), name=f"{S} sources x {k} destinations on {P}")
+
+
+def permutation(num_endpoints: int, *, nbytes: int = 8 * 2**20, seed: int = 0) -> Demands:
+    """A random permutation: every endpoint sends to one other and receives from one other.
+
+    A uniformly random derangement (no endpoint sends to itself), drawn from ``seed``: the
+    permutation traffic of the fat-tree literature, which a full-bisection tree can carry
+    with no link shared when routed for it.
+
+    Raises
+    ------
+    WorkloadError
+        With fewer than 2 endpoints.
+
+    Examples
+    --------
+    >>> d = permutation(8, nbytes=100, seed=3)
+    >>> sorted(d.src.tolist()) == sorted(d.dst.tolist()) == list(range(8)), bool((d.src != d.dst).all())
+    (True, True)
+    """
+    if num_endpoints < 2:
+        raise WorkloadError(f"a permutation needs at least 2 endpoints, got {num_endpoints}")
+    rng = np.random.default_rng(seed)
+    while True:  # rejection: a random permutation is a derangement with probability about 1/e
+        dst = rng.permutation(num_endpoints)
+        if (dst != np.arange(num_endpoints)).all():
+            break
+    src = np.arange(num_endpoints)
+    return Demands(src, dst, np.full(num_endpoints, nbytes), name=f"random permutation of {num_endpoints}, seed {seed}")
 
 
 def random_pairing(demands: Demands, *, seed: int = 0) -> Demands:
