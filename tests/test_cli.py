@@ -4,6 +4,7 @@ import networkx as nx
 import pytest
 
 from optiq.cli import main
+from optiq.plan import load_plan
 
 
 def run(capsys, *argv):
@@ -171,3 +172,14 @@ def test_a_plan_whose_network_changed_since_is_refused_by_name(tmp_path, capsys)
 def test_usage_errors_exit_2(capsys):
     assert run(capsys, "plan", "--pattern", "disjoint")[0] == 2
     assert run(capsys, "plan", "-t", "torus:4x4", "--pattern", "disjoint", "--size", "-3", "-o", "x")[0] == 2
+
+
+def test_the_permutation_pattern_pairs_every_host_once_and_takes_no_ratio(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["plan", "-t", "fattree:k=4,n=2", "--pattern", "permutation", "--seed", "3", "-m", "default",
+                 "-o", str(out), "-q"]) == 0
+    plan = load_plan(out)
+    assert sorted(plan.demands.src.tolist()) == sorted(plan.demands.dst.tolist()) == list(range(16))
+    assert main(["plan", "-t", "fattree:k=4,n=2", "--pattern", "permutation", "--ratio", "2", "-m", "default",
+                 "-o", str(out), "-q"]) == 1
+    assert "takes no --ratio" in capsys.readouterr().err
