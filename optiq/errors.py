@@ -60,3 +60,10 @@ class ArgumentKeyError(OptiqError, KeyError):
 class ArgumentBufferError(OptiqError, BufferError):
     """A buffer of such a call cannot be used as given (read-only where it is written, not
     contiguous): a :class:`BufferError` too, as mpi4py's."""
+
+
+class TestbedError(OptiqError):
+    """The emulated network cannot be built, routed, launched or measured: no privilege to make
+    network namespaces, a missing tool, a route the kernel does not take as installed."""
+
+    __test__ = False  # a name pytest would otherwise collect

@@ -15,6 +15,7 @@ from ..plan import DEFAULT_CHUNK_SIZE
 from ..planner import CANDIDATE_KINDS, COMPARE_METHODS, METHODS
 from ..sim import SHARING, ChunkModel
 from ..sim.flow import DEFAULT_BATCH
+from ..testbed import DEFAULT_QUEUE, DEFAULT_REPEAT, TESTBED_METHODS, TESTBED_RATE
 from ..topology.spec import SPEC_HELP
 from ..workloads import PATTERNS, SELECTIONS
 from . import argtypes as types
@@ -232,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_trace_options(p, placement=False)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     add_collectives(sub)
+    add_testbed(sub)
     p = sub.add_parser("run", help="replay a plan under mpiexec (same as python -m optiq.runtime)",
                        description="Replay a plan with chunked store-and-forward. Run it under "
                                    "mpiexec -n N with one rank per endpoint of the plan.")
@@ -262,3 +264,60 @@ def add_collectives(sub: Any) -> None:
     a.add_argument("--algorithms", help="comma list (default: all for this rank count)")
     a.add_argument("--repeat", type=types.positive_int, default=5, help="timed runs per algorithm (default 5)")
     a.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+
+
+def add_testbed(sub: Any) -> None:
+    p = sub.add_parser("testbed", help="measure plans on an emulated network of namespaces (needs root)",
+                       description="Build the topology as Linux network namespaces (hosts, switches, a veth pair "
+                                   "per cable, every link direction rate limited with a tail-drop queue, the "
+                                   "network's own routes in the kernel), run every method over MPI on it in turn, "
+                                   "and report measured against predicted times.")
+    actions = p.add_subparsers(dest="action", required=True, metavar="{run,exec,down}")
+    a = actions.add_parser("run", help="measure methods (or a plan file) on the emulated network",
+                           description="optiq testbed run -t SPEC (--pattern ... | --demands F) --methods M,... or "
+                                       "optiq testbed run PLAN.json: build the network, measure one flow's goodput, "
+                                       "run every method in turn --repeat times and compare with the predictions.")
+    a.add_argument("plan", nargs="?", help="a plan file: measure it beside its demands on the network's routes")
+    add_workload(a, required=False)
+    add_planning(a)
+    a.add_argument("--methods", default=",".join(TESTBED_METHODS),
+                   help=f"comma-separated: {','.join(COMPARE_METHODS)}, or a planner with :free (its free plan: "
+                        f"per-pair rules, or the network's routes if it splits pairs) (default "
+                        f"{','.join(TESTBED_METHODS)}; default is always measured)")
+    add_network(a, quiet=False)
+    a.add_argument("--repeat", type=types.positive_int, default=DEFAULT_REPEAT,
+                   help=f"measured rounds of every method, in turn (default {DEFAULT_REPEAT})")
+    a.add_argument("--warmup", type=types.non_negative_int, default=1, help="unmeasured rounds first (default 1)")
+    a.add_argument("--pace-paths", action=argparse.BooleanOptionalAction, default=True,
+                   help="the executor sends every path at its planned rate (default on)")
+    a.add_argument("--window", type=types.positive_int, help="the executor's window (default: from the link rates)")
+    a.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    a.add_argument("--figure", metavar="PNG", help="draw predicted against measured times and every link's bytes")
+    a = actions.add_parser("exec", help="run an MPI program on the emulated network, one rank per host",
+                           description="optiq testbed exec -t SPEC [--rate R] -- python app.py ARGS: build the "
+                                       "network, run the program under mpiexec with rank i in host i's namespace "
+                                       "and its data on the data network, remove the network.")
+    a.add_argument("--topology", "-t", required=True, help=SPEC_HELP)
+    a.add_argument("--routes", metavar="LFTS", help="ibnet: the fabric's forwarding tables (the kernel's routes)")
+    add_network(a)
+    a.add_argument("program", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
+    a = actions.add_parser("down", help="remove testbeds a killed run left behind",
+                           description="Remove every testbed's namespaces (optiq-<tag>-...) and processes, except "
+                                       "those whose run still goes on (--force: those too).")
+    a.add_argument("name", nargs="?", help="only this testbed (optiq-<tag>)")
+    a.add_argument("--force", action="store_true", help="also testbeds whose run still goes on")
+
+
+def add_network(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
+    """How the emulated network is built: rates, queues, TCP, its name."""
+    p.add_argument("--rate", type=types.rate, default=TESTBED_RATE,
+                   help="the fastest link's rate, the others in proportion to their capacities (default 20Mb/s: "
+                        "2 cores forward about 2 Gbit/s of link rate x hops)")
+    p.add_argument("--queue", type=types.size, default=DEFAULT_QUEUE,
+                   help=f"bytes every link direction queues before it drops (default {DEFAULT_QUEUE:,})")
+    p.add_argument("--congestion", default="reno", help="TCP congestion control in every namespace (default reno)")
+    p.add_argument("--offloads", action="store_true",
+                   help="keep segmentation offloads (default off: link-sized packets, with ethtool)")
+    p.add_argument("--name", help="the testbed's name, optiq-<letters or digits> (default optiq-<pid>)")
+    if quiet:
+        p.add_argument("--quiet", "-q", action="store_true", help="no progress output")

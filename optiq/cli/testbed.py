@@ -1,0 +1,73 @@
+"""``optiq testbed run`` and ``optiq testbed down``: the emulated network from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import OptiqError
+from ..paths import FREE
+from ..plan import load_plan
+from ..testbed import run_program, run_testbed, sweep
+from ..topology import from_spec
+from ..utils.jsonfile import check_writable, write_results
+from .commands import _planner_options, _progress, _workload
+
+__all__ = ["testbed"]
+
+
+def testbed(args: argparse.Namespace) -> int:
+    """``optiq testbed``: ``run`` measures methods or a plan file, ``down`` sweeps what a killed run left."""
+    if args.action == "down":
+        print(sweep(args.name, force=args.force))
+        return 0
+    if args.action == "exec":
+        return _exec(args)
+    given = [f"--{name}" for name in ("topology", "pattern", "demands", "traffic") if getattr(args, name)]
+    if args.plan and given:
+        raise OptiqError(f"give a plan file or a workload ({', '.join(given)}), not both")
+    if not args.plan and not (args.topology and (args.pattern or args.demands or args.traffic)):
+        raise OptiqError("give a plan file, or a topology (-t) and a workload (--pattern, --demands or --traffic)")
+    if args.routing == FREE:
+        raise OptiqError("the testbed names each method's routing: --methods opt:free measures opt's free plan")
+    for option in ("json", "figure"):
+        if getattr(args, option):
+            check_writable(getattr(args, option), f"--{option}")
+    say = _progress(args)
+    common = dict(rate=args.rate, repeat=args.repeat, warmup=args.warmup, queue=args.queue,
+                  congestion=args.congestion, name=args.name, seed=args.seed, pace_paths=args.pace_paths,
+                  window=args.window, offloads=args.offloads, progress=say)
+    if args.plan:
+        plan = load_plan(args.plan)
+        report = run_testbed(plan.topology, plan=plan, **common)
+    else:
+        topology, demands = _workload(args, say)
+        report = run_testbed(topology, demands, methods=args.methods, options=_planner_options(args),
+                             chunk_size=args.chunk_size, **common)
+    print(report)
+    if args.json:
+        write_results(args.json, report.to_dict(), "--json")
+    if args.figure:
+        report.figure(args.figure)
+        print(f"wrote {args.figure}")
+    failed = [row.method for row in report.rows if not row.verified]
+    if failed:
+        print(f"optiq: error: bytes differ from those sent: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _exec(args: argparse.Namespace) -> int:
+    command = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if not command:
+        raise OptiqError("give the program after --: optiq testbed exec -t SPEC -- python app.py")
+    spec = args.topology
+    if args.routes:
+        if not spec.strip().lower().startswith("ibnet:"):
+            raise OptiqError(f"--routes applies to InfiniBand fabrics (-t ibnet:FILE), not {spec!r}")
+        spec = f"{spec},routes={args.routes}"
+    code, carried = run_program(from_spec(spec), command, rate=args.rate, queue=args.queue,
+                                congestion=args.congestion, name=args.name, offloads=args.offloads,
+                                progress=_progress(args))
+    print(f"optiq testbed: {carried}", file=sys.stderr)
+    return code

@@ -1,0 +1,447 @@
+"""A topology made real: namespaces, veth cables with rate limits and queues, and kernel routes.
+
+:class:`Testbed` builds the network :class:`~optiq.testbed.layout.Layout` describes, installs
+a :class:`~optiq.testbed.forwarding.Forwarding` (the network's own routes by default), reads
+every hop back from the kernel, and counts what every link sent and dropped. It is a
+context manager that always removes what it made; a run killed outright leaves namespaces
+that :func:`sweep` (``optiq testbed down``) removes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import TestbedError
+from .forwarding import Forwarding, check_readback, readback_queries
+from .layout import DATA_DEVICE, MANAGEMENT_BRIDGE, MANAGEMENT_DEVICE, Layout, check_name
+from .system import (
+    PREFIX,
+    check_privileges,
+    delete_namespaces,
+    each,
+    in_namespace,
+    ip_batch,
+    run,
+    tc_batch,
+    testbed_names,
+)
+
+if TYPE_CHECKING:
+    from ..topology import Topology
+
+__all__ = ["Testbed", "Counters", "DEFAULT_QUEUE", "sweep", "state_root", "SweepResult"]
+
+#: Bytes a link's queue holds before it drops (tail drop) by default: deep enough that TCP
+#: seldom loses a packet, as on a lossless fabric (InfiniBand's credits hold a packet back
+#: instead of dropping it); a loss stalls a flow, and a plan whose busiest links are all full
+#: cannot make up for the stall. A smaller queue shows incast.
+DEFAULT_QUEUE = 2**20
+#: A full-size Ethernet frame (MTU 1500 and its header).
+FRAME = 1514
+#: Link time the token bucket of a link may save up (its burst), at least a few frames.
+BURST_S = 1e-3
+#: The kernel settings of every namespace: routers forward, and routes may be asymmetric.
+SYSCTLS = ("net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
+           "net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.default.send_redirects=0",
+           "net.ipv4.conf.all.accept_redirects=0", "net.ipv4.conf.default.accept_redirects=0",
+           "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+
+
+def state_root() -> Path:
+    """Where testbeds keep their state (owner, launcher, control files): a directory per testbed."""
+    return Path(tempfile.gettempdir()) / "optiq-testbed"
+
+
+@dataclass(frozen=True)
+class Counters:
+    """What every link's sending interface counted: bytes sent and packets dropped by its queue.
+
+    Subtract two readings for what happened between them.
+    """
+
+    bytes: np.ndarray
+    drops: np.ndarray
+    at: float
+
+    def __sub__(self, earlier: Counters) -> Counters:
+        return Counters(self.bytes - earlier.bytes, self.drops - earlier.drops, self.at - earlier.at)
+
+
+class Testbed:
+    """A network of namespaces built from ``topology`` (module docstring).
+
+    Parameters
+    ----------
+    topology : Topology
+        Its hosts become host namespaces (endpoint ``i``: ``<name>-h<i>``, MPI rank ``i``),
+        its other nodes switches, every pair of opposite links a cable.
+    rate : float
+        Bytes/s of the fastest link; every other link in proportion to its capacity.
+    queue : int
+        Bytes every link direction queues before it drops.
+    name : str, optional
+        The testbed's name (``optiq-`` and letters or digits); default ``optiq-<pid>``.
+    offloads : bool
+        Keep the interfaces' segmentation offloads (default off, so every packet is link sized:
+        needs ``ethtool``).
+    congestion : str
+        TCP congestion control of every namespace (one the host allows, e.g. ``reno``, ``bbr``).
+    progress : callable, optional
+        Receives a line for every step of the build.
+
+    Raises
+    ------
+    TestbedError
+        If namespaces cannot be made here, the name is taken or bad, or the topology cannot be
+        cabled (:meth:`Layout.of`).
+
+    Examples
+    --------
+    Needs root (skipped in the doctests)::
+
+        with Testbed(from_spec("fattree:k=4,n=2"), rate=2.5e6) as bed:
+            bed.verify()            # every pair's route, hop by hop, as the kernel has it
+            print(bed.counters().bytes)
+    """
+
+    __test__ = False  # not a test class, whatever its name
+
+    def __init__(self, topology: Topology, *, rate: float, queue: int = DEFAULT_QUEUE, name: str | None = None,
+                 offloads: bool = False, congestion: str = "reno",
+                 progress: Callable[[str], None] | None = None) -> None:
+        if not rate > 0:
+            raise TestbedError(f"the link rate must be positive, got {rate}")
+        if int(queue) < FRAME:
+            raise TestbedError(f"a link queue of {queue} B cannot hold one {FRAME} B frame")
+        self.layout = Layout.of(topology, check_name(name or f"{PREFIX}{os.getpid()}"))
+        self.topology = topology
+        self.rate, self.queue, self.offloads, self.congestion = float(rate), int(queue), offloads, congestion
+        self.say = progress or (lambda message: None)
+        self.installed: Forwarding | None = None
+        self.state = state_root() / self.layout.name
+        self.built = False
+        self.build_s = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.layout.name
+
+    def __repr__(self) -> str:
+        t = self.topology
+        return (f"Testbed({self.name!r}, {t.name}, {t.num_endpoints} hosts, {t.num_nodes - t.num_endpoints} switches, "
+                f"{t.num_links // 2} cables at {self.rate * 8 / 1e6:.4g} Mbit/s, queue {self.queue:,} B, "
+                f"TCP {self.congestion})")
+
+    # -- lifetime ---------------------------------------------------------------------------
+    def __enter__(self) -> Testbed:
+        try:
+            self.build()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def build(self) -> None:
+        """Make the namespaces, cables, queues and the network's own routes, and read them back.
+
+        Raises
+        ------
+        TestbedError
+            If a step fails (naming it), or a route read back is not the network's.
+        """
+        check_privileges()
+        allowed = _allowed_congestion()
+        if allowed is not None and self.congestion not in allowed:
+            raise TestbedError(f"TCP congestion control {self.congestion!r} is not allowed here (the host allows "
+                               f"{', '.join(allowed)}: net.ipv4.tcp_allowed_congestion_control)")
+        if self.offloads is False and shutil.which("ethtool") is None:
+            raise TestbedError("the testbed turns segmentation offloads off (packets the size of a link's frames) "
+                               "with ethtool: apt-get install ethtool, or keep them (offloads=True, --offloads)")
+        taken = testbed_names().get(self.name)
+        if taken:
+            raise TestbedError(f"testbed {self.name} exists ({len(taken)} namespaces): remove it with optiq testbed "
+                               f"down {self.name}, or choose another name")
+        start = time.perf_counter()
+        self._claim()
+        lay, t = self.layout, self.topology
+        self.built = True
+        self.say(f"testbed {self.name}: {t.num_endpoints} hosts, {t.num_nodes - t.num_endpoints} switches, "
+                 f"{t.num_links // 2} cables; making namespaces")
+        ip_batch(None, [f"netns add {ns}" for ns in [*lay.namespaces, lay.control]], what="making namespaces")
+        each(self._settings, lay.namespaces)
+        self.say(f"cables ({t.num_links // 2} data, {t.num_endpoints} management)")
+        ip_batch(None, self._cable_lines(), what="making cables")
+        fwd = Forwarding.network(lay)
+        self.say(f"addresses, queues at {self.rate * 8 / 1e6:.4g} Mbit/s (fastest link) with {self.queue:,} B each, "
+                 f"and the network's routes ({t.default_routing})")
+        each(lambda node: self._configure(node, fwd), range(t.num_nodes))
+        self._configure_control()
+        self.installed = fwd
+        self.verify()
+        self.build_s = time.perf_counter() - start
+        self.say(f"testbed {self.name} up in {self.build_s:.1f} s")
+
+    def close(self) -> None:
+        """Remove every namespace of this testbed (and its processes) and its state; safe to repeat."""
+        if not self.built:
+            return
+        # a second Ctrl-C must not leave half the network behind
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+        try:
+            names = testbed_names().get(self.name, [])
+            delete_namespaces(names)
+            shutil.rmtree(self.state, ignore_errors=True)
+            self.built = False
+            self.installed = None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def _claim(self) -> None:
+        """The state directory, with the owner's process id (``sweep`` leaves a live owner's testbed)."""
+        self.state.mkdir(parents=True, exist_ok=True)
+        (self.state / "owner").write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+
+    # -- building ---------------------------------------------------------------------------
+    def _settings(self, namespace: str) -> None:
+        in_namespace(namespace, ["sysctl", "-qw", *SYSCTLS, f"net.ipv4.tcp_congestion_control={self.congestion}"],
+                     what=f"kernel settings of {namespace}")
+
+    def _cable_lines(self) -> list[str]:
+        lay, t = self.layout, self.topology
+        lines = []
+        for e in np.flatnonzero(np.arange(t.num_links) < lay.peer).tolist():  # each cable once
+            r = int(lay.peer[e])
+            lines.append(f"link add {lay.interface(e)} netns {lay.namespaces[t.link_src[e]]} address {lay.mac(e)} "
+                         f"type veth peer name {lay.interface(r)} netns {lay.namespaces[t.link_src[r]]} "
+                         f"address {lay.mac(r)}")
+        for h in range(t.num_endpoints):
+            lines.append(f"link add {MANAGEMENT_DEVICE} netns {lay.namespaces[h]} type veth peer name m{h} "
+                         f"netns {lay.control}")
+        return lines
+
+    def _configure(self, node: int, fwd: Forwarding) -> None:
+        lay, t = self.layout, self.topology
+        ns = lay.namespaces[node]
+        links = t.links_from(node).tolist()
+        lines = ["link set lo up", f"link add {DATA_DEVICE} type bridge", f"link set {DATA_DEVICE} up",
+                 f"address add {lay.address(node)}/32 dev {DATA_DEVICE}"]
+        for e in links:
+            lines.append(f"link set {lay.interface(e)} up")
+            lines.append(f"neighbour replace {lay.address(int(t.link_dst[e]))} lladdr {lay.mac(int(lay.peer[e]))} "
+                         f"dev {lay.interface(e)} nud permanent")
+        if node < t.num_endpoints:
+            lines += [f"address add {lay.management_address(node)}/12 dev {MANAGEMENT_DEVICE}",
+                      f"link set {MANAGEMENT_DEVICE} up"]
+        lines += fwd.port_table_lines(node)
+        lines += fwd.route_lines(node)
+        lines += [fwd.rule_line("add", s, d, e) for s, d, e in sorted(fwd.rule_keys().get(node, ()))]
+        ip_batch(ns, lines, what=f"configuring {ns}")
+        rates = lay.link_rates(self.rate)
+        tc_batch(ns, [f"qdisc replace dev {lay.interface(e)} root tbf rate {max(8, round(rates[e] * 8))}bit "
+                      f"burst {max(4 * FRAME, int(rates[e] * BURST_S))} limit {self.queue}" for e in links],
+                 what=f"queues of {ns}")
+        if not self.offloads and links:
+            script = "; ".join(f"ethtool -K {lay.interface(e)} tso off gso off gro off 2>/dev/null || "
+                               f"ethtool -K {lay.interface(e)} gso off gro off" for e in links)
+            in_namespace(ns, ["sh", "-ec", script], what=f"offloads of {ns}")
+
+    def _configure_control(self) -> None:
+        lay, t = self.layout, self.topology
+        lines = ["link set lo up", f"link add {MANAGEMENT_BRIDGE} type bridge",
+                 f"address add {lay.control_address}/12 dev {MANAGEMENT_BRIDGE}", f"link set {MANAGEMENT_BRIDGE} up"]
+        lines += [f"link set m{h} master {MANAGEMENT_BRIDGE} up" for h in range(t.num_endpoints)]
+        ip_batch(lay.control, lines, what="the management network")
+
+    # -- routes -----------------------------------------------------------------------------
+    def install(self, fwd: Forwarding, *, verify: bool = True) -> None:
+        """Make the kernel route as ``fwd`` says: changed table entries replaced, rules added and
+        removed, namespaces that did not change left alone; then read every hop back.
+
+        Raises
+        ------
+        TestbedError
+            If a command fails, or a hop read back is not ``fwd``'s (naming the pair).
+        """
+        old = self.installed
+        if old is None:
+            raise TestbedError(f"testbed {self.name} is not built")
+        old_rules, new_rules = old.rule_keys(), fwd.rule_keys()
+        changed = np.flatnonzero((old.table != fwd.table).any(axis=1)).tolist()
+        nodes = sorted(set(changed) | set(old_rules) | set(new_rules))
+
+        def apply(node: int) -> None:
+            lines = []
+            before, after = old_rules.get(node, set()), new_rules.get(node, set())
+            lines += [old.rule_line("del", *key) for key in sorted(before - after)]
+            differ = np.flatnonzero(old.table[node] != fwd.table[node])
+            lines += fwd.route_lines(node, differ)
+            lines += [fwd.rule_line("add", *key) for key in sorted(after - before)]
+            ip_batch(self.layout.namespaces[node], lines, what=f"routes of {self.layout.namespaces[node]}")
+
+        each(apply, nodes)
+        self.installed = fwd
+        if verify:
+            self.verify()
+
+    def verify(self) -> None:
+        """Ask every node's kernel for every hop of every host pair's route through it.
+
+        Raises
+        ------
+        TestbedError
+            Naming the first pair whose hop differs from the installed forwarding.
+        """
+        fwd = self.installed
+        if fwd is None:
+            raise TestbedError(f"testbed {self.name} is not built")
+        hops = fwd.hops()
+        nodes = np.unique(hops[0]).tolist()
+
+        def ask(node: int) -> str:
+            lines, expected = readback_queries(fwd, node, hops)
+            out = ip_batch(self.layout.namespaces[node], lines, force=True, json_out=True)
+            answers = [a for line in out.splitlines() if line.strip() for a in json.loads(line)]
+            return check_readback(fwd, node, answers, expected)
+
+        problems = [p for p in each(ask, nodes) if p]
+        if problems:
+            raise TestbedError(f"the kernel does not route as installed: {problems[0]}"
+                               + (f" ({len(problems) - 1} more nodes differ)" if len(problems) > 1 else ""))
+
+    # -- measuring ---------------------------------------------------------------------------
+    def counters(self) -> Counters:
+        """Bytes sent and packets dropped so far by every link's queue (``tc -s qdisc``)."""
+        lay, t = self.layout, self.topology
+        nbytes = np.zeros(t.num_links, dtype=np.int64)
+        drops = np.zeros(t.num_links, dtype=np.int64)
+        at = time.perf_counter()
+
+        def read(node: int) -> list[dict[str, Any]]:
+            out = run(["tc", "-n", lay.namespaces[node], "-s", "-j", "qdisc", "show"], what="tc -s qdisc").stdout
+            return json.loads(out) if out.strip() else []
+
+        for node, qdiscs in enumerate(each(read, range(t.num_nodes))):
+            by_dev = {q.get("dev"): q for q in qdiscs if q.get("root")}
+            for e in t.links_from(node).tolist():
+                q = by_dev.get(lay.interface(e))
+                if q is None:
+                    raise TestbedError(f"link {t.link_label(e)} has no queue in {lay.namespaces[node]}")
+                nbytes[e], drops[e] = int(q.get("bytes", 0)), int(q.get("drops", 0))
+        return Counters(nbytes, drops, at)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What :func:`sweep` removed and what it left because its owner still runs."""
+
+    removed: dict[str, int]
+    in_use: dict[str, tuple[int, int]]
+
+    def __str__(self) -> str:
+        if not self.removed and not self.in_use:
+            return "no testbed namespaces here"
+        parts = [f"removed {name} ({n} namespaces)" for name, n in sorted(self.removed.items())]
+        parts += [f"left {name} ({n} namespaces): its owner, process {pid}, still runs (--force removes it)"
+                  for name, (n, pid) in sorted(self.in_use.items())]
+        return "\n".join(parts)
+
+
+def sweep(name: str | None = None, *, force: bool = False) -> SweepResult:
+    """Remove testbeds left behind (a run killed with ``kill -9``): every namespace named
+    ``optiq-<tag>-...``, with its processes, unless the process that made it still runs
+    (``force``: that too). ``name``: only that testbed.
+
+    Raises
+    ------
+    TestbedError
+        If namespaces cannot be listed or removed here, or ``name`` is not a testbed name.
+    """
+    check_privileges()
+    if name is not None:
+        check_name(name)
+    found = testbed_names()
+    if name is not None:
+        found = {name: found.get(name, [])} if name in found else {}
+    removed: dict[str, int] = {}
+    in_use: dict[str, tuple[int, int]] = {}
+    for bed, names in sorted(found.items()):
+        owner = _owner(bed)
+        if owner is not None and not force:
+            in_use[bed] = (len(names), owner)
+            continue
+        delete_namespaces(names)
+        shutil.rmtree(state_root() / bed, ignore_errors=True)
+        removed[bed] = len(names)
+    if name is None:  # state of testbeds whose namespaces are gone
+        for stale in state_root().glob(f"{PREFIX}*") if state_root().is_dir() else []:
+            if stale.name not in found and _owner(stale.name) is None:
+                shutil.rmtree(stale, ignore_errors=True)
+    return SweepResult(removed, in_use)
+
+
+def _owner(name: str) -> int | None:
+    """The live process that made testbed ``name``, if any."""
+    try:
+        pid_text, start = (state_root() / name / "owner").read_text().split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return None
+    return pid if _start_time(pid) == start else None
+
+
+def _start_time(pid: int) -> str:
+    """A process's start time (field 22 of ``/proc/PID/stat``): with the pid, it names one process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[19]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def _allowed_congestion() -> list[str] | None:
+    """The TCP congestion controls a namespace may choose (None: cannot tell)."""
+    try:
+        with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control") as f:
+            return f.read().split()
+    except OSError:
+        return None
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextmanager
+def terminated_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (``kill``, a CI job's timeout) raises :class:`KeyboardInterrupt`,
+    so the block's cleanup runs as it does for Ctrl-C."""
+    if not _main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,196 @@
+"""What a testbed run found: per method, predicted and measured times and gains, and the links' bytes.
+
+:class:`TestbedReport` prints as a table (``str``), writes the JSON of ``optiq testbed run
+--json`` (:meth:`TestbedReport.to_dict`) and draws its figure (:meth:`TestbedReport.figure`):
+predicted against measured time per method, and every link's counted bytes against the
+plan's.
+
+The prediction, ``predicted_time_s``, is the flow model's at the testbed's link rates with the
+bytes the wire really carries: every flow's payload plus the header bytes, and the
+acknowledgements coming back, that one flow measured per payload byte (a few percent, and
+an acknowledgement crosses a link the other way: a host's uplink carries those of what it
+receives). ``predicted_at_link_rate_s`` is the plan's own time at the link rates, payload
+only. The gains are over the default routes: predicted over predicted, measured over measured.
+``link_bytes_deviation``: over the links that carry at least a tenth of the busiest link's
+planned bytes, the largest relative difference between the bytes the kernel counted and the
+plan's bytes plus the header and acknowledgement bytes one flow measured.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["TestbedRow", "TestbedReport", "link_deviation", "ROW_KEYS", "REPORT_KEYS"]
+
+#: Keys of one row of the JSON report.
+ROW_KEYS = ("method", "routing", "moved_by", "predicted_time_s", "predicted_at_link_rate_s", "measured_time_s",
+            "measured_times_s", "measured_over_predicted", "predicted_gain", "measured_gain", "link_bytes_deviation",
+            "drops", "verified", "cpu_idle")
+#: Top-level keys of the JSON report.
+REPORT_KEYS = ("topology", "workload", "hosts", "switches", "cables", "rate_bps", "goodput_bps", "queue_bytes",
+               "congestion_control", "header_overhead", "ack_overhead", "repeat", "warmup", "cpu_idle",
+               "load_before", "build_s", "seconds", "rows", "links")
+
+
+def link_deviation(counted: np.ndarray, expected: np.ndarray, planned: np.ndarray) -> float:
+    """The largest ``|counted - expected| / expected`` over the links whose ``planned`` bytes are
+    at least a tenth of the busiest link's (0 when no link carries bytes).
+
+    Examples
+    --------
+    >>> link_deviation(np.array([105., 0., 9.]), np.array([100., 1., 10.]), np.array([100., 0., 5.]))
+    0.05
+    """
+    top = float(planned.max(initial=0.0))
+    if top <= 0:
+        return 0.0
+    busy = planned >= 0.1 * top
+    return float(np.max(np.abs(counted[busy] - expected[busy]) / expected[busy]))
+
+
+@dataclass(frozen=True)
+class TestbedRow:
+    """One method as the testbed measured it (module docstring for the fields)."""
+
+    __test__ = False
+
+    method: str
+    routing: str
+    moved_by: str
+    predicted_time_s: float
+    predicted_at_link_rate_s: float
+    measured_times_s: tuple[float, ...]
+    predicted_gain: float
+    measured_gain: float
+    link_bytes_deviation: float
+    drops: int
+    verified: bool
+    cpu_idle: float
+
+    @property
+    def measured_time_s(self) -> float:
+        """The median of the measured repeats."""
+        return float(statistics.median(self.measured_times_s))
+
+    @property
+    def measured_over_predicted(self) -> float:
+        return self.measured_time_s / self.predicted_time_s if self.predicted_time_s > 0 else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {key: getattr(self, key) for key in ROW_KEYS}
+        out["measured_times_s"] = list(self.measured_times_s)
+        return out
+
+
+@dataclass
+class TestbedReport:
+    """A testbed run: the network, what one flow measured, and a row per method.
+
+    ``links`` holds, per method, every link's expected bytes per run and the mean the kernel
+    counted (for the figure and the JSON); ``labels`` names the links.
+    """
+
+    __test__ = False
+
+    topology: str
+    workload: str
+    hosts: int
+    switches: int
+    cables: int
+    rate_bps: float
+    goodput_bps: float
+    queue_bytes: int
+    congestion_control: str
+    header_overhead: float
+    ack_overhead: float
+    repeat: int
+    warmup: int
+    cpu_idle: float
+    load_before: float
+    build_s: float
+    seconds: float
+    rows: list[TestbedRow]
+    links: dict[str, dict[str, list[float]]] = field(default_factory=dict, repr=False)
+    labels: list[str] = field(default_factory=list, repr=False)
+
+    def __repr__(self) -> str:
+        return (f"TestbedReport({self.topology!r}, {len(self.rows)} methods, {self.rate_bps / 1e6:.4g} Mbit/s, "
+                f"{self.repeat} repeats)")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {key: getattr(self, key) for key in REPORT_KEYS}
+        out["rows"] = [row.to_dict() for row in self.rows]
+        out["links"] = {"labels": self.labels, **self.links}
+        return out
+
+    def __str__(self) -> str:
+        head = (f"{self.topology}, {self.workload}: {self.hosts} hosts, {self.switches} switches, {self.cables} cables "
+                f"at {self.rate_bps / 1e6:.4g} Mbit/s, queue {self.queue_bytes:,} B, TCP {self.congestion_control}\n"
+                f"one flow: {self.goodput_bps / 1e6:.4g} Mbit/s of payload ({self.goodput_bps / self.rate_bps:.1%} of "
+                f"the link), {self.header_overhead:.1%} header and {self.ack_overhead:.1%} acknowledgement bytes per "
+                f"payload byte; medians of {self.repeat} runs after {self.warmup} warm-up, methods in turn")
+        columns = ("method", "routing", "moved by", "pred s", "meas s", "meas/pred", "pred gain", "meas gain",
+                   "links dev", "drops", "verified")
+        cells = [(r.method, r.routing, r.moved_by, f"{r.predicted_time_s:.3f}", f"{r.measured_time_s:.3f}",
+                  f"{r.measured_over_predicted:.2f}", f"{r.predicted_gain:.2f}", f"{r.measured_gain:.2f}",
+                  f"{r.link_bytes_deviation:.1%}", f"{r.drops:,}", "yes" if r.verified else "NO") for r in self.rows]
+        widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+        left = {0, 1, 2}
+
+        def line(values: tuple[str, ...]) -> str:
+            return "  ".join(v.ljust(w) if i in left else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
+
+        table = [line(columns), line(tuple("-" * w for w in widths)), *(line(c) for c in cells)]
+        foot = (f"pred: the flow model at the link rates, with the header and ack bytes one flow measured; gains over the default routes (MPI_Alltoallv); links "
+                f"dev: counted bytes against the plan's plus overhead, on links with a tenth of the busiest's bytes or "
+                f"more; CPU idle {self.cpu_idle:.0%} during the runs (load {self.load_before:.2f} before); built in "
+                f"{self.build_s:.1f} s, measured in {self.seconds:.0f} s")
+        return "\n".join([head, *table, foot])
+
+    def figure(self, path: str | Path) -> None:
+        """Draw predicted against measured time per method, and every link's counted bytes against
+        the expected, to ``path`` (PNG)."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        from ..experiments.figures import set_title
+
+        fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+        x = np.arange(len(self.rows))
+        pred = [r.predicted_time_s for r in self.rows]
+        meas = [r.measured_time_s for r in self.rows]
+        left.bar(x - 0.2, pred, 0.4, label="predicted (flow model, with measured header and ack bytes)",
+                 color="#9ecae1")
+        left.bar(x + 0.2, meas, 0.4, label=f"measured (median of {self.repeat})", color="#3182bd")
+        for i, r in enumerate(self.rows):
+            left.plot([x[i] + 0.2] * len(r.measured_times_s), r.measured_times_s, "k.", markersize=3)
+        left.set_xticks(x, [f"{r.method}\n{r.routing}" for r in self.rows], fontsize=8)
+        left.set_ylabel("completion time (s)")
+        left.legend(fontsize=7, loc="upper right")
+        set_title(left, f"{self.topology}, {self.workload}, links at {self.rate_bps / 1e6:.4g} Mbit/s")
+        top = 0.0
+        for r in self.rows:
+            data = self.links.get(r.method)
+            if not data:
+                continue
+            expected, counted = np.asarray(data["expected"]), np.asarray(data["counted"])
+            busy = expected > 0
+            right.plot(expected[busy] / 2**20, counted[busy] / 2**20, ".", label=r.method, alpha=0.7)
+            top = max(top, float(expected.max(initial=0)), float(counted.max(initial=0)))
+        right.plot([0, top / 2**20], [0, top / 2**20], "k-", linewidth=0.5, label="counted = expected")
+        right.set_xlabel("expected bytes per run: the plan's plus header and acks (MiB)")
+        right.set_ylabel("bytes the kernel counted per run (MiB)")
+        right.legend(fontsize=7)
+        set_title(right, "every link's bytes: the kernel's counters against the plan")
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)

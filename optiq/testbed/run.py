@@ -1,0 +1,206 @@
+"""``optiq testbed run``: plan, build the network, measure every method in turn, report.
+
+The checks that can fail come first (privileges, MPI, the methods' names, the plans), then the
+network is built, one flow measures its goodput, and one MPI job runs a warm-up and
+``repeat`` rounds of every method (:mod:`optiq.testbed.session`). The network is removed on
+every way out, Ctrl-C and ``kill`` included.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import TestbedError
+from .launch import find_mpiexec
+from .methods import Method, methods_of_plan, parse_methods, plan_methods
+from .network import DEFAULT_QUEUE, Testbed, terminated_as_interrupt
+from .report import TestbedReport, TestbedRow, link_deviation
+from .session import measure_goodput, measure_methods
+from .system import check_privileges
+
+if TYPE_CHECKING:
+    from ..plan import Plan
+    from ..topology import Topology
+    from ..workloads import Demands
+
+__all__ = ["run_testbed", "DEFAULT_METHODS", "DEFAULT_REPEAT"]
+
+#: The methods measured when none are named.
+DEFAULT_METHODS = ("default", "heu2", "opt")
+#: Measured rounds of every method by default.
+DEFAULT_REPEAT = 5
+
+
+def run_testbed(topology: Topology, demands: Demands | None = None, *, plan: Plan | None = None,
+                methods: str | Sequence[str] = DEFAULT_METHODS, rate: float, repeat: int = DEFAULT_REPEAT,
+                warmup: int = 1, queue: int = DEFAULT_QUEUE, congestion: str = "reno", name: str | None = None,
+                seed: int = 0, options: dict[str, Any] | None = None, chunk_size: int | None = None,
+                pace_paths: bool = True, window: int | None = None, offloads: bool = False,
+                progress: Callable[[str], None] | None = None) -> TestbedReport:
+    """Measure ``methods`` for ``demands`` (or one ``plan`` file's plan) on an emulated network of ``topology``.
+
+    Parameters
+    ----------
+    topology : Topology
+        The network to build (a plan's own, with ``plan``).
+    demands : Demands, optional
+        What to move; every method plans it (:func:`~optiq.testbed.methods.plan_methods`).
+    plan : Plan, optional
+        Instead of ``demands`` and ``methods``: this plan, beside its demands on the network's
+        routes (``default``).
+    methods : str or sequence of str
+        ``default`` (always measured), planners (``heu2``, ``opt``, ...), ``tables``,
+        ``dynamic``, ``M:free`` (:mod:`optiq.testbed.methods`).
+    rate : float
+        Bytes/s of the fastest link.
+    repeat, warmup : int
+        Measured and unmeasured rounds of every method in turn.
+    queue : int
+        Bytes every link direction queues before dropping.
+    congestion : str
+        TCP congestion control in every namespace (``reno``: a flow catches up at once when it
+        falls behind; ``bbr`` paces itself and lags behind planned rates).
+    name : str, optional
+        The testbed's name (default ``optiq-<pid>``).
+    seed, options, chunk_size
+        Planning (as :func:`optiq.planner.compare_methods`) and the verified patterns.
+    pace_paths : bool
+        The executor sends every path at its planned rate (default; the network shares links
+        by itself, and unpaced paths alone on their links run ahead of the plan).
+    window : int, optional
+        The executor's window (default: from the plan's link rates at the testbed's scale).
+    offloads : bool
+        Keep segmentation offloads on (default off: packets of link size; needs ethtool).
+    progress : callable, optional
+
+    Returns
+    -------
+    TestbedReport
+
+    Raises
+    ------
+    TestbedError
+        Where namespaces or MPI are not to be had (before any planning), or the network or a
+        run fails (the network is removed first).
+    PlanError
+        For unknown methods or a planner's refusal (before the network is built).
+    """
+    say = progress or (lambda message: None)
+    if (plan is None) == (demands is None):
+        raise TestbedError("give demands (with methods) or one plan, not both or neither")
+    if repeat < 1 or warmup < 0:
+        raise TestbedError(f"need repeat >= 1 and warmup >= 0, got repeat={repeat}, warmup={warmup}")
+    check_privileges()
+    find_mpiexec()
+    if plan is not None:
+        topology = plan.topology
+    names = parse_methods(methods, topology) if plan is None else []
+    bed = Testbed(topology, rate=rate, queue=queue, name=name, offloads=offloads, congestion=congestion,
+                  progress=say)
+    started = time.perf_counter()
+    load = os.getloadavg()[0]
+    if plan is None:
+        assert demands is not None
+        say(f"planning {', '.join(names)}")
+        rows = plan_methods(bed.layout, demands, names, options, seed=seed, chunk_size=chunk_size, progress=say)
+        workload = demands.name
+    else:
+        rows = methods_of_plan(bed.layout, plan)
+        workload = f"{plan.demands.name} ({plan.method} plan)"
+    with terminated_as_interrupt(), bed:
+        goodput = measure_goodput(bed, say=say)
+        say(f"one flow: {goodput.bytes_per_s * 8 / 1e6:.4g} Mbit/s of payload ({goodput.bytes_per_s / bed.rate:.1%} "
+            f"of the link); {goodput.header:.1%} header, {goodput.ack:.1%} acknowledgement bytes")
+        rates = bed.layout.link_rates(bed.rate)
+        expected = [m.link_bytes(goodput.header, goodput.ack) for m in rows]
+        predicted = [float((e / rates).max(initial=0.0)) for e in expected]
+        steps = measure_methods(bed, rows, predicted, repeat=repeat, warmup=warmup, seed=seed, pace_paths=pace_paths,
+                                window=window, chunk_size=chunk_size, say=say)
+    return _report(bed, rows, steps, goodput, expected, predicted, workload, repeat, warmup, load,
+                   time.perf_counter() - started)
+
+
+def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expected: list[np.ndarray],
+            predicted: list[float], workload: str, repeat: int, warmup: int, load: float,
+            seconds: float) -> TestbedReport:
+    t = bed.topology
+    to_rate = bed.rate / float(t.capacity.max())  # plan capacities -> the testbed's link rates
+    out_rows, links = [], {}
+    measured = [s for s in steps if s.measured]
+    baseline_meas = statistics.median(s.elapsed_s for s in measured if s.method == methods[0].name)
+    for m, wire, pred in zip(methods, expected, predicted):
+        mine = [s for s in measured if s.method == m.name]
+        counted = np.mean([s.counters.bytes for s in mine], axis=0)
+        times = tuple(s.elapsed_s for s in mine)
+        out_rows.append(TestbedRow(
+            method=m.name, routing=m.routing, moved_by="MPI_Alltoallv" if m.runner == "alltoallv" else "executor",
+            predicted_time_s=pred, predicted_at_link_rate_s=m.model_time_s / to_rate,
+            measured_times_s=times, predicted_gain=predicted[0] / pred,
+            measured_gain=baseline_meas / statistics.median(times),
+            link_bytes_deviation=link_deviation(counted, wire, m.link_bytes(0.0, 0.0)),
+            drops=int(statistics.median(int(s.counters.drops.sum()) for s in mine)),
+            verified=all(s.verified for s in mine), cpu_idle=float(np.mean([s.cpu_idle for s in mine]))))
+        links[m.name] = {"expected": wire.tolist(), "counted": counted.tolist()}
+    return TestbedReport(
+        topology=t.name, workload=workload, hosts=t.num_endpoints, switches=t.num_nodes - t.num_endpoints,
+        cables=t.num_links // 2, rate_bps=bed.rate * 8, goodput_bps=goodput.bytes_per_s * 8, queue_bytes=bed.queue,
+        congestion_control=bed.congestion, header_overhead=goodput.header, ack_overhead=goodput.ack, repeat=repeat,
+        warmup=warmup, cpu_idle=float(np.mean([s.cpu_idle for s in measured])), load_before=load,
+        build_s=bed.build_s, seconds=seconds, rows=out_rows, links=links,
+        labels=[t.link_label(e) for e in range(t.num_links)])
+
+
+def run_program(topology: Topology, command: Sequence[str], *, rate: float, queue: int = DEFAULT_QUEUE,
+                congestion: str = "reno", name: str | None = None, offloads: bool = False,
+                progress: Callable[[str], None] | None = None) -> tuple[int, str]:
+    """Run an MPI program on the emulated network of ``topology``: ``command`` under ``mpiexec`` with
+    one rank per host namespace (rank ``i`` on host ``i``), its data pinned to the data network,
+    its output to this process's. The network is removed afterwards, whatever happens.
+
+    Returns
+    -------
+    tuple of (int, str)
+        The program's exit code, and a line saying what the data links carried (the busiest
+        link and all of them, from the kernel's counters).
+
+    Raises
+    ------
+    TestbedError
+        Where namespaces or MPI are not to be had, or the network cannot be built.
+    """
+    import subprocess
+
+    from .launch import MPI_ENVIRONMENT, mpiexec_argv, write_launcher
+    from .system import kill_namespace_processes
+
+    if not command:
+        raise TestbedError("no program to run: optiq testbed exec -t SPEC -- python app.py")
+    check_privileges()
+    find_mpiexec()
+    say = progress or (lambda message: None)
+    bed = Testbed(topology, rate=rate, queue=queue, name=name, offloads=offloads, congestion=congestion,
+                  progress=say)
+    with terminated_as_interrupt(), bed:
+        argv = mpiexec_argv(bed.layout, write_launcher(bed.layout, bed.state), range(topology.num_endpoints),
+                            command)
+        say(f"running {' '.join(command)} on {topology.num_endpoints} ranks, one per host")
+        before = bed.counters()
+        process = subprocess.Popen(argv, env=dict(os.environ, **MPI_ENVIRONMENT), start_new_session=True)
+        try:
+            code = process.wait()
+        except BaseException:
+            kill_namespace_processes(bed.layout.namespaces[: topology.num_endpoints] + [bed.layout.control])
+            process.wait()
+            raise
+        carried = bed.counters() - before
+    busiest = int(np.argmax(carried.bytes))
+    line = (f"the data links carried {carried.bytes.sum() / 2**20:.1f} MiB in all, the busiest "
+            f"{carried.bytes[busiest] / 2**20:.1f} MiB ({topology.link_label(busiest)}); {int(carried.drops.sum()):,} "
+            f"packets dropped")
+    return code, line

@@ -1,0 +1,175 @@
+"""The testbed on the real kernel: namespaces, routes read back, MPI over the data network, counters, teardown.
+
+Every test here needs root (network namespaces) and is skipped, saying why, elsewhere. The
+``netns`` lane of ``.ci/run`` runs them.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from optiq import from_spec
+from optiq.errors import TestbedError
+from optiq.testbed import Testbed, run_testbed, sweep
+from optiq.testbed.system import check_privileges
+from optiq.testbed.system import testbed_names as beds
+from optiq.workloads import permutation
+
+pytestmark = pytest.mark.netns
+
+RATE = 20e6 / 8
+
+
+@pytest.fixture(autouse=True)
+def namespaces_here():
+    try:
+        check_privileges()
+    except TestbedError as exc:
+        pytest.skip(str(exc))
+    yield
+
+
+def left(name: str) -> list[str]:
+    return beds().get(name, [])
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "fattree:k=4,n=2", "dragonfly:p=1,a=4,h=1"])
+def test_the_kernel_routes_every_pair_as_the_network_does_and_nothing_is_left(spec):
+    with Testbed(from_spec(spec), rate=RATE, name="optiq-route") as bed:
+        assert len(left("optiq-route")) == bed.topology.num_nodes + 1
+        bed.verify()  # every hop of every pair, asked of the kernel (the build did it too)
+    assert left("optiq-route") == []
+
+
+def test_a_route_the_kernel_takes_elsewhere_fails_naming_the_pair():
+    t = from_spec("fattree:k=4,n=2")
+    with Testbed(t, rate=RATE, name="optiq-wrong") as bed:
+        fwd = bed.installed
+        src, dst = 0, 5
+        route = fwd.pair_route(src, dst)
+        switch = int(t.link_src[route[1]])  # the first switch on the way
+        other = next(e for e in t.links_from(switch).tolist() if e != route[1] and t.link_dst[e] >= t.num_endpoints)
+        ns = bed.layout.namespaces[switch]
+        subprocess.run(["ip", "-n", ns, "route", "replace", f"{bed.layout.address(dst)}/32", "via",
+                        bed.layout.address(int(t.link_dst[other])), "dev", bed.layout.interface(other), "onlink"],
+                       check=True)
+        with pytest.raises(TestbedError, match=rf"pair H\d+ -> H{dst}: at {t.label(switch)} the kernel routes it by "
+                                               rf"dev {bed.layout.interface(other)}"):
+            bed.verify()
+        with pytest.raises(TestbedError, match="pair H"):  # install changes what differs from its own record
+            bed.install(bed.installed)
+    assert left("optiq-wrong") == []
+
+
+def test_an_error_inside_removes_the_network():
+    with pytest.raises(RuntimeError, match="inside"):
+        with Testbed(from_spec("torus:2x2"), rate=RATE, name="optiq-boom"):
+            assert left("optiq-boom")
+            raise RuntimeError("inside")
+    assert left("optiq-boom") == []
+
+
+def test_per_pair_rules_move_exactly_the_pairs_they_name():
+    t = from_spec("fattree:k=4,n=2")
+    with Testbed(t, rate=RATE, name="optiq-rules") as bed:
+        network = bed.installed
+        a = network.pair_route(0, 5)
+        up = [e for e in t.links_from(int(t.link_dst[a[0]])).tolist()
+              if t.link_dst[e] >= t.num_endpoints and e != a[1]][0]
+        down = [e for e in t.links_from(int(t.link_dst[up])).tolist() if t.link_dst[e] == t.link_src[a[-1]]][0]
+        moved = network.with_routes(network.pair_index([0], [5]), [[a[0], up, down, a[-1]]])
+        assert moved.num_rules >= 1
+        bed.install(moved)  # reads every pair back: this one moved, every other one as before
+        assert bed.installed.pair_route(0, 5).tolist() == [a[0], up, down, a[-1]]
+        bed.install(network)
+        assert bed.installed.num_rules == 0
+
+
+def test_a_run_measures_every_method_with_counters_equal_to_the_plans_bytes(tmp_path):
+    """The CI case: 8 hosts, routes read back, the baseline and plans measured, every byte checked."""
+    t = from_spec("fattree:k=2,n=3")
+    demands = permutation(t.num_endpoints, nbytes=2**20, seed=3)
+    report = run_testbed(t, demands, methods="default,opt,dynamic", rate=RATE, repeat=2, name="optiq-ci",
+                         options={"k": 8})
+    rows = {r.method: r for r in report.rows}
+    assert list(rows) == ["default", "opt", "dynamic"]
+    assert all(r.verified for r in report.rows)
+    assert rows["opt"].routing == "forwarded" and rows["dynamic"].routing == "per-pair rules"
+    for r in report.rows:
+        assert r.link_bytes_deviation < 0.05, (r.method, r.link_bytes_deviation)
+        assert r.measured_time_s >= 0.9 * r.predicted_time_s  # no replay beats the links
+    assert 0.8 < report.goodput_bps / report.rate_bps < 1.0
+    assert left("optiq-ci") == []
+    data = report.to_dict()
+    assert json.loads(json.dumps(data))["rows"][0]["method"] == "default"
+
+
+def _optiq(*argv, **kw):
+    return subprocess.Popen([sys.executable, "-m", "optiq", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _wait_for_network(proc, name: str, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while len(left(name)) < 5:
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "the testbed was not built in time"
+        time.sleep(0.2)
+    time.sleep(1.0)  # into the measurement
+
+
+def test_ctrl_c_removes_the_network_and_says_so_once(tmp_path):
+    proc = _optiq("testbed", "run", "-t", "fattree:k=2,n=3", "--pattern", "permutation", "--size", "4MiB",
+                  "--methods", "default", "--repeat", "20", "--name", "optiq-ctrlc", cwd=tmp_path)
+    _wait_for_network(proc, "optiq-ctrlc")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.count("optiq: interrupted") == 1
+    assert left("optiq-ctrlc") == []
+
+
+def test_after_kill_9_testbed_down_removes_what_is_left(tmp_path, capsys):
+    from optiq.cli import main
+
+    proc = _optiq("testbed", "run", "-t", "fattree:k=2,n=3", "--pattern", "permutation", "--size", "4MiB",
+                  "--methods", "default", "--repeat", "20", "--name", "optiq-kill9", cwd=tmp_path,
+                  start_new_session=True)
+    _wait_for_network(proc, "optiq-kill9")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert left("optiq-kill9"), "kill -9 leaves the namespaces (and the ranks in them)"
+    assert main(["testbed", "down", "optiq-kill9"]) == 0
+    assert "removed optiq-kill9" in capsys.readouterr().out
+    assert left("optiq-kill9") == []
+    assert "optiq-kill9" not in str(sweep())
+
+
+def test_down_leaves_a_testbed_whose_run_goes_on():
+    with Testbed(from_spec("torus:2x2"), rate=RATE, name="optiq-alive") as bed:
+        result = sweep("optiq-alive")
+        assert "optiq-alive" in result.in_use and left("optiq-alive")
+        assert "still runs" in str(result)
+        bed.verify()
+    assert left("optiq-alive") == []
+
+
+def test_counters_see_one_flows_bytes_on_its_route_only():
+    t = from_spec("fattree:k=2,n=2")
+    with Testbed(t, rate=RATE, name="optiq-count") as bed:
+        from optiq.testbed.session import measure_goodput
+
+        before = bed.counters()
+        good = measure_goodput(bed, rounds=1)
+        delta = bed.counters() - before
+        there, back = bed.installed.pair_route(good.src, good.dst), bed.installed.pair_route(good.dst, good.src)
+        other = np.setdiff1d(np.arange(t.num_links), np.concatenate([there, back]))
+        assert delta.bytes[there].min() > 2**20 and delta.bytes[other].max() < 0.01 * delta.bytes[there].min()
+        assert 0.8 * RATE < good.bytes_per_s < RATE
+        assert 0.01 < good.header < 0.1 and 0.001 < good.ack < 0.1
