@@ -35,9 +35,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "network that shares links max-min fairly keeps the plan's time")
     p.add_argument("--window", type=argtypes.positive_int,
                    help="source chunks in flight per link and slots per forwarded path; a message carries up to "
-                        "half of it (default: 4 MiB messages; with --link-bw, 20 ms of a link's traffic, 4 to 64 "
-                        "chunks)")
-    p.add_argument("--chunk-size", type=argtypes.size, help="override the plan's chunk size")
+                        "half of it (default: messages of at most 20 ms on the plan's slowest link and 4 MiB; with "
+                        "--pace-paths at least 1 s of that link in flight; with --link-bw, 20 ms of a link's "
+                        "traffic, 4 to 64 chunks)")
+    p.add_argument("--chunk-size", type=argtypes.size,
+                   help="override the plan's chunk size (default: the plan's, smaller where a chunk would last more "
+                        "than 50 ms on the plan's slowest link)")
     p.add_argument("--timeout", type=argtypes.positive_float,
                    help="seconds per transfer before every rank gives up (default 60 + 10x the predicted time)")
     p.add_argument("--seed", type=argtypes.non_negative_int, default=0,
@@ -51,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def replay(args: argparse.Namespace) -> int:
     """Replay ``args.plan`` on ``COMM_WORLD``; the exit code (1 if verification failed)."""
     MPI = need_mpi("optiq run")
-    from ..runtime.executor import bcast_plan, check_comm, check_routes
+    from ..runtime.executor import bcast_plan, check_comm, check_routes, default_chunk_size
     from ..runtime.runner import measure, predicted_time
 
     comm = MPI.COMM_WORLD
@@ -69,7 +72,7 @@ def replay(args: argparse.Namespace) -> int:
     predicted, at = predicted_time(plan, args.link_bw)
     timeout = args.timeout or 60.0 + 10 * predicted
     runs = (args.warmup + args.repeat) * (2 if args.baseline != "none" else 1)
-    chunk = args.chunk_size or plan.chunk_size
+    chunk = args.chunk_size or default_chunk_size(plan)
     chunks = int((-(-plan.path_bytes // chunk) * plan.paths.legs).sum())
     if rank == 0 and chunks > MANY_CHUNKS:
         print(f"optiq: warning: {chunks:,} chunk legs per transfer at --chunk-size {chunk:,} B; each costs the "

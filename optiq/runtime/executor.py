@@ -18,8 +18,8 @@ from .transport import TransferResult, transfer
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Executor", "run_plan", "check_comm", "check_routes", "bcast_plan", "default_window", "predicted_time",
-           "path_rates"]
+__all__ = ["Executor", "run_plan", "check_comm", "check_routes", "bcast_plan", "default_window", "default_chunk_size",
+           "predicted_time", "path_rates"]
 
 #: The smallest default window.
 WINDOW = 4
@@ -31,6 +31,11 @@ UNPACED_MESSAGE_BYTES = 4 * 2**20
 #: forwards a path receives a whole message before it sends it on, so a message that lasts
 #: long on the link holds the path back by as long at every stop.
 UNPACED_MESSAGE_S = 0.02
+#: Link time a chunk lasts at most by default, at the plan's slowest link (every stop of a path
+#: stores a whole chunk before it sends it on).
+CHUNK_S = 0.05
+#: The smallest chunk :func:`default_chunk_size` chooses (bytes).
+MIN_DEFAULT_CHUNK = 4096
 #: Seconds of an emulated link's traffic the default window covers: oversubscribed ranks
 #: wake late and MPI delivers late, and a link whose next chunk is not there stays idle.
 PACED_SLACK_S = 0.02
@@ -84,6 +89,26 @@ def default_window(chunk_size: int, link_bw: float | None, network_bw: float | N
         return MAX_DEFAULT_WINDOW  # every message fills a segment
     wanted = max(WINDOW, math.ceil(PACED_SLACK_S * link_bw / chunk_size))
     return int(min(MAX_DEFAULT_WINDOW // pair, max(1, round(wanted / pair))) * pair)
+
+
+def default_chunk_size(plan: Plan) -> int:
+    """The chunk size :class:`Executor` uses when none is given: the plan's, or where one chunk
+    would last more than :data:`CHUNK_S` on the plan's slowest link, the largest power of two
+    that does not (at least :data:`MIN_DEFAULT_CHUNK`). A chunk is the unit a forwarding
+    rank stores before it sends on, and a slow path's pace is counted in whole chunks.
+
+    Examples
+    --------
+    >>> from optiq import from_spec, Demands, make_plan
+    >>> [default_chunk_size(make_plan(from_spec(f"mesh:3,bw={bw}"), Demands([0], [2], [2**20]), "default"))
+    ...  for bw in ("10Mb/s", "20Mb/s", "100Mb/s", "1.8GB/s")]
+    [32768, 65536, 65536, 65536]
+    """
+    slowest = slowest_link(plan)
+    fits = math.inf if slowest is None else CHUNK_S * slowest
+    if plan.chunk_size <= fits:
+        return int(plan.chunk_size)
+    return max(MIN_DEFAULT_CHUNK, 2 ** int(math.floor(math.log2(fits))))
 
 
 def slowest_link(plan: Plan) -> float | None:
@@ -200,7 +225,8 @@ class Executor:
     link_bw : float, optional
         Emulate links of this many bytes/s (each rank paces what it sends on each link).
     chunk_size : int, optional
-        Override the plan's chunk size.
+        Override the plan's chunk size (by default the plan's, smaller where a chunk would
+        last long on its links: :func:`default_chunk_size`).
     pace_paths : bool
         Send every path at most at its planned rate (:func:`path_rates`), so that a
         network sharing links max-min fairly keeps the plan's predicted time
@@ -226,7 +252,7 @@ class Executor:
             check_routes(plan)
         if link_bw is not None and not link_bw > 0:
             raise PlanError(f"link bandwidth must be positive, got {link_bw}")
-        chunk = plan.chunk_size if chunk_size is None else int(chunk_size)
+        chunk = default_chunk_size(plan) if chunk_size is None else int(chunk_size)
         if chunk < 1:
             raise PlanError(f"chunk size must be a positive number of bytes, got {chunk}")
         from mpi4py import MPI

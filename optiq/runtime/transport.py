@@ -33,13 +33,17 @@ time), and a link that stood idle because a rank woke late catches up by at most
 ``burst_s``. The link serves the ready path that is least far along, so paths sharing it
 finish together, as the flow-level plan assumes.
 
-**Paced paths** (``path_rate``): each path's source also keeps a token bucket of the
-path's own rate (its bytes over the plan's predicted time), and a link serves only paths
-whose bucket has earned a message (it holds at least one, however slow the path). No path
-then asks any link for more than the plan gives it, so a network that shares links max-min
-fairly per flow grants every path its rate and the plan keeps its predicted time
+**Paced paths** (``path_rate``): each path's source also keeps the schedule of the path's
+own rate (its bytes over the plan's predicted time): its byte ``k`` leaves no earlier than
+``k / rate`` after the start, less one message (its first message goes at once, and its
+last one a message's time before the plan's end, the time the way to the destination then
+takes), and a link serves only paths whose schedule has reached their next message. No
+path then runs ahead of the plan, so a network that shares links max-min fairly per flow
+grants every path its rate and the plan keeps its predicted time
 (:func:`optiq.sim.simulate_flows` with ``pace_paths``); without it, flows alone on their
-links run ahead and the others fall behind.
+links run ahead and the others fall behind. A path that fell behind (its rank woke late, a
+connection stalled) catches up as fast as the network lets it: a plan whose busiest links
+are full has no other time to make it up in.
 
 The state is in named objects: a ``_StreamState`` per stream (chunks held, sent, in which
 segment), a ``_Link`` per outgoing link (its queue, window and token bucket), and
@@ -269,8 +273,8 @@ class Transfer:
     message_s : float
         Paced: link time one message carries at most, unless its chunks are overdue.
     path_rate : dict, optional
-        Paced paths: path id -> bytes/s its source sends at most (a token bucket per path,
-        like a link's, with the same burst), for the paths this rank is the source of.
+        Paced paths: path id -> bytes/s of its schedule (module docstring), for the paths
+        this rank is the source of.
     """
 
     def __init__(self, comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
@@ -318,7 +322,8 @@ class Transfer:
         """
         start = sleep_until(start_at)
         for st in self.states:
-            st.busy_until = start
+            # a paced path's schedule starts one message ahead (module docstring)
+            st.busy_until = start if st.rate is None else start - self._path_message(st.rate) / st.rate
             if st.stream.prev >= 0:
                 self._post_recv(st)
             else:
@@ -440,9 +445,9 @@ class Transfer:
                     if not candidates:
                         break
                 if self.path_paced:  # a paced path waits for its own bucket, not the link
-                    free = [q for q in candidates if self._path_free(q, now) <= now]
+                    free = [q for q in candidates if self._path_free(q) <= now]
                     if not free:
-                        deadline = min(deadline, min(self._path_free(q, now) for q in candidates))
+                        deadline = min(deadline, min(self._path_free(q) for q in candidates))
                         break
                     candidates = free
                 st = min(candidates, key=_StreamState.progress)
@@ -466,9 +471,8 @@ class Transfer:
         if not st.stream.direct:
             limit = min(limit, self.seg - i % self.seg)
         rate = st.rate
-        if rate is not None:  # a paced path: at most the chunks its bucket has earned
-            path_begin = max(st.busy_until, now - self._path_depth(rate))
-            limit = max(1, min(limit, int((now - path_begin) * rate / self.chunk)))
+        if rate is not None:  # a paced path: at most the chunks its schedule has reached
+            limit = max(1, min(limit, int((now - st.busy_until) * rate / self.chunk)))
         if self.link_bw is None:
             m, leaves = limit, now
         else:
@@ -479,29 +483,22 @@ class Transfer:
             leaves = link.busy_until = begin + (hi - lo) / self.link_bw
         if rate is not None:
             lo, hi = self._span(st, i, m)
-            st.busy_until = path_begin + (hi - lo) / rate
+            st.busy_until += (hi - lo) / rate
             leaves = max(leaves, st.busy_until)
         st.sent = i + m
         return _Message(_Kind.SEND, st, i, m), leaves
 
-    def _path_free(self, st: _StreamState, now: float) -> float:
-        """When a stream's bucket holds a message: ``message_s`` of its rate, or what is
-        left of the path (0, for a stream whose path is not paced)."""
+    def _path_free(self, st: _StreamState) -> float:
+        """When a stream's schedule reaches its next message: ``message_s`` of its rate, or
+        what is left of the path (0, for a stream whose path is not paced)."""
         rate = st.rate
         if rate is None:
             return 0.0
-        need = min(self._path_message(rate), st.stream.nbytes - st.sent * self.chunk) / rate
-        return max(st.busy_until, now - self._path_depth(rate)) + need
+        return st.busy_until + min(self._path_message(rate), st.stream.nbytes - st.sent * self.chunk) / rate
 
     def _path_message(self, rate: float) -> int:
         """Bytes a paced path's message carries: ``message_s`` of its rate in whole chunks, at least one."""
         return max(self.chunk, int(self.message_s * rate / self.chunk) * self.chunk)
-
-    def _path_depth(self, rate: float) -> float:
-        """Seconds of a paced path's rate its bucket saves up: ``burst_s``, and at least one message,
-        so that a message that lasts longer than ``burst_s`` at the path's rate leaves as soon as
-        the bucket holds it (the same moment :meth:`_path_free` says)."""
-        return max(self.burst_s, self._path_message(rate) / rate)
 
 
 def transfer(comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
