@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..mpi.waiting import sleep_until
+from ..mpi.waiting import sleep_until, wait_politely
 from ..plan import Plan
 from .memory import huge_page_buffer
 
@@ -55,13 +55,23 @@ class AlltoallvBaseline:
             self.send_buf[pos:pos + n] = send[j].reshape(-1).view(np.uint8)
             pos += n
 
-    def run(self, start_at: float | None = None) -> float:
-        """One ``Alltoallv``; returns this rank's seconds from ``start_at`` (default: the call) to its end."""
+    def run(self, start_at: float | None = None, *, polite: bool = False) -> float:
+        """One ``Alltoallv``; returns this rank's seconds from ``start_at`` (default: the call) to its end.
+
+        ``polite``: ``MPI_Ialltoallv``, waited for by tests with sleeps between them
+        (:func:`~optiq.mpi.waiting.wait_politely`), for ranks that share cores with the network
+        they measure (the testbed): a rank polling without pause takes the core its peers and
+        the kernel's forwarding need.
+        """
         from mpi4py import MPI
 
+        send = [self.send_buf, (self.send_counts, _displacements(self.send_counts)), MPI.BYTE]
+        recv = [self.recv_buf, (self.recv_counts, _displacements(self.recv_counts)), MPI.BYTE]
         start = sleep_until(start_at)
-        self.comm.Alltoallv([self.send_buf, (self.send_counts, _displacements(self.send_counts)), MPI.BYTE],
-                            [self.recv_buf, (self.recv_counts, _displacements(self.recv_counts)), MPI.BYTE])
+        if polite:
+            wait_politely(self.comm.Ialltoallv(send, recv), yields=0)
+        else:
+            self.comm.Alltoallv(send, recv)
         return time.perf_counter() - start
 
     def unpack(self) -> dict[int, np.ndarray]:

@@ -47,7 +47,7 @@ __all__ = ["Testbed", "Counters", "DEFAULT_QUEUE", "sweep", "state_root", "Sweep
 #: seldom loses a packet, as on a lossless fabric (InfiniBand's credits hold a packet back
 #: instead of dropping it); a loss stalls a flow, and a plan whose busiest links are all full
 #: cannot make up for the stall. A smaller queue shows incast.
-DEFAULT_QUEUE = 2**20
+DEFAULT_QUEUE = 4 * 2**20
 #: A full-size Ethernet frame (MTU 1500 and its header).
 FRAME = 1514
 #: Link time the token bucket of a link may save up (its burst), at least a few frames.
@@ -98,6 +98,10 @@ class Testbed:
         needs ``ethtool``).
     congestion : str
         TCP congestion control of every namespace (one the host allows, e.g. ``reno``, ``bbr``).
+    tcp_window : int, optional
+        The most a TCP connection may have in flight (its receive window's ceiling, bytes);
+        by default the kernel's. A ceiling keeps connections that meet on a link from
+        overflowing its queue, but holds a connection back wherever queues are long.
     progress : callable, optional
         Receives a line for every step of the build.
 
@@ -119,7 +123,7 @@ class Testbed:
     __test__ = False  # not a test class, whatever its name
 
     def __init__(self, topology: Topology, *, rate: float, queue: int = DEFAULT_QUEUE, name: str | None = None,
-                 offloads: bool = False, congestion: str = "reno",
+                 offloads: bool = False, congestion: str = "reno", tcp_window: int | None = None,
                  progress: Callable[[str], None] | None = None) -> None:
         if not rate > 0:
             raise TestbedError(f"the link rate must be positive, got {rate}")
@@ -128,6 +132,9 @@ class Testbed:
         self.layout = Layout.of(topology, check_name(name or f"{PREFIX}{os.getpid()}"))
         self.topology = topology
         self.rate, self.queue, self.offloads, self.congestion = float(rate), int(queue), offloads, congestion
+        self.tcp_window = None if tcp_window is None else int(tcp_window)
+        if self.tcp_window is not None and self.tcp_window < 4 * FRAME:
+            raise TestbedError(f"a TCP window of {self.tcp_window} B holds fewer than 4 frames")
         self.say = progress or (lambda message: None)
         self.installed: Forwarding | None = None
         self.state = state_root() / self.layout.name
@@ -219,7 +226,10 @@ class Testbed:
 
     # -- building ---------------------------------------------------------------------------
     def _settings(self, namespace: str) -> None:
-        in_namespace(namespace, ["sysctl", "-qw", *SYSCTLS, f"net.ipv4.tcp_congestion_control={self.congestion}"],
+        tcp = [f"net.ipv4.tcp_congestion_control={self.congestion}"]
+        if self.tcp_window is not None:
+            tcp.append(f"net.ipv4.tcp_rmem=4096 {min(131072, self.tcp_window)} {self.tcp_window}")
+        in_namespace(namespace, ["sysctl", "-qw", *SYSCTLS, *tcp],
                      what=f"kernel settings of {namespace}")
 
     def _cable_lines(self) -> list[str]:

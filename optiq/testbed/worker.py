@@ -82,7 +82,7 @@ class _Runner:
             return self.executor.run(self.send, self.recv, timeout=self.timeout, start_at=start).elapsed_s
         assert self.baseline is not None
         self.baseline.recv_buf.fill(0)
-        return self.baseline.run(start)
+        return self.baseline.run(start, polite=True)
 
     def problems(self) -> list[str]:
         from ..runtime import find_mismatches
