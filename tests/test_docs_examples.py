@@ -11,7 +11,8 @@ under ``set -euo pipefail``; a python block runs with this interpreter, or under
   from a clean clone; the rest of the line runs. The test command itself is this run.
 - a block after ``<!-- docs-test: needs NAME ... -->`` runs only where every NAME is a
   command on ``PATH`` or an existing file (a real fabric's ``ibnetdiscover``, a cluster's
-  Slurm configuration), and is skipped with the reason otherwise;
+  Slurm configuration), or ``netns`` where network namespaces can be made (the testbed's
+  pages: the ``netns`` lane), and is skipped with the reason otherwise;
 - a block after ``<!-- docs-test: installs -->`` changes the environment it runs in (an
   install against a cluster's own MPI): it is skipped, with the reason.
 """
@@ -86,7 +87,22 @@ def _as_run_here(code: str) -> str:
 
 
 def _missing(needs: tuple[str, ...]) -> list[str]:
-    return [n for n in needs if not (shutil.which(n) or Path(n).exists())]
+    return [n for n in needs if not (_netns_here() if n == NETNS else shutil.which(n) or Path(n).exists())]
+
+
+#: The need of a block that builds an emulated network (root, network namespaces).
+NETNS = "netns"
+
+
+def _netns_here() -> bool:
+    from optiq.errors import TestbedError
+    from optiq.testbed.system import check_privileges
+
+    try:
+        check_privileges()
+    except TestbedError:
+        return False
+    return True
 
 
 def _workdir(tmp_path: Path) -> dict[str, str]:
@@ -115,7 +131,9 @@ def _command(block: Block, number: int, here: Path) -> list[str]:
 def _marks(page: Path) -> list[pytest.MarkDecorator]:
     text = "".join(b.code for b in blocks_of(page))
     marks = [pytest.mark.slow]
-    if "mpiexec" in text or "MPI.COMM_WORLD" in text:
+    if any(NETNS in b.needs for b in blocks_of(page)):
+        marks.append(pytest.mark.netns)  # its own lane: the network needs the machine to itself
+    elif "mpiexec" in text or "MPI.COMM_WORLD" in text:
         marks.append(pytest.mark.mpi)
     return marks
 

@@ -18,7 +18,7 @@ from optiq import from_spec
 from optiq.errors import TestbedError
 from optiq.testbed import Testbed, run_testbed, sweep
 from optiq.testbed.system import check_privileges
-from optiq.testbed.system import testbed_names as beds
+from optiq.testbed.system import find_testbeds as beds
 from optiq.workloads import permutation
 
 pytestmark = pytest.mark.netns

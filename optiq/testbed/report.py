@@ -19,6 +19,7 @@ plan's bytes plus the header and acknowledgement bytes one flow measured.
 from __future__ import annotations
 
 import statistics
+import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,7 @@ ROW_KEYS = ("method", "routing", "moved_by", "predicted_time_s", "predicted_at_l
 #: Top-level keys of the JSON report.
 REPORT_KEYS = ("topology", "workload", "hosts", "switches", "cables", "rate_bps", "goodput_bps", "queue_bytes",
                "congestion_control", "header_overhead", "ack_overhead", "repeat", "warmup", "cpu_idle",
-               "load_before", "build_s", "seconds", "rows", "links")
+               "load_before", "build_s", "seconds", "rows", "notes", "links")
 
 
 def link_deviation(counted: np.ndarray, expected: np.ndarray, planned: np.ndarray) -> float:
@@ -93,6 +94,7 @@ class TestbedRow:
 class TestbedReport:
     """A testbed run: the network, what one flow measured, and a row per method.
 
+    ``notes`` say what a row's numbers do not (a free plan measured on the network's routes);
     ``links`` holds, per method, every link's expected bytes per run and the mean the kernel
     counted (for the figure and the JSON); ``labels`` names the links.
     """
@@ -117,6 +119,7 @@ class TestbedReport:
     build_s: float
     seconds: float
     rows: list[TestbedRow]
+    notes: list[str] = field(default_factory=list)
     links: dict[str, dict[str, list[float]]] = field(default_factory=dict, repr=False)
     labels: list[str] = field(default_factory=list, repr=False)
 
@@ -131,16 +134,18 @@ class TestbedReport:
         return out
 
     def __str__(self) -> str:
-        head = (f"{self.topology}, {self.workload}: {self.hosts} hosts, {self.switches} switches, {self.cables} cables "
-                f"at {self.rate_bps / 1e6:.4g} Mbit/s, queue {self.queue_bytes:,} B, TCP {self.congestion_control}\n"
-                f"one flow: {self.goodput_bps / 1e6:.4g} Mbit/s of payload ({self.goodput_bps / self.rate_bps:.1%} of "
-                f"the link), {self.header_overhead:.1%} header and {self.ack_overhead:.1%} acknowledgement bytes per "
-                f"payload byte; medians of {self.repeat} runs after {self.warmup} warm-up, methods in turn")
-        columns = ("method", "routing", "moved by", "pred s", "meas s", "meas/pred", "pred gain", "meas gain",
-                   "links dev", "drops", "verified")
-        cells = [(r.method, r.routing, r.moved_by, f"{r.predicted_time_s:.3f}", f"{r.measured_time_s:.3f}",
-                  f"{r.measured_over_predicted:.2f}", f"{r.predicted_gain:.2f}", f"{r.measured_gain:.2f}",
-                  f"{r.link_bytes_deviation:.1%}", f"{r.drops:,}", "yes" if r.verified else "NO") for r in self.rows]
+        head = "\n".join(textwrap.wrap(
+            f"{self.topology}, {self.workload}: {self.hosts} hosts, {self.switches} switches, {self.cables} cables at "
+            f"{self.rate_bps / 1e6:.4g} Mbit/s, queue {self.queue_bytes:,} B, TCP {self.congestion_control}.", 100)
+            + textwrap.wrap(
+            f"One flow: {self.goodput_bps / 1e6:.4g} Mbit/s of payload ({self.goodput_bps / self.rate_bps:.1%} of the "
+            f"link), {self.header_overhead:.1%} header and {self.ack_overhead:.1%} acknowledgement bytes per payload "
+            f"byte. Medians of {self.repeat} rounds after {self.warmup} warm-up, the methods in turn.", 100))
+        columns = ("method", "routing", "moved by", "pred s", "meas s", "meas/pred", "pred gain", "meas gain", "links",
+                   "drops")
+        cells = [(r.method, r.routing, r.moved_by.removeprefix("MPI_"), f"{r.predicted_time_s:.3f}",
+                  f"{r.measured_time_s:.3f}", f"{r.measured_over_predicted:.2f}", f"{r.predicted_gain:.2f}",
+                  f"{r.measured_gain:.2f}", f"{r.link_bytes_deviation:.1%}", f"{r.drops:,}") for r in self.rows]
         widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
         left = {0, 1, 2}
 
@@ -148,11 +153,18 @@ class TestbedReport:
             return "  ".join(v.ljust(w) if i in left else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
 
         table = [line(columns), line(tuple("-" * w for w in widths)), *(line(c) for c in cells)]
-        foot = (f"pred: the flow model at the link rates, with the header and ack bytes one flow measured; gains over the default routes (MPI_Alltoallv); links "
-                f"dev: counted bytes against the plan's plus overhead, on links with a tenth of the busiest's bytes or "
-                f"more; CPU idle {self.cpu_idle:.0%} during the runs (load {self.load_before:.2f} before); built in "
-                f"{self.build_s:.1f} s, measured in {self.seconds:.0f} s")
-        return "\n".join([head, *table, foot])
+        wrong = [r.method for r in self.rows if not r.verified]
+        verified = (f"BYTES DIFFERED from those sent: {', '.join(wrong)}." if wrong
+                    else "Every byte of every round arrived as sent.")
+        foot = textwrap.fill(
+            f"pred: the flow model at the link rates, with the header and acknowledgement bytes one flow measured. "
+            f"Gains over the default routes. Ialltoallv: MPI_Ialltoallv, waited for without polling. links: the "
+            f"largest difference between the bytes the kernel counted and the plan's plus overhead, on the links "
+            f"with a tenth of the busiest's bytes or more. {verified} CPU idle {self.cpu_idle:.0%} during the runs "
+            f"(load {self.load_before:.2f} before); built in {self.build_s:.1f} s, measured in {self.seconds:.0f} s.",
+            100)
+        notes = [textwrap.fill(note, 100) for note in self.notes]
+        return "\n".join([head, *table, foot, *notes])
 
     def figure(self, path: str | Path) -> None:
         """Draw predicted against measured time per method, and every link's counted bytes against

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import TestbedError
 from .launch import find_mpiexec
-from .methods import Method, methods_of_plan, parse_methods, plan_methods
+from .methods import REALIZED, Method, methods_of_plan, parse_methods, plan_methods
 from .network import DEFAULT_QUEUE, Testbed, terminated_as_interrupt
 from .report import TestbedReport, TestbedRow, link_deviation
 from .session import measure_goodput, measure_methods
@@ -131,7 +131,7 @@ def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expe
             seconds: float) -> TestbedReport:
     t = bed.topology
     to_rate = bed.rate / float(t.capacity.max())  # plan capacities -> the testbed's link rates
-    out_rows, links = [], {}
+    out_rows, links, notes = [], {}, []
     measured = [s for s in steps if s.measured]
     baseline_meas = statistics.median(s.elapsed_s for s in measured if s.method == methods[0].name)
     for m, wire, pred in zip(methods, expected, predicted):
@@ -139,7 +139,7 @@ def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expe
         counted = np.mean([s.counters.bytes for s in mine], axis=0)
         times = tuple(s.elapsed_s for s in mine)
         out_rows.append(TestbedRow(
-            method=m.name, routing=m.routing, moved_by="MPI_Alltoallv" if m.runner == "alltoallv" else "executor",
+            method=m.name, routing=m.routing, moved_by="MPI_Ialltoallv" if m.runner == "alltoallv" else "executor",
             predicted_time_s=pred, predicted_at_link_rate_s=m.model_time_s / to_rate,
             measured_times_s=times, predicted_gain=predicted[0] / pred,
             measured_gain=baseline_meas / statistics.median(times),
@@ -147,12 +147,17 @@ def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expe
             drops=int(statistics.median(int(s.counters.drops.sum()) for s in mine)),
             verified=all(s.verified for s in mine), cpu_idle=float(np.mean([s.cpu_idle for s in mine]))))
         links[m.name] = {"expected": wire.tolist(), "counted": counted.tolist()}
+        if m.routing == REALIZED:
+            split = int((np.bincount(m.plan.used().paths.job, minlength=m.plan.demands.num_jobs) > 1).sum())
+            notes.append(f"{m.name} splits {split} of its {m.plan.demands.num_jobs} pairs over several paths. Per-pair "
+                         f"rules cannot carry that: MPI has one connection per pair of ranks, and a rule moves all of "
+                         f"it. So it ran on the network's own routes, and its prediction is what they make of it.")
     return TestbedReport(
         topology=t.name, workload=workload, hosts=t.num_endpoints, switches=t.num_nodes - t.num_endpoints,
         cables=t.num_links // 2, rate_bps=bed.rate * 8, goodput_bps=goodput.bytes_per_s * 8, queue_bytes=bed.queue,
         congestion_control=bed.congestion, header_overhead=goodput.header, ack_overhead=goodput.ack, repeat=repeat,
         warmup=warmup, cpu_idle=float(np.mean([s.cpu_idle for s in measured])), load_before=load,
-        build_s=bed.build_s, seconds=seconds, rows=out_rows, links=links,
+        build_s=bed.build_s, seconds=seconds, rows=out_rows, notes=notes, links=links,
         labels=[t.link_label(e) for e in range(t.num_links)])
 
 

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ..errors import TestbedError
 
 __all__ = ["PREFIX", "NAME_PATTERN", "check_privileges", "run", "ip_batch", "tc_batch", "in_namespace", "each",
-           "namespaces", "testbed_names", "namespace_pids", "kill_namespace_processes", "delete_namespaces"]
+           "namespaces", "find_testbeds", "namespace_pids", "kill_namespace_processes", "delete_namespaces"]
 
 #: Every testbed's name starts with this.
 PREFIX = "optiq-"
@@ -141,7 +141,7 @@ def namespaces() -> list[str]:
     return [entry["name"] for entry in found]
 
 
-def testbed_names(names: Iterable[str] | None = None) -> dict[str, list[str]]:
+def find_testbeds(names: Iterable[str] | None = None) -> dict[str, list[str]]:
     """Testbed name -> its namespaces, among ``names`` (default: every namespace here)."""
     out: dict[str, list[str]] = {}
     for name in namespaces() if names is None else names:
