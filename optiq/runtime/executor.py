@@ -108,7 +108,7 @@ def default_chunk_size(plan: Plan) -> int:
     fits = math.inf if slowest is None else CHUNK_S * slowest
     if plan.chunk_size <= fits:
         return int(plan.chunk_size)
-    return max(MIN_DEFAULT_CHUNK, 2 ** int(math.floor(math.log2(fits))))
+    return int(max(MIN_DEFAULT_CHUNK, 2 ** int(math.floor(math.log2(fits)))))
 
 
 def slowest_link(plan: Plan) -> float | None:
