@@ -11,8 +11,8 @@ under ``set -euo pipefail``; a python block runs with this interpreter, or under
   from a clean clone; the rest of the line runs. The test command itself is this run.
 - a block after ``<!-- docs-test: needs NAME ... -->`` runs only where every NAME is a
   command on ``PATH`` or an existing file (a real fabric's ``ibnetdiscover``, a cluster's
-  Slurm configuration), or ``netns`` where network namespaces can be made (the testbed's
-  pages: the ``netns`` lane), and is skipped with the reason otherwise;
+  Slurm configuration), or ``netns`` where network namespaces can be made and ``ethtool`` is
+  installed (the testbed's pages: the ``netns`` lane), and is skipped with the reason otherwise;
 - a block after ``<!-- docs-test: installs -->`` changes the environment it runs in (an
   install against a cluster's own MPI): it is skipped, with the reason.
 """
@@ -102,7 +102,7 @@ def _netns_here() -> bool:
         check_privileges()
     except TestbedError:
         return False
-    return True
+    return shutil.which("ethtool") is not None
 
 
 def _workdir(tmp_path: Path) -> dict[str, str]:
