@@ -152,6 +152,23 @@ def _first_to_fail(failures: Any) -> bool:
     return not lower
 
 
+def _interrupted() -> int:
+    """Ctrl-C: exit code 130, said once. Under ``mpiexec`` (which passes Ctrl-C to every rank)
+    some ranks may be waiting inside MPI for one that has left, so the first rank to see it
+    speaks and aborts them all."""
+    comm = world()
+    if comm is None:
+        print("optiq: interrupted", file=sys.stderr)
+        return 130
+    if _first_to_fail(comm):
+        print("optiq: interrupted", file=sys.stderr, flush=True)
+        time.sleep(ABORT_GRACE_S)
+    else:
+        time.sleep(SILENT_ABORT_S)
+    comm.Abort(130)
+    return 130  # not reached
+
+
 def command_main(parse: Callable[[], A], run: Callable[[A], int], usage_error: type[Exception]) -> int:
     """Parse, run, and map what goes wrong to an exit code, said once under ``mpiexec``.
 
@@ -174,9 +191,7 @@ def command_main(parse: Callable[[], A], run: Callable[[A], int], usage_error: t
             print(f"optiq: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        if world_rank() == 0:  # mpiexec passes Ctrl-C to every rank: say it once
-            print("optiq: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     except BrokenPipeError:  # the reader went away (optiq eval ... | head): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second complaint at exit
         return 141

@@ -118,6 +118,8 @@ def make_plan(topology: Topology, demands: Demands, method: str | Planner = "opt
         plan = _make_plan(topology, demands, method, params, chunk_size=chunk_size, seed=seed,
                           candidates=candidates, qos=qos, progress=progress, workers=workers, routing=routing,
                           max_intermediates=max_intermediates, forwarders=forwarders)
+    except KeyboardInterrupt:
+        raise  # every rank was interrupted: closing together could wait for one that has left
     except BaseException as exc:
         workers.close(exc)
         raise
