@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from ..errors import OptiqError
+from .waiting import wait_politely
 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["world", "world_rank", "together", "abort_on_failure", "need_mpi", "command_main"]
+__all__ = ["world", "world_rank", "together", "from_leader", "abort_on_failure", "need_mpi", "command_main"]
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -92,6 +93,32 @@ def together(comm: Any, step: Callable[[], T]) -> T:
             kind, message = found
             raise kind(message)
     return result  # type: ignore[return-value]
+
+
+def from_leader(comm: Any, step: Callable[[], T]) -> T:
+    """``step()`` run on rank 0 of ``comm`` only, its result handed to every rank (collective).
+
+    An error raises on every rank, as :func:`together` raises it; the other ranks wait
+    without polling while the leader works.
+    """
+    if comm is None or comm.Get_size() == 1:
+        return step()
+    result, failure = None, None
+    if comm.Get_rank() == 0:
+        try:
+            result = step()
+        except OptiqError as exc:
+            failure = (type(exc), str(exc))
+        except Exception as exc:  # a bug, not a user mistake: keep its traceback
+            traceback.print_exc()
+            failure = (OptiqError, f"rank 0: {type(exc).__name__}: {exc}")
+    wait_politely(comm.Ibarrier())  # the leader may work for seconds
+    handed: tuple[T, Any] = comm.bcast((result, failure), root=0)
+    result, failure = handed
+    if failure is not None:
+        kind, message = failure
+        raise kind(message)
+    return result
 
 
 @contextmanager

@@ -20,21 +20,25 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentError, OptiqError, TransferError
-from ..mpi.launch import together
+from ..mpi.launch import from_leader, together
 from ..mpi.waiting import allreduce_asleep, start_together
+from ..paths import PathSet
 from ..plan import Plan
 from ..topology import Topology, from_spec
 from .executor import Executor
 from .messages import Message
 from .ranklevel import RankNetwork, host_demands_of, rank_plan
 
-__all__ = ["Pattern", "prepare", "move", "trial", "MIN_GAIN", "AUTO_METHOD", "MAX_MODEL_EVENTS"]
+__all__ = ["Pattern", "prepare", "move", "trial", "gather_counts", "check_placement", "MIN_GAIN", "AUTO_METHOD",
+           "MAX_MODEL_EVENTS"]
 
 #: ``method="auto"`` uses a plan only if it predicts at least this fraction less time than
 #: the default routes.
 MIN_GAIN = 0.05
 #: The planner ``method="auto"`` tries.
 AUTO_METHOD = "heu2"
+#: A re-split solves the LP over the new and the last plan's paths while they are at most this many.
+RESPLIT_LP_PATHS = 20_000
 #: ``method="auto"`` skips the chunk-model comparison for plans of more chunk events than
 #: this (large messages, where forwarding costs little against the transfer).
 MAX_MODEL_EVENTS = 500_000
@@ -52,6 +56,9 @@ class Pattern:
     predicted_s: float | None = None
     default_s: float | None = None
     trial: bool = False  # auto, unpaced: measure it against comm.Alltoallv on the first call
+    #: auto: the candidate paths and the plan's paths between hosts, for the shape's next counts
+    candidates: PathSet | None = None
+    paths: PathSet | None = None
 
     def close(self) -> None:
         if self.executor is not None:
@@ -113,9 +120,15 @@ def trial(comm: Any, pattern: Pattern, send: Message | None, recv: Message, send
     return pattern
 
 
-def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config: str, *, network: Any, method: str,
-            hosts: Any, link_bw: float | None, chunk_model: Any, options: dict[str, Any]) -> Pattern:
-    """Plan a new pattern (collective): every rank returns its part of the same plan."""
+def gather_counts(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config: str) -> np.ndarray:
+    """Every rank's send counts, as a ``ranks x ranks`` matrix (collective), once the ranks are
+    known to agree: the same options, and every receive count its sender's send count.
+
+    Raises
+    ------
+    ArgumentError
+        On every rank, naming the first rank that differs.
+    """
     rank, size = comm.Get_rank(), comm.Get_size()
     matrix = np.empty((size, size), dtype=np.int64)
     comm.Allgather(np.ascontiguousarray(send_counts, dtype=np.int64), matrix)
@@ -133,6 +146,24 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
                                 f"{int(matrix[s, rank])}")
 
     together(comm, check_counts)
+    return matrix
+
+
+def check_placement(comm: Any, network: Any, hosts: Any, link_bw: float | None) -> None:
+    """Check where the ranks run on the network (collective), raising on every rank as a plan would."""
+    together(comm, lambda: _placement(comm, network, hosts, comm.Get_size(), link_bw))
+
+
+def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config: str, *, network: Any, method: str,
+            hosts: Any, link_bw: float | None, chunk_model: Any, options: dict[str, Any],
+            last: tuple[PathSet, PathSet] | None = None) -> Pattern:
+    """Plan a new pattern (collective): every rank returns its part of the same plan.
+
+    ``method="auto"`` with ``last``, the candidates and plan paths of a pattern of the same
+    pairs (other amounts), re-splits: it plans on those candidates instead of making them
+    again (:func:`_auto_plan`)."""
+    size = comm.Get_size()
+    matrix = gather_counts(comm, send_counts, recv_counts, config)
     if not (matrix - np.diag(np.diag(matrix))).any():
         return Pattern("local", "no rank sends to another")
     if method == "mpi" or network is None:
@@ -148,7 +179,12 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
 
     planner = AUTO_METHOD if method == "auto" else method
     # a path may stop only at a host that runs a rank: only ranks forward
-    plan = make_plan(topology, demands, planner, comm=comm, forwarders=np.unique(net.host_of), **options)
+    forwarders = np.unique(net.host_of)
+    if method == "auto":
+        plan, candidates = _auto_plan(comm, topology, demands, forwarders, options, last)
+        planner = plan.method
+    else:
+        plan = make_plan(topology, demands, planner, comm=comm, forwarders=forwarders, **options)
     predicted_s, default_s = _times(net, matrix, plan, topology, demands, link_bw)
     if method != "auto":
         return _compiled(comm, net, matrix, plan, planner, link_bw, f"method={method!r}", predicted_s, default_s)
@@ -159,11 +195,45 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
     slower = _forwarding_costs_more(net, matrix, plan, topology, demands, chunk_model, link_bw)
     if slower is not None:
         return Pattern("mpi", slower, predicted_s=predicted_s, default_s=default_s)
+    how = f"the {planner} plan" + (" re-split over the last plan of these pairs" if last is not None else "")
     entry = _compiled(comm, net, matrix, plan, planner, link_bw,
-                      f"the {planner} plan predicts {default_s / predicted_s:.2f}x the default routes' throughput",
+                      f"{how} predicts {default_s / predicted_s:.2f}x the default routes' throughput",
                       predicted_s, default_s)
     entry.trial = link_bw is None  # emulated links: comm.Alltoallv is no measure of the emulated network
+    entry.candidates, entry.paths = candidates, plan.paths
     return entry
+
+
+def _auto_plan(comm: Any, topology: Topology, demands: Any, forwarders: np.ndarray, options: dict[str, Any],
+               last: tuple[PathSet, PathSet] | None) -> tuple[Plan, PathSet]:
+    """``method="auto"``'s plan and its candidates (collective).
+
+    Heuristic 2 over the candidate paths of the pairs, made once per shape (rank 0 makes them;
+    they depend on the pairs, not the amounts). Re-splitting a shape planned before, it then
+    solves the LP over the new plan's paths and the last plan's (while they are few,
+    :data:`RESPLIT_LP_PATHS`) and keeps the faster: never worse than planning anew, which
+    would give Heuristic 2's plan on the same candidates.
+    """
+    from ..paths.space import PathSpace
+    from ..planner import make_candidates, make_plan
+
+    candidates, last_paths = last if last is not None else (None, None)
+    if candidates is None or candidates.num_jobs != demands.num_jobs:
+        picks = {key: options[key] for key in ("k", "hop_limit", "seed") if key in options}
+        kind = options.get("candidate_kind", "auto")
+        candidates = from_leader(comm, lambda: make_candidates(
+            topology, demands, kind=kind, space=PathSpace(topology, demands, forwarders=forwarders,
+                                                          seed=picks.get("seed", 0)), **picks))
+        last_paths = None
+    plan = make_plan(topology, demands, AUTO_METHOD, comm=comm, candidates=candidates, forwarders=forwarders,
+                     **options)
+    if last_paths is not None and plan.paths.num_paths + last_paths.num_paths <= RESPLIT_LP_PATHS:
+        union = PathSet.concat([plan.paths, last_paths])[0].unique()
+        lp_options = {key: value for key, value in options.items() if key in ("solver", "time_limit", "seed")}
+        split = make_plan(topology, demands, "lp", comm=comm, candidates=union, forwarders=forwarders, **lp_options)
+        if split.predicted_time_s < plan.predicted_time_s:
+            plan = split
+    return plan, candidates
 
 
 def _times(net: RankNetwork, matrix: np.ndarray, plan: Plan, topology: Topology, demands: Any,

@@ -38,8 +38,24 @@ it together; it works on a duplicate of ``comm``. :func:`optiq.runtime.ialltoall
    read and written in place where its datatype's elements lie back to back, else packed
    and unpacked by the MPI library), or by ``comm.Alltoallv`` with the caller's arguments.
 
-**Never slower than MPI where it matters.** With ``method="auto"`` (the default) the call
-plans with Heuristic 2 and keeps ``comm.Alltoallv`` when the plan predicts less than
+**Planning that pays for itself.** With ``method="auto"`` (the default) a call whose counts
+the cache has no plan for is handed to ``comm.Alltoallv`` until the calls with the same
+*pairs* (the same ranks sending to the same ranks, whatever the amounts: the pattern's
+*shape*) have taken long enough that planning them costs at most ``plan_budget`` of that
+time (5% by default): the time spent planning a shape, and trying its plan, never exceeds
+that fraction of the time its calls took, so counts that change from call to call (a sample
+sort, a mixture-of-experts layer) cost what ``comm.Alltoallv`` costs, and counts that repeat
+reach the plan's gain once they have run long enough (``result.reason`` says how long). New
+counts of a shape planned before are re-split over that shape's candidate paths
+(:func:`optiq.runtime.patterns.prepare`). A shape whose plan measured slower than MPI is not
+planned again. The planning time is
+estimated from the plans made before on the communicator (at first, 1 ms a host pair and
+50 ms more); every rank agrees on the times (each call's time travels with the next call's
+fingerprint). ``result.plans_made`` and ``result.planning_s`` count the plans made on the
+communicator and their seconds.
+
+**Never slower than MPI where it matters.** When ``method="auto"`` plans, it plans with
+Heuristic 2 and keeps ``comm.Alltoallv`` when the plan predicts less than
 :data:`MIN_GAIN` over the network's default routes; when the chunk model predicts that
 forwarding the plan's chunks (:func:`optiq.sim.simulate_chunks`) takes longer than MPI
 sending straight on the default routes (:func:`optiq.sim.simulate_direct`), as for small
@@ -61,6 +77,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -70,16 +87,23 @@ import numpy as np
 from ..errors import ArgumentError, ArgumentTypeError, OptiqError
 from ..mpi.comms import cached_on, forget
 from ..mpi.launch import together
-from ..mpi.waiting import wait_politely
+from ..paths import PathSet
 from ..topology import Topology
 from ..utils.checks import check_count
 from .messages import Message, as_argument_error, read_message, spec_key
-from .patterns import AUTO_METHOD, MIN_GAIN, Pattern, move, prepare, trial
+from .patterns import AUTO_METHOD, MIN_GAIN, Pattern, check_placement, gather_counts, move, prepare, trial
 
-__all__ = ["alltoallv", "AlltoallvResult", "clear_cache", "MIN_GAIN", "DEFAULT_CACHE_SIZE", "AUTO_METHOD"]
+__all__ = ["alltoallv", "AlltoallvResult", "clear_cache", "MIN_GAIN", "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET",
+           "AUTO_METHOD"]
 
 #: Patterns kept per communicator.
 DEFAULT_CACHE_SIZE = 16
+#: ``method="auto"`` plans a shape once planning costs at most this fraction of its calls' time.
+DEFAULT_PLAN_BUDGET = 0.05
+#: Before a communicator has planned: the planning time guessed per host pair, and on top.
+PLAN_S_PER_PAIR, PLAN_S_FIXED = 1e-3, 0.05
+#: Shapes whose calls' time is remembered per communicator (the least recently used leave).
+SHAPES_KEPT = 256
 
 
 @dataclass(frozen=True)
@@ -105,6 +129,10 @@ class AlltoallvResult:
         The plan's predicted time and the default routes' (flow level), when planned.
     fingerprint : str
         The pattern's fingerprint (the same on every rank).
+    plans_made : int
+        Plans made on this communicator so far (this call's included).
+    planning_s : float
+        Seconds this rank spent making them.
     """
 
     method: str
@@ -116,6 +144,8 @@ class AlltoallvResult:
     predicted_s: float | None
     default_s: float | None
     fingerprint: str
+    plans_made: int = 0
+    planning_s: float = 0.0
 
     def __repr__(self) -> str:
         extra = ""
@@ -132,9 +162,21 @@ class _Context:
         self.comm = comm.Dup()
         self.entries: OrderedDict[tuple[int, int], Pattern] = OrderedDict()
         self.generation = 0  # changes with every insertion and clearing, alike on every rank
-        #: the last call's checked messages on this rank, and what they depend on (a repeated
-        #: call with the same numpy buffers and counts is not read again)
-        self.last: tuple[tuple[Any, ...], tuple[Message | None, Message, np.ndarray, bool]] | None = None
+        #: what the last call's checks found on this rank, what they depend on, and weak
+        #: references to its buffers: a repeated call with the same live numpy buffers and counts
+        #: is not checked again. Weak, so that the caller's freed buffers are freed (held, they
+        #: keep the allocator from reusing their pages, and every call faults fresh ones in).
+        self.last: tuple[tuple[Any, ...], tuple[Any, ...], tuple[np.ndarray, bool, int]] | None = None
+        #: ``method="auto"``: what every shape's calls took and cost (the same on every rank)
+        self.shapes: OrderedDict[tuple[int, int], _Shape] = OrderedDict()
+        #: this rank's time of its last call and of its planning since, told at the next call
+        self.pending: tuple[tuple[int, int] | None, float, float] = (None, 0.0, 0.0)
+        self.plans_made = 0
+        self.planning_s = 0.0
+        #: planning seconds per host pair, measured on this communicator (the ranks' mean)
+        self.plan_s_per_pair: float | None = None
+        self.last_pairs = 0  # the rank pairs of the last pattern auto considered (every rank's sum)
+        self.placed: set[str] = set()  # the options whose placement of the ranks has been checked
 
     def close(self) -> None:
         for entry in self.entries.values():
@@ -180,6 +222,19 @@ def clear_cache(comm: Any | None = None) -> None:
 
 
 @dataclass
+class _Shape:
+    """``method="auto"``'s account of one shape: the time its calls took, what planning it cost,
+    and whether its plan measured slower than MPI (then it is not planned again)."""
+
+    calls_s: float = 0.0
+    spent_s: float = 0.0
+    calls: int = 0
+    mpi_faster: str = ""
+    #: the candidates and paths of the shape's last plan: its next counts re-split over them
+    last: tuple[PathSet, PathSet] | None = None
+
+
+@dataclass
 class _Call:
     """One call, checked on every rank: its messages, and how its pattern's bytes move."""
 
@@ -193,30 +248,69 @@ class _Call:
     fingerprint: str
     plan_s: float
     checked_s: float            # when the checks ended (perf_counter)
+    shape: tuple[int, int] | None = None  # method="auto": the shape's key
 
 
 def _config(network: Any, method: str, hosts: Any, link_bw: float | None, chunk_model: Any,
-            planner_options: dict[str, Any]) -> str:
+            planner_options: dict[str, Any], plan_budget: float = DEFAULT_PLAN_BUDGET) -> str:
     """The options of a call, as one string every rank must agree on."""
     return repr((method, network.spec or network.name if isinstance(network, Topology) else network,
                  hosts if isinstance(hosts, (str, type(None))) else "given", link_bw,
-                 sorted(planner_options.items()), chunk_model))
+                 sorted(planner_options.items()), chunk_model, plan_budget))
+
+
+#: Weights of the count checksums: the pair (sender, receiver) weighs ``(sender * size + receiver + 1) * _MIX``.
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _agreement(rank: int, size: int, send_counts: np.ndarray, recv_counts: np.ndarray, config: str) -> np.ndarray:
+    """Four words whose sums over the ranks show, without gathering the counts, that the ranks
+    agree: every pair's send count weighed as its receiver's receive count is (two checksums,
+    equal when every receive count is its sender's send count), and the options (a hash ``h``
+    and ``h**2``: ``size * sum(h**2) == sum(h)**2`` exactly when all ``h`` are equal)."""
+    peers = np.arange(size, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        sent = ((np.uint64(rank) * np.uint64(size) + peers + np.uint64(1)) * _MIX).astype(np.uint64)
+        got = ((peers * np.uint64(size) + np.uint64(rank) + np.uint64(1)) * _MIX).astype(np.uint64)
+        a = np.sum(np.asarray(send_counts).astype(np.uint64) * sent, dtype=np.uint64)
+        b = np.sum(np.asarray(recv_counts).astype(np.uint64) * got, dtype=np.uint64)
+    h = int.from_bytes(hashlib.blake2b(config.encode(), digest_size=3).digest(), "little")
+    return np.array([a, b, h, h * h], dtype=np.uint64)
 
 
 def _fingerprint(rank: int, size: int, send_counts: np.ndarray, recv_counts: np.ndarray, config: str) -> np.ndarray:
-    h = hashlib.blake2b(digest_size=16)
-    h.update(np.array([rank, size], dtype=np.int64).tobytes())
-    h.update(np.ascontiguousarray(send_counts, dtype=np.int64).tobytes())
-    h.update(np.ascontiguousarray(recv_counts, dtype=np.int64).tobytes())
-    h.update(config.encode())
-    digest: np.ndarray = np.frombuffer(h.digest(), dtype=np.uint64).copy()
+    """Four words: the hash of the counts (the pattern) and of which counts are not zero (its shape)."""
+    words = []
+    for send, recv in ((send_counts, recv_counts), (np.asarray(send_counts) > 0, np.asarray(recv_counts) > 0)):
+        h = hashlib.blake2b(digest_size=16)
+        h.update(np.array([rank, size], dtype=np.int64).tobytes())
+        h.update(np.ascontiguousarray(send, dtype=np.int64).tobytes())
+        h.update(np.ascontiguousarray(recv, dtype=np.int64).tobytes())
+        h.update(config.encode())
+        words.append(np.frombuffer(h.digest(), dtype=np.uint64))
+    digest: np.ndarray = np.concatenate(words)
     return digest
 
 
+def _array_of(spec: Any) -> np.ndarray:
+    """The numpy buffer of a message specification that :func:`spec_key` keys."""
+    return spec if isinstance(spec, np.ndarray) else spec[0]
+
+
+def _alive(refs: tuple[Any, ...], buffers: tuple[Any, Any]) -> bool:
+    """Whether the memo's buffers are these very arrays, still alive (so their ids and addresses
+    in its key are theirs)."""
+    from mpi4py import MPI
+
+    arrays = [_array_of(spec) for spec in buffers if spec is not MPI.IN_PLACE]
+    return len(arrays) == len(refs) and all(ref() is array for ref, array in zip(refs, arrays))
+
+
 def _read_call(rank: int, size: int, sendbuf: Any, recvbuf: Any, method: str, network: Any,
-               config: str) -> tuple[Message | None, Message, np.ndarray, bool]:
-    """This rank's checks: its messages, the words of its pattern's fingerprint, and whether this
-    module can move its bytes itself (host memory)."""
+               config: str) -> tuple[Message | None, Message, np.ndarray, bool, int]:
+    """This rank's checks: its messages, the words of its pattern's and shape's fingerprints,
+    whether this module can move its bytes itself (host memory), and how many other ranks it
+    sends to."""
     from mpi4py import MPI
 
     recv = read_message(recvbuf, readonly=False, blocks=size)
@@ -233,13 +327,16 @@ def _read_call(rank: int, size: int, sendbuf: Any, recvbuf: Any, method: str, ne
                                 f"{int(recv.byte_counts[rank])}")
     if method not in ("auto", "mpi") and network is None:
         raise ArgumentError(f"method={method!r} needs network= (the machine to plan on)")
-    words = _fingerprint(rank, size, source.byte_counts, recv.byte_counts, config) if readable else \
-        np.zeros(2, np.uint64)
-    return send, recv, words, readable
+    words = np.concatenate([_fingerprint(rank, size, source.byte_counts, recv.byte_counts, config),
+                            _agreement(rank, size, source.byte_counts, recv.byte_counts, config)]) if readable else \
+        np.zeros(8, np.uint64)
+    pairs = int(np.count_nonzero(source.byte_counts)) - int(source.byte_counts[rank] > 0) if readable else 0
+    return send, recv, words, readable, pairs
 
 
 def _resolve(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, hosts: Any, link_bw: float | None,
-             cache_size: int, chunk_model: Any, planner_options: dict[str, Any], cached: bool = True) -> _Call:
+             cache_size: int, chunk_model: Any, planner_options: dict[str, Any], cached: bool = True,
+             plan_budget: float = DEFAULT_PLAN_BUDGET) -> _Call:
     """Check a call on every rank and find (or make) its pattern (collective); with ``cached``
     False a new pattern of the caller's own, left out of the cache (persistent requests)."""
     from mpi4py import MPI
@@ -247,44 +344,79 @@ def _resolve(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
     ctx = _context(comm)
     c = ctx.comm
     rank, size = c.Get_rank(), c.Get_size()
-    config = _config(network, method, hosts, link_bw, chunk_model, planner_options)
+    config = _config(network, method, hosts, link_bw, chunk_model, planner_options, plan_budget)
     failure: tuple[type[OptiqError], str] | None = None
     send: Message | None = None
     recv: Message | None = None
-    words, readable = np.zeros(2, np.uint64), False
+    words, readable, pairs = np.zeros(8, np.uint64), False, 0
     try:
         check_count("cache_size", cache_size, 1)
+        if not plan_budget >= 0:
+            raise ArgumentError(f"plan_budget must be a fraction of the calls' time of 0 or more, got {plan_budget!r}")
         send_key, recv_key = spec_key(sendbuf) if sendbuf is not MPI.IN_PLACE else ("in place",), spec_key(recvbuf)
         memo = None if send_key is None or recv_key is None else (send_key, recv_key, method, config)
-        if memo is not None and ctx.last is not None and ctx.last[0] == memo:
-            send, recv, words, readable = ctx.last[1]
+        buffers = (sendbuf, recvbuf)
+        if memo is not None and ctx.last is not None and ctx.last[0] == memo and _alive(ctx.last[1], buffers):
+            words, readable, pairs = ctx.last[2]
+            recv = read_message(recvbuf, readonly=False, blocks=size)
+            send = None if sendbuf is MPI.IN_PLACE else read_message(sendbuf, readonly=True, blocks=size)
         else:
-            send, recv, words, readable = _read_call(rank, size, sendbuf, recvbuf, method, network, config)
-            ctx.last = None if memo is None else (memo, (send, recv, words, readable))
+            ctx.last = None
+            send, recv, words, readable, pairs = _read_call(rank, size, sendbuf, recvbuf, method, network, config)
+            if memo is not None:
+                ctx.last = (memo, tuple(weakref.ref(_array_of(spec)) for spec in buffers if spec is not MPI.IN_PLACE),
+                            (words, readable, pairs))
     except Exception as exc:  # any mistake, typed as mpi4py types it, fails every rank together
         error = as_argument_error(exc)
         text = str(error)
         failure = (type(error), text if text.startswith("rank ") else f"rank {rank}: {text}")
-    vec = np.array([words[0], words[1], ctx.generation, ctx.generation ** 2, failure is not None, not readable],
-                   dtype=np.uint64)
-    wait_politely(c.Iallreduce(MPI.IN_PLACE, vec, op=MPI.SUM))  # ranks that come early leave the cores
-    if vec[4]:
+    # the last call's time and this rank's planning since ride along, in microseconds: every rank
+    # then keeps the same account of every shape
+    last_shape, last_s, planned_s = ctx.pending
+    ctx.pending = (None, 0.0, 0.0)
+    vec = np.array([*words[:4], ctx.generation, ctx.generation ** 2, failure is not None, not readable, pairs,
+                    round(last_s * 1e6), round(planned_s * 1e6), *words[4:]], dtype=np.uint64)
+    # blocking, as comm.Alltoallv's own wait: a polite wait (sleeping between tests) delays every
+    # step of the reduction by the sleeps of the ranks it passes through
+    c.Allreduce(MPI.IN_PLACE, vec, op=MPI.SUM)
+    if vec[6]:
         together(c, lambda: _raise(failure))
     assert recv is not None
-    if size * int(vec[3]) != int(vec[2]) ** 2:
+    if size * int(vec[5]) != int(vec[4]) ** 2:
         raise OptiqError("the ranks' alltoallv caches differ (clear_cache must be called on every rank together)")
-    if vec[5]:  # device memory or MPI.BOTTOM with data on some rank: MPI moves the caller's own arguments
+    _account(ctx, last_shape, int(vec[9]) / 1e6 / size, int(vec[10]) / 1e6 / size)
+    if vec[7]:  # device memory or MPI.BOTTOM with data on some rank: MPI moves the caller's own arguments
         return _Call(c, sendbuf, recvbuf, send, recv, Pattern("mpi", "device memory or MPI.BOTTOM with data: handed "
                      "to comm.Alltoallv"), (0, 0), "", 0.0, time.perf_counter())
-    key = (int(vec[0]), int(vec[1]))
+    key, shape_key = (int(vec[0]), int(vec[1])), (int(vec[2]), int(vec[3]))
     pattern = ctx.entries.get(key) if cached else None
     plan_s = 0.0
+    auto = method == "auto" and cached and network is not None and int(vec[8]) > 0  # else: local, or no network
+    if pattern is None and auto:
+        source = recv if send is None else send
+        agreed = vec[11] == vec[12] and size * int(vec[14]) == int(vec[13]) ** 2
+        if not agreed:  # gathering the counts and options names the rank that differs, on every rank
+            gather_counts(c, source.byte_counts, recv.byte_counts, config)
+        if config not in ctx.placed:  # where the ranks run is checked once, as a plan would check it
+            check_placement(c, network, hosts, link_bw)
+            ctx.placed.add(config)
+        pattern = _not_yet(ctx, shape_key, int(vec[8]), plan_budget)
+        if pattern is not None:  # comm.Alltoallv for now: nothing to cache
+            return _Call(c, sendbuf, recvbuf, send, recv, pattern, key, f"{key[0]:016x}{key[1]:016x}", 0.0,
+                         time.perf_counter(), shape_key)
     if pattern is None:
         begin = time.perf_counter()
         source = recv if send is None else send
+        shape = ctx.shapes.get(shape_key) if auto else None
         pattern = prepare(c, source.byte_counts, recv.byte_counts, config, network=network, method=method, hosts=hosts,
-                          link_bw=link_bw, chunk_model=chunk_model, options=planner_options)
+                          link_bw=link_bw, chunk_model=chunk_model, options=planner_options,
+                          last=None if shape is None else shape.last)
+        if shape is not None and pattern.candidates is not None and pattern.paths is not None:
+            shape.last = (pattern.candidates, pattern.paths)
         plan_s = time.perf_counter() - begin
+        ctx.plans_made += 1
+        ctx.planning_s += plan_s
+        ctx.pending = (None, 0.0, plan_s)
         if cached:
             ctx.entries[key] = pattern
             ctx.generation += 1
@@ -293,7 +425,50 @@ def _resolve(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
     else:
         ctx.entries.move_to_end(key)
     return _Call(c, sendbuf, recvbuf, send, recv, pattern, key, f"{key[0]:016x}{key[1]:016x}", plan_s,
-                 time.perf_counter())
+                 time.perf_counter(), shape_key if auto else None)
+
+
+def _account(ctx: _Context, shape_key: tuple[int, int] | None, call_s: float, planned_s: float) -> None:
+    """Book the last call's time and planning (the ranks' means) to its shape, and learn the
+    planning time per pair."""
+    if planned_s > 0 and ctx.last_pairs:
+        per_pair = planned_s / ctx.last_pairs
+        ctx.plan_s_per_pair = per_pair if ctx.plan_s_per_pair is None else max(per_pair, 0.5 * ctx.plan_s_per_pair)
+    shape = ctx.shapes.get(shape_key) if shape_key is not None else None
+    if shape is not None:
+        shape.calls_s += call_s
+        shape.spent_s += planned_s
+        shape.calls += 1
+
+
+def _estimate(ctx: _Context, pairs: int) -> float:
+    """The planning time of a pattern of ``pairs`` rank pairs with bytes, as every rank guesses it alike."""
+    per_pair = PLAN_S_PER_PAIR if ctx.plan_s_per_pair is None else ctx.plan_s_per_pair
+    return PLAN_S_FIXED + per_pair * pairs
+
+
+def _not_yet(ctx: _Context, shape_key: tuple[int, int], pairs: int, budget: float) -> Pattern | None:
+    """``method="auto"``'s decision on a pattern it has no plan for: a reason to hand it to
+    ``comm.Alltoallv`` (a Pattern), or None: plan it now (the same on every rank)."""
+    shape = ctx.shapes.get(shape_key)
+    if shape is None:
+        shape = ctx.shapes[shape_key] = _Shape()
+        while len(ctx.shapes) > SHAPES_KEPT:
+            ctx.shapes.popitem(last=False)
+    ctx.shapes.move_to_end(shape_key)
+    ctx.last_pairs = pairs
+    if shape.mpi_faster:
+        return Pattern("mpi", f"comm.Alltoallv: {shape.mpi_faster}")
+    if budget == float("inf"):
+        return None
+    estimate = _estimate(ctx, pairs)
+    trial = shape.calls_s / shape.calls if shape.calls else 0.0  # trying a plan moves the bytes once more
+    if shape.spent_s + estimate + trial <= budget * shape.calls_s:
+        return None
+    need = (shape.spent_s + estimate + trial) / budget if budget > 0 else float("inf")
+    return Pattern("mpi", f"comm.Alltoallv until calls of these pairs have taken {need:.3g} s, when planning them "
+                          f"(about {estimate:.3g} s) costs at most {budget:.0%} of their time: {shape.calls_s:.3g} s "
+                          f"in {shape.calls} calls so far")
 
 
 def _raise(failure: tuple[type[OptiqError], str] | None) -> None:
@@ -314,7 +489,7 @@ def _intercomm(comm: Any, sendbuf: Any, recvbuf: Any, start: float) -> Alltoallv
 def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topology | str | None = None,
               method: str = "auto", hosts: Any = None, link_bw: float | None = None,
               cache_size: int = DEFAULT_CACHE_SIZE, chunk_model: Any = None, timeout: float = 60.0,
-              **planner_options: Any) -> AlltoallvResult:
+              plan_budget: float = DEFAULT_PLAN_BUDGET, **planner_options: Any) -> AlltoallvResult:
     """Move what ``comm.Alltoallv(sendbuf, recvbuf)`` would move, on planned paths (module docstring).
 
     Parameters
@@ -344,6 +519,9 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
         ``method="auto"``'s model of forwarding costs; default Blue Gene/Q's.
     timeout : float
         Seconds before a transfer is abandoned with :class:`~optiq.errors.TransferError`.
+    plan_budget : float
+        ``method="auto"``: plan a shape once planning costs at most this fraction of its calls'
+        time (module docstring); ``0`` never plans, ``float("inf")`` plans every new pattern.
     **planner_options
         Passed to :func:`optiq.make_plan` (``gap``, ``time_limit``, ``k``, ``unit``, ...).
 
@@ -370,7 +548,8 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
     if comm.Is_inter():
         return _intercomm(comm, sendbuf, recvbuf, start)
     call = _resolve(comm, sendbuf, recvbuf, network=network, method=method, hosts=hosts, link_bw=link_bw,
-                    cache_size=cache_size, chunk_model=chunk_model, planner_options=planner_options)
+                    cache_size=cache_size, chunk_model=chunk_model, planner_options=planner_options,
+                    plan_budget=plan_budget)
     pattern = call.pattern
     ready = time.perf_counter()
     if pattern.trial and call.send is not None:  # in place, the first move would overwrite what the second sends
@@ -379,7 +558,16 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
     else:
         move(call.comm, pattern, call.send, call.recv, sendbuf, recvbuf, timeout)
     done = time.perf_counter()
+    ctx = _context(comm)
+    if call.shape is not None:  # auto: this call's time goes to its shape's account at the next call
+        ctx.pending = (call.shape, done - ready, call.plan_s)
+        if call.plan_s and pattern.method == "mpi":  # planned, and MPI kept: not planned again
+            shape = ctx.shapes.get(call.shape)
+            if shape is not None:
+                shape.mpi_faster = pattern.reason
     return AlltoallvResult(method=pattern.method, cached=call.plan_s == 0.0 and call.fingerprint != "",
                            plan_s=call.plan_s, overhead_s=(ready - start) - call.plan_s, transfer_s=done - ready,
                            reason=pattern.reason, predicted_s=pattern.predicted_s, default_s=pattern.default_s,
-                           fingerprint=call.fingerprint)
+                           fingerprint=call.fingerprint, plans_made=ctx.plans_made, planning_s=ctx.planning_s)
+
+

@@ -178,6 +178,60 @@ for method in ("heu2", "auto", "mpi"):
 for empty in ([None, 0, MPI.INT], [MPI.BOTTOM, (0, None), MPI.INT]):
     check(alltoallv(comm, empty, empty, network=ring).method == "local", f"{empty}: not a local no-op")
 
+# 4b. method="auto" plans only what pays for itself: changing counts stay with MPI (no plan is
+# made, by the counter), a pattern planned at once with plan_budget=inf, never with 0
+clear_cache(comm)
+for seed in range(61, 69):  # counts that change every call
+    sc, sd, rc, rd = pattern(seed)
+    send, recv = buffers(np.float64, sc, sd, rc, rd, seed)
+    want = reference(send, sc, sd, rc, rd, recv)
+    got = recv.copy()
+    changing = a2a(send, sc, sd, got, rc, rd, network=ring)
+    check(changing.method == "mpi" and changing.plans_made == 0 and "until calls of these pairs" in changing.reason,
+          f"auto on changing counts: {changing.method}, {changing.plans_made} plans: {changing.reason}")
+    check(all(np.array_equal(got[rd[s]:rd[s] + rc[s]], want[rd[s]:rd[s] + rc[s]]) for s in range(size)),
+          "auto on changing counts: bytes differ")
+clear_cache(comm)
+sc, sd, rc, rd = pattern(71)
+send, recv = buffers(np.float64, sc, sd, rc, rd, 71)
+never = [a2a(send, sc, sd, recv, rc, rd, network=ring, plan_budget=0.0) for _ in range(3)]
+check(all(r.plans_made == 0 and r.method == "mpi" for r in never), "plan_budget=0 planned")
+at_once = a2a(send, sc, sd, recv, rc, rd, network=ring, plan_budget=float("inf"))
+check(at_once.plans_made == 1 and at_once.plan_s > 0, f"plan_budget=inf did not plan: {at_once.reason}")
+try:
+    a2a(send, sc, sd, recv, rc, rd, network=ring, plan_budget=-1.0)
+    check(False, "a negative plan_budget was taken")
+except ArgumentError as exc:
+    check("plan_budget" in str(exc), f"a negative plan_budget: {exc}")
+clear_cache(comm)
+first = [a2a(send, sc, sd, recv, rc, rd, network=ring, plan_budget=1e9) for _ in range(2)]
+check(first[0].plans_made == 0 and "until calls of these pairs" in first[0].reason and first[1].plans_made == 1,
+      f"a pattern seen twice with plan_budget=1e9 was not planned at its second call: {first[1].reason}")
+clear_cache(comm)
+
+# 4c. counts that keep their pairs are re-split over the shape's last plan: bytes exact, the
+# plan no worse than a fresh heu2 plan of the same counts
+if size >= 4:  # rank 0's bytes to rank 3 on a torus of M x 2 (M >= 2) have two shortest paths
+    grid = f"torus:{(size + 1) // 2}x2"
+    for step, elements in enumerate((2**19, 2**19 - 99_999)):  # 4 MiB: Heuristic 2 places several units
+        sc, rc = np.zeros(size, np.int64), np.zeros(size, np.int64)
+        sc[3] = elements if rank == 0 else 0
+        rc[0] = elements if rank == 3 else 0
+        sd, rd = np.concatenate(([0], np.cumsum(sc)[:-1])), np.concatenate(([0], np.cumsum(rc)[:-1]))
+        send, recv = buffers(np.float64, sc, sd, rc, rd, 81 + step)
+        want = reference(send, sc, sd, rc, rd, recv)
+        got = np.zeros_like(recv)
+        split = a2a(send, sc, sd, got, rc, rd, network=grid, plan_budget=float("inf"), link_bw=1e9)
+        check(np.array_equal(got, want), f"auto on counts of one shape, call {step}: bytes differ")
+        check(split.plans_made == step + 1, f"call {step} of one shape made {split.plans_made} plans")
+        check(split.method != "mpi", f"auto kept MPI for a pattern a plan halves: {split.reason}")
+    check("re-split" in split.reason, f"the second counts of a shape were not re-split: {split.reason}")
+    fresh = a2a(send, sc, sd, got, rc, rd, network=grid, method="heu2", link_bw=1e9)
+    check(split.predicted_s is not None and fresh.predicted_s is not None
+          and split.predicted_s <= fresh.predicted_s * (1 + 1e-9),
+          f"the re-split plan predicts {split.predicted_s} s, a fresh heu2 plan {fresh.predicted_s} s")
+    clear_cache(comm)
+
 # 5. the non-blocking and persistent forms against MPI's, on random counts with zeros
 for seed in (51, 52):
     sc, sd, rc, rd = pattern(seed, scale=300)

@@ -1,0 +1,142 @@
+"""The application's loop: many calls of optiq.alltoallv against comm.Alltoallv, as counts change or repeat.
+
+An application calls its all-to-all-v again and again. Three ways the counts go, ``--calls``
+calls each, float64 elements drawn at random up to ``--max-elements`` per pair (seeded):
+
+- ``changing``: a fresh draw every call (a sample sort, a mixture-of-experts layer);
+- ``same``: one draw, every call;
+- ``shape``: one draw, every call's counts that draw times a factor in [0.9, 1.1] per pair
+  (the same pairs, the amounts drifting).
+
+For each, ``comm.Alltoallv``, ``optiq.alltoallv(method="auto")`` and ``method="heu2"`` (on
+``network=torus:4x4``, or the smallest torus that holds the ranks) run the same calls in
+turn, every call's bytes checked against ``comm.Alltoallv``'s. Printed per regime and method:
+the whole loop's time on the slowest rank (planning included; the median of ``--repeat`` loops
+run in turn with the other methods), over ``comm.Alltoallv``'s, the plans made and the seconds
+spent planning (the last loop's), and what the method chose on its last call.
+
+    python benchmarks/alltoallv_loop.py [--ranks 16] [--calls 20] [--max-elements 65536] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REGIMES = ("changing", "same", "shape")
+METHODS = ("mpi", "auto", "heu2")
+
+
+def network_for(ranks: int) -> str:
+    side = 2
+    while side * side < ranks:
+        side += 1
+    return f"torus:{side}x{side}" if side * side == ranks else f"torus:{ranks}"
+
+
+def counts_for(regime: str, call: int, ranks: int, max_elements: int, seed: int) -> np.ndarray:
+    """The ``ranks x ranks`` element counts of one call (the same on every rank)."""
+    base = np.random.default_rng([seed, 0]).integers(0, max_elements + 1, (ranks, ranks))
+    np.fill_diagonal(base, 0)
+    if regime == "same":
+        return base
+    if regime == "shape":
+        factor = np.random.default_rng([seed, call + 1]).uniform(0.9, 1.1, (ranks, ranks))
+        return np.round(base * factor).astype(np.int64)
+    fresh = np.random.default_rng([seed, call + 1]).integers(0, max_elements + 1, (ranks, ranks))
+    np.fill_diagonal(fresh, 0)
+    return fresh
+
+
+def one_call(comm, method: str, counts: np.ndarray, network: str, c: int):
+    """One call of ``method`` with ``counts``: the received array and optiq's result (None for MPI)."""
+    import optiq
+
+    rank = comm.Get_rank()
+    scounts, rcounts = counts[rank], counts[:, rank]
+    sdispls = np.concatenate(([0], np.cumsum(scounts)[:-1]))
+    rdispls = np.concatenate(([0], np.cumsum(rcounts)[:-1]))
+    send = np.arange(int(scounts.sum()), dtype=np.float64) + rank * 1e6 + c
+    recv = np.zeros(int(rcounts.sum()), dtype=np.float64)
+    if method == "mpi":
+        comm.Alltoallv([send, (scounts, sdispls)], [recv, (rcounts, rdispls)])
+        return recv, None
+    result = optiq.alltoallv(comm, [send, (scounts, sdispls)], [recv, (rcounts, rdispls)], network=network,
+                             method=method)
+    return recv, result
+
+
+def worker(args: argparse.Namespace) -> None:
+    from mpi4py import MPI
+
+    from optiq.runtime import clear_cache
+
+    comm = MPI.COMM_WORLD
+    rank, ranks = comm.Get_rank(), comm.Get_size()
+    network = network_for(ranks)
+    if rank == 0:
+        print(f"{ranks} ranks on {network} (this machine's shared memory), {args.calls} calls per loop, float64 "
+              f"counts up to {args.max_elements:,} per pair, bytes checked every call", flush=True)
+        print(f"{'counts':9} {'call':15} {'loop s':>7} {'/ MPI':>6} {'plans':>5} {'plan s':>7}  auto's last call")
+    warm = counts_for("same", 0, ranks, args.max_elements, args.seed + 1)  # MPI's connections and buffers, once
+    for method in METHODS:
+        one_call(comm, method, warm, network, 0)
+    for regime in REGIMES:
+        calls = [counts_for(regime, c, ranks, args.max_elements, args.seed) for c in range(args.calls)]
+        wants: list[np.ndarray] = []
+        loops: dict[str, list[float]] = {method: [] for method in METHODS}
+        for _ in range(args.repeat):  # the methods in turn, so a busy moment of the machine hits each alike
+            for method in METHODS:
+                clear_cache(comm)
+                comm.Barrier()
+                start = time.perf_counter()
+                plans, planning, last = 0, 0.0, None
+                for c, counts in enumerate(calls):
+                    recv, result = one_call(comm, method, counts, network, c)
+                    if len(wants) < len(calls):  # comm.Alltoallv's, the first time round
+                        wants.append(recv)
+                    if result is not None:
+                        plans, planning, last = result.plans_made, result.planning_s, result
+                    # every method's loop does the same check (comm.Alltoallv's against itself at first)
+                    if not np.array_equal(recv, wants[c]):
+                        raise SystemExit(f"rank {rank}: {regime} call {c}: {method} delivered other bytes")
+                loops[method].append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
+                planning = comm.allreduce(planning, op=MPI.MAX)
+                if method == "auto":
+                    auto_said = (plans, planning, last)
+                if method == "heu2":
+                    heu_said = (plans, planning, last)
+        if rank == 0:
+            mpi = float(np.median(loops["mpi"]))
+            for method in METHODS:
+                loop = float(np.median(loops[method]))
+                plans, planning, last = (0, 0.0, None) if method == "mpi" else auto_said if method == "auto" else heu_said
+                said = "" if last is None else f"{last.method}: {last.reason}"
+                print(f"{regime:9} {method:15} {loop:7.3f} {loop / mpi:6.2f} {plans:5d} {planning:7.3f}  {said[:100]}",
+                      flush=True)
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, default=16)
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--max-elements", type=int, default=65536)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=5, help="loops per method, in turn (the median is printed)")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    argv = [str(mpiexec), "-n", str(args.ranks), sys.executable, __file__, "--worker", "--calls", str(args.calls),
+            "--max-elements", str(args.max_elements), "--seed", str(args.seed), "--repeat", str(args.repeat)]
+    raise SystemExit(subprocess.run(argv).returncode)
+
+
+if __name__ == "__main__":
+    main()
