@@ -188,6 +188,7 @@ class CGIteration:
     solve_s: float
     price_s: float
     elapsed_s: float
+    solves: int = 1  # the restricted LP's solves this round (rows added between them)
 
 
 @dataclass(frozen=True)
@@ -416,7 +417,7 @@ class _Run:
             self.lp.set_tolerance(min(1e-4, max(self.options.lp_tolerance, gap / 100)))
         elapsed = time.perf_counter() - self.start
         self.history.append(CGIteration(it, paths_before, rows_before, sol.time_s, self.bound, gap, added,
-                                        sol.solve_s, price, elapsed))
+                                        sol.solve_s, price, elapsed, sol.rounds))
         note = _bound_note(full and self.pricer.regions, self.pricer.searched_whole, this_bound)
         self.say(f"iteration {it}: {paths_before:,} paths, {rows_before:,} link rows, LP {sol.time_s * 1e3:.4f} ms "
                  f"({sol.solve_s:.1f} s, {sol.rounds} solve{'s' if sol.rounds > 1 else ''}), bound "

@@ -61,10 +61,18 @@ OPT_PATHS_PER_JOB = 8
 #: kept only where its restricted LP holds at most this many paths: it makes the time exact
 #: where that is cheap.
 VERTEX_BEFORE_LEAN_PATHS = 10_000
-#: The lean step of ``opt`` may take as many iterations as column generation took, and at
-#: least this many: a budget of work, not of seconds, so the same inputs give the same plan
-#: on a quiet or a busy machine (a time limit, when given, stops it too, and the plan says so).
+#: The lean step of ``opt`` is given a budget of work, not of seconds, so that the same inputs
+#: give the same plan on a quiet or a busy machine (a time limit, when given, stops it too, and
+#: the plan says so): as many rounds as column generation took, and at least this many...
 LEAN_MIN_ITERATIONS = 15
+#: ... and at most ``LEAN_ROUND_SCALE * S * P / R**2`` rounds, for column generation's ``S`` LP
+#: solves and the ``P`` paths and ``R`` rows (jobs and links) of its last LP: a solve of the
+#: lean LP by interior point costs about ``R**2 / P`` times a solve of column generation's, so
+#: the step costs about what column generation did. Below :data:`LEAN_MIN_ROUNDS` rounds (its
+#: first solves mostly add the rows of links the interior point overfills) the step cannot pay
+#: and is skipped.
+LEAN_ROUND_SCALE = 2000
+LEAN_MIN_ROUNDS = 3
 
 
 def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str = "auto", *,
@@ -251,21 +259,35 @@ class ColumnGeneration(Planner):
 
     def _lean(self, ctx: Context, cg: CGResult, spent: float, rec: PlanRecord) -> tuple[PathSet, np.ndarray]:
         """The lean step within its budget; the plan it gives if no slower, else column generation's."""
-        iterations = max(LEAN_MIN_ITERATIONS, cg.iterations)
+        last = cg.history[-1]
+        rows = ctx.demands.num_jobs + last.rows
+        afford = int(LEAN_ROUND_SCALE * sum(h.solves for h in cg.history) * last.paths / rows ** 2)
+        iterations = min(max(LEAN_MIN_ITERATIONS, cg.iterations), afford)
+        if iterations < LEAN_MIN_ROUNDS:
+            rec.lean = {"status": "skipped: cannot pay"}
+            rec.warnings.append(f"the lean step was skipped: {LEAN_MIN_ROUNDS} solves of its LP ({rows:,} rows) would "
+                                f"cost more than column generation did; the plan moves the hop-bytes column "
+                                f"generation left")
+            ctx.say(f"lean step: skipped ({LEAN_MIN_ROUNDS} solves would cost more than column generation did)")
+            return cg.paths, cg.share
         left = None if self.time_limit is None else self.time_limit - spent
         if left is not None and left <= 0:
             rec.lean = {"status": "time limit"}
             return cg.paths, cg.share
-        ctx.say(f"lean step: the fewest hop-bytes at {cg.time_s * 1e3:.4f} ms, in at most {iterations} iterations"
+        ctx.say(f"lean step: the fewest hop-bytes at {cg.time_s * 1e3:.4f} ms, in at most {iterations} rounds"
                 + ("" if left is None else f" and {left:.1f} s"))
         lean = lean_plan(ctx.topology, ctx.demands, cg.paths, cg.share, cg.time_s, sizes=ctx.sizes,
                          hop_slack=self.hop_slack, time_limit=left, max_iterations=iterations, workers=ctx.workers,
                          progress=ctx.progress, space=ctx.space)
         kept = lean.time_s <= cg.time_s * (1 + 1e-6) and lean.hop_bytes <= lean.hop_bytes_before
+        saved = 1 - lean.hop_bytes / lean.hop_bytes_before if kept and lean.hop_bytes_before > 0 else 0.0
         rec.lean = {"status": lean.status if kept else "slower: not used",
-                           "hop_bytes_before": lean.hop_bytes_before, "hop_bytes": lean.hop_bytes,
-                    "hop_bytes_bound": lean.bound, "gap": lean.gap, "iterations": lean.iterations}
+                    "hop_bytes_before": lean.hop_bytes_before, "hop_bytes": lean.hop_bytes,
+                    "hop_bytes_bound": lean.bound, "gap": lean.gap, "iterations": lean.iterations,
+                    "budget": iterations, "saved": saved}
         rec.timings["lean_s"] = lean.seconds
+        ctx.say(f"lean step: {saved:.2%} fewer hop-bytes ({lean.status}, {lean.iterations} of {iterations} rounds, "
+                f"{lean.seconds:.1f} s)")
         return (lean.paths, lean.share) if kept else (cg.paths, cg.share)
 
 
