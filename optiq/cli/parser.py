@@ -103,8 +103,8 @@ def add_planning(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hop-slack", type=types.non_negative_int,
                    help=f"opt: paths at most this many hops over the shortest (default {DEFAULT_HOP_SLACK})")
     p.add_argument("--lean", action=argparse.BooleanOptionalAction, default=None,
-                   help="opt: then the plan of fewest hop-bytes at the same time (default on, given as many "
-                        "iterations as column generation took, at least 15)")
+                   help="opt: then the plan of fewest hop-bytes at the same time (default on, within a budget "
+                        "of about what column generation cost; skipped where it cannot pay)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
 
 

@@ -64,7 +64,7 @@ VERTEX_BEFORE_LEAN_PATHS = 10_000
 #: The lean step of ``opt`` is given a budget of work, not of seconds, so that the same inputs
 #: give the same plan on a quiet or a busy machine (a time limit, when given, stops it too, and
 #: the plan says so): as many rounds as column generation took, and at least this many...
-LEAN_MIN_ITERATIONS = 15
+LEAN_MIN_ITERATIONS = 10
 #: ... and at most ``LEAN_ROUND_SCALE * S * P / R**2`` rounds, for column generation's ``S`` LP
 #: solves and the ``P`` paths and ``R`` rows (jobs and links) of its last LP: a solve of the
 #: lean LP by interior point costs about ``R**2 / P`` times a solve of column generation's, so
