@@ -161,3 +161,34 @@ def test_solves_print_nothing(capfd):
     solve_pyomo_model(build_pyomo_model(t, d, plan.paths))
     out, err = capfd.readouterr()  # what HiGHS writes to the process's stdout too
     assert out == "" and err == ""
+
+
+def _sequential_heu2(t, d, cand, unit):
+    """Heuristic 2 one unit at a time, in passes: every job with bytes left places one unit on
+    the candidate whose busiest link is least loaded after it, the most left first."""
+    load, out, left = np.zeros(t.num_links), np.zeros(cand.num_paths, dtype=np.int64), d.nbytes.copy()
+    jo = cand.job_offsets
+    while (left > 0).any():
+        for j in sorted(np.flatnonzero(left > 0).tolist(), key=lambda j: (-left[j], j)):
+            amount = min(unit, int(left[j]))
+            ids = list(range(jo[j], jo[j + 1]))
+            worst = [((load[cand.path(p)] + amount) / t.capacity[cand.path(p)]).max() for p in ids]
+            best = ids[min(range(len(ids)), key=lambda i: (worst[i], cand.hops[ids[i]], i))]
+            load[cand.path(best)] += amount
+            out[best] += amount
+            left[j] -= amount
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_heuristic_2_one_job_a_batch_is_the_sequential_heuristic(seed):
+    t = torus((4, 4), bandwidth=1e9)
+    rng = np.random.default_rng(seed)
+    pair = rng.choice(16 * 15, 20, replace=False)
+    src, dst = pair // 15, (pair // 15 + 1 + pair % 15) % 16
+    d = Demands(src, dst, rng.integers(1, 5 * 10**6, 20))
+    cand = diverse_paths(t, d, k=4, seed=seed)
+    want = _sequential_heu2(t, d, cand, 10**6)
+    assert np.array_equal(demand_aware_heuristic(t, d, cand, 10**6, batch=1), want)
+    batched = demand_aware_heuristic(t, d, cand, 10**6, batch=8)  # the same bytes per job, placed in passes
+    assert np.array_equal(np.bincount(cand.job, weights=batched, minlength=d.num_jobs), d.nbytes)

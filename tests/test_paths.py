@@ -277,3 +277,50 @@ def test_least_cost_paths_in_regions_equal_the_whole_graph_search(spec):
         assert confined[1] == pytest.approx(full[1], rel=1e-9, abs=1e-12)
         assert all(p.size <= h for p, h in zip(confined[0], limit))
         assert np.isnan(confined[2]).all()  # a confined search proves no bound
+
+
+def _random_pathset(rng, num_jobs, count):
+    if count == 0:
+        return PathSet(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), num_jobs)
+    paths = [rng.integers(0, 50, rng.integers(1, 5)) for _ in range(count)]
+    stops = [np.append(rng.random(p.size - 1) < 0.5, True) for p in paths]
+    ps, _ = PathSet.from_csr(np.concatenate(paths), np.concatenate(([0], np.cumsum([p.size for p in paths]))),
+                             rng.integers(0, num_jobs, count), num_jobs, np.concatenate(stops))
+    return ps
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_concat_places_paths_as_sorting_them_by_job_does(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        num_jobs = int(rng.integers(1, 6))
+        parts = [_random_pathset(rng, num_jobs, int(rng.integers(0, 8))) for _ in range(int(rng.integers(1, 4)))]
+        got, order = PathSet.concat(parts)
+        hops = np.concatenate([p.hops for p in parts])
+        want, want_order = PathSet.from_csr(np.concatenate([p.links for p in parts]),
+                                            np.concatenate(([0], np.cumsum(hops))),
+                                            np.concatenate([p.job for p in parts]), num_jobs,
+                                            np.concatenate([p.stops for p in parts]))
+        for a, b in ((got.job, want.job), (got.offsets, want.offsets), (got.links, want.links),
+                     (got.stops, want.stops), (order, want_order)):
+            assert np.array_equal(a, b)
+
+
+def test_chain_candidates_priced_in_slices_are_valid_distinct_chains(monkeypatch):
+    from optiq.paths import chains
+    from optiq.paths.space import PathSpace
+
+    t = kary_ntree(4, 2)
+    d = random_demands(t, 40, seed=3)
+    space = PathSpace(t, d)
+    full = space.chains.spread(6, seed=1)
+    monkeypatch.setattr(chains, "SPREAD_FULL_ENTRIES", 0)  # every round offers a slice of the intermediates
+    sliced = space.chains.spread(6, seed=1)
+    space.check(sliced)
+    assert np.array_equal(sliced.paths_per_job, full.paths_per_job)  # 16 intermediates, five slices of up to 4
+    for j in range(d.num_jobs):
+        mine = [tuple(sliced.path(p)) for p in range(sliced.job_offsets[j], sliced.job_offsets[j + 1])]
+        assert len(set(mine)) == len(mine)
+        stops = [sliced.stop_nodes(p, t) for p in range(sliced.job_offsets[j], sliced.job_offsets[j + 1])]
+        assert stops[0] == [d.src[j], d.dst[j]] and all(s[0] == d.src[j] and s[-1] == d.dst[j] for s in stops)
+        assert all(d.src[j] not in s[1:-1] and d.dst[j] not in s[1:-1] for s in stops)

@@ -1,15 +1,14 @@
-"""Heuristic 2 (OPTIQ): place demand unit by unit on the path whose busiest link is least loaded."""
+"""Heuristic 2 (OPTIQ): place demand unit by unit on the path whose busiest link is least loaded, in passes."""
 
 from __future__ import annotations
 
-import heapq
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import PlanError
+from ..paths.pathset import csr_positions
 from ..utils.progress import Progress, Ticker
-from .common import job_candidates
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -23,13 +22,18 @@ DEFAULT_UNIT = 2**20
 
 
 def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: PathSet, unit: int = DEFAULT_UNIT, *,
-                           progress: Progress | None = None) -> np.ndarray:
+                           batch: int | None = None, progress: Progress | None = None) -> np.ndarray:
     """Bytes per candidate path chosen by Heuristic 2.
 
-    Repeatedly take the job with the most demand left, put one ``unit`` of it (or what is
-    left, if less) on its candidate path whose busiest link would be least loaded
-    afterwards (in time: bytes over capacity; ties go to the shorter, then earlier path),
-    and update the link loads, until every byte is placed.
+    In passes until every byte is placed: every job with bytes left, the most left first,
+    puts one ``unit`` of it (or what is left, if less) on its candidate path whose busiest
+    link would be least loaded afterwards (in time: bytes over capacity; ties go to the
+    shorter, then earlier path), and the link loads grow by it. (The paper's statement lets
+    the job with the most left go again at once; passes interleave the jobs' units.)
+
+    The jobs take their turns a batch of :func:`batch_size` at a time: a batch chooses
+    against the loads before it and its units are added together, so numpy does the work of
+    a batch at once; with ``batch=1`` every unit sees the ones before it.
 
     Parameters
     ----------
@@ -38,6 +42,8 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
     candidates : PathSet
     unit : int
         Bytes placed per step.
+    batch : int, optional
+        Jobs that choose together (default :func:`batch_size`; 1: the sequential heuristic).
     progress : callable, optional
         Receives the number of units placed every couple of seconds.
 
@@ -49,7 +55,7 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
     Raises
     ------
     PlanError
-        If ``unit < 1``.
+        If ``unit < 1`` or ``batch < 1``, or a job has no candidate path.
 
     Examples
     --------
@@ -62,30 +68,62 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
     """
     if unit < 1:
         raise PlanError(f"the unit of Heuristic 2 must be at least 1 byte, got {unit}")
-    load = np.zeros(topology.num_links)
+    if batch is not None and batch < 1:
+        raise PlanError(f"Heuristic 2's batch must be at least 1 job, got {batch}")
     cap = topology.capacity
+    load = np.zeros(topology.num_links)
     out = np.zeros(candidates.num_paths, dtype=np.int64)
-    left = demands.nbytes.copy()
-    cache: dict[int, tuple] = {}
-    heap = [(-int(b), j) for j, b in enumerate(left)]
-    heapq.heapify(heap)
-    units = int((-(-demands.nbytes // unit)).sum())
+    left = demands.nbytes.astype(np.int64).copy()
+    J = demands.num_jobs
+    block = batch_size(J) if batch is None else int(batch)
+    job_offsets, hops = candidates.job_offsets, candidates.hops
+    units = int((-(-left // unit)).sum())
     tick, placed = Ticker(progress, "Heuristic 2: units placed", units), 0
-    while heap:
-        placed += 1
-        if placed % 1024 == 0:
+    while True:
+        # one pass: every job with bytes left places one unit, the most left first (ties: lower id)
+        waiting = np.flatnonzero(left > 0)
+        if not waiting.size:
+            break
+        waiting = waiting[np.lexsort((waiting, -left[waiting]))]
+        for start in range(0, waiting.size, block):
+            jobs = waiting[start:start + block]
+            amount = np.minimum(left[jobs], unit)
+            best, links, per_link = _best_paths(candidates, job_offsets, hops, jobs, amount, load, cap)
+            load += np.bincount(links, weights=per_link, minlength=load.size)
+            out[best] += amount
+            left[jobs] -= amount
+            placed += jobs.size
             tick(placed)
-        _, j = heapq.heappop(heap)
-        if j not in cache:
-            cache[j] = job_candidates(candidates, j)
-        ids, links, offs, hops = cache[j]
-        amount = min(unit, int(left[j]))
-        worst = np.maximum.reduceat((load[links] + amount) / cap[links], offs)
-        best = np.lexsort((np.arange(ids.size), hops, worst))[0]
-        load[links[offs[best]:offs[best] + hops[best]]] += amount
-        out[ids[best]] += amount
-        left[j] -= amount
-        if left[j] > 0:
-            heapq.heappush(heap, (-int(left[j]), j))
     tick(units)
     return out
+
+
+def batch_size(jobs: int) -> int:
+    """Jobs that place a unit together, against the loads before any of them: small enough that
+    they rarely pile onto the same link, large enough that numpy, not Python, does the work."""
+    return int(min(BATCH_MAX, max(BATCH_MIN, jobs // 64)))
+
+
+#: Bounds of :func:`batch_size`.
+BATCH_MIN, BATCH_MAX = 16, 1024
+
+
+def _best_paths(candidates: PathSet, job_offsets: np.ndarray, hops: np.ndarray, jobs: np.ndarray,
+                amount: np.ndarray, load: np.ndarray, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every job's candidate whose busiest link would be least loaded in time after ``amount``
+    more bytes (ties: fewer hops, then the earlier path), and its links with the bytes."""
+    count = job_offsets[jobs + 1] - job_offsets[jobs]
+    if (count == 0).any():
+        raise PlanError(f"job {int(jobs[np.flatnonzero(count == 0)[0]])} has no candidate path")
+    paths = csr_positions(job_offsets[jobs], count)        # the candidates, job by job
+    owner = np.repeat(np.arange(jobs.size), count)
+    h = hops[paths]
+    entries = csr_positions(candidates.offsets[paths], h)
+    links = candidates.links[entries]
+    after = (load[links] + np.repeat(amount[owner], h)) / cap[links]
+    worst = np.maximum.reduceat(after, np.concatenate(([0], np.cumsum(h)[:-1])))
+    order = np.lexsort((paths, h, worst, owner))
+    first = order[np.concatenate(([0], np.flatnonzero(np.diff(owner[order])) + 1))]
+    best = paths[first]
+    chosen = csr_positions(candidates.offsets[best], hops[best])
+    return best, candidates.links[chosen], np.repeat(amount.astype(float), hops[best])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,6 +48,8 @@ __all__ = ["LeanResult", "lean_plan", "LEAN_GAP"]
 LEAN_GAP = 0.005
 #: Links loaded to at least this fraction of the time start as rows.
 INITIAL_ROWS = 0.5
+#: The paths the final vertex keeps: those the interior point gave this share of their job.
+SUPPORT = 1e-6
 
 
 @dataclass(frozen=True)
@@ -150,11 +152,11 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
     lp.a_matrix_.start_ = np.zeros(1, dtype=np.int32)
     highs = silent_highs()
     # interior point without crossover: a warm-started primal simplex re-solve costs seconds
-    # at a thousand jobs and grows fast; pricing needs only the duals, and a link left over
-    # its capacity by the solver's tolerance is within the caller's check (1e-6 of the time)
+    # at a thousand jobs and grows fast; pricing needs only the duals, and a tight primal
+    # tolerance keeps every link within the time to 1e-10 of it
     highs.setOptionValue("solver", "ipm")
     highs.setOptionValue("run_crossover", "off")
-    highs.setOptionValue("primal_feasibility_tolerance", 1e-8)
+    highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
     highs.passModel(lp)
     row_of_link = np.full(L, -1, dtype=np.int64)
     columns: list[np.ndarray] = []
@@ -244,7 +246,7 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
         s = x / total[job_of]
         hops = np.array([p.size for p in columns])
         link_loads = np.bincount(np.concatenate(columns), weights=np.repeat(s * size[job_of], hops), minlength=L) / cap
-        over = np.flatnonzero((row_of_link < 0) & (link_loads > time_s * (1 + 1e-6)))
+        over = np.flatnonzero((row_of_link < 0) & (link_loads > time_s * (1 + 1e-9)))
         if over.size:  # a link without a row was overloaded: give it (and the nearly full ones) a row
             add_rows(np.flatnonzero((row_of_link < 0) & (link_loads >= 0.9 * time_s)))
             continue
@@ -280,6 +282,20 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
     if best_share is None:  # nothing solved in time: the given plan
         return LeanResult(paths, share, float(loads.max()), before, before, bound, iterations,
                           time.perf_counter() - start, status)
+    polished = None
+    for _ in range(5):  # a vertex that overfills a link without a row: give it a row and solve again
+        vertex = _vertex(highs, best_share, len(columns), np.array(jobs), columns, size, cap, time_s, J, L)
+        if vertex is None:
+            break
+        if not vertex[1].size:
+            polished = vertex[0]
+            break
+        add_rows(vertex[1])
+    if polished is not None:
+        hops_of = np.array([c.size for c in columns[:best_share.size]])
+        if float(size[np.array(jobs)[:best_share.size]] @ (polished * hops_of)) <= best_hop_bytes * (1 + 1e-9):
+            best_share = polished
+            best_hop_bytes = float(size[np.array(jobs)[:best_share.size]] @ (polished * hops_of))
     keep = np.flatnonzero(best_share > 0)
     chosen, order = PathSet.from_csr(np.concatenate([columns[c] for c in keep]),
                                      np.concatenate(([0], np.cumsum([columns[c].size for c in keep]))),
@@ -289,6 +305,39 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
     lean_time = chosen.busiest_link_time(lean_share * size[chosen.job], cap)
     return LeanResult(chosen, lean_share, lean_time, before, best_hop_bytes, bound, iterations,
                       time.perf_counter() - start, status)
+
+
+def _vertex(highs: Any, share: np.ndarray, count: int, jobs: np.ndarray, columns: list[np.ndarray], size: np.ndarray,
+            cap: np.ndarray, time_s: float, J: int, L: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The interior point's plan made a vertex: the same LP by simplex over the paths it uses
+    (a share of at least :data:`SUPPORT` of its job), so that the plan's paths are few and its
+    links exactly within the time. Its shares and the links it overfills (links without a
+    row), or None where that LP fails."""
+    import highspy
+
+    used = np.zeros(count, dtype=bool)
+    used[:share.size] = share >= SUPPORT
+    top = np.zeros(J, dtype=np.int64)  # every job keeps at least its largest share
+    order = np.lexsort((-share, jobs[:share.size]))
+    first = order[np.concatenate(([0], np.flatnonzero(np.diff(jobs[:share.size][order])) + 1))]
+    top[jobs[first]] = first
+    used[top] = True
+    highs.changeColsBounds(count, np.arange(count, dtype=np.int32), np.zeros(count),
+                           np.where(used, highspy.kHighsInf, 0.0))
+    highs.setOptionValue("solver", "simplex")
+    highs.run()
+    if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    x = np.maximum(np.asarray(highs.getSolution().col_value)[:share.size], 0.0)
+    job_of = jobs[:share.size]
+    total = np.bincount(job_of, weights=x, minlength=J)
+    if not (total > 0).all():
+        return None
+    s = x / total[job_of]
+    hops = np.array([c.size for c in columns[:share.size]])
+    loads = np.bincount(np.concatenate(columns[:share.size]), weights=np.repeat(s * size[job_of], hops),
+                        minlength=L) / cap
+    return s, np.flatnonzero(loads > time_s * (1 + 1e-9))
 
 
 def _shortest_routes(space: PathSpace, k: int, workers: Workers | None) -> PathSet:

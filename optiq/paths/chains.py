@@ -17,7 +17,9 @@ cheapest chain of every job a minimum over its intermediates, all in numpy:
   cost of the cheapest chain of any job: what a Lagrangian bound over chains needs;
 * :meth:`ChainSpace.spread` makes ``k`` candidates per job, the direct route and then, round
   by round, the chain through the intermediate whose legs cost least under weights that
-  grow with the load earlier rounds put on each link (like :func:`optiq.paths.spread_paths`).
+  grow with the load earlier rounds put on each link (like :func:`optiq.paths.spread_paths`);
+  on large demand sets each round offers every job a different slice of the intermediates
+  (:data:`SPREAD_FULL_ENTRIES`), so the rounds together cost one look at each.
 
 The intermediates are every rank but the job's own two, unless the legs would need more than
 :data:`MAX_LEG_ROUTES` routes: then a seeded sample of the ranks, which ``note`` names.
@@ -47,6 +49,18 @@ MAX_INTERMEDIATES = 2
 MAX_LEG_ROUTES = 6_000_000
 #: Jobs priced together (a block of jobs x intermediates costs at a time).
 _JOB_BLOCK = 2048
+#: :meth:`ChainSpace.spread` prices every intermediate for every job and round while that is
+#: at most this many (job, intermediate, round) entries; beyond, a slice of them per round.
+SPREAD_FULL_ENTRIES = 50_000_000
+
+
+def _slices(M: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` disjoint slices of the ``M`` intermediates (a seeded permutation dealt out), as
+    rows of positions padded with -1."""
+    width = -(-M // count)
+    table = np.full(count * width, -1, dtype=np.int64)
+    table[:M] = rng.permutation(M)
+    return table.reshape(width, count).T.copy()
 
 
 class _Legs:
@@ -227,17 +241,28 @@ class ChainSpace:
         uses = np.zeros(L)
         direct = PathSet(np.arange(J), self.direct.offsets, self.direct.links, J)
         uses += np.bincount(direct.links, minlength=L)
-        taken = np.zeros((J, M), dtype=bool)
+        taken = np.zeros((J, M) if J * M * (k - 1) <= SPREAD_FULL_ENTRIES else (0, 0), dtype=bool)
         parts = [direct]
         tick = Ticker(progress, "chain candidates: rounds", k)
+        # every round, every job looks at all M intermediates while that is cheap; beyond, at a
+        # slice of them, a different one each round (k - 1 slices of a seeded permutation)
+        sliced = J * M * (k - 1) > SPREAD_FULL_ENTRIES
+        slices = _slices(M, max(1, min(k - 1, M)), rng) if sliced else None
         for rnd in range(1, k):
             tick(rnd)
             mean = uses[uses > 0].mean() if (uses > 0).any() else 1.0
             weight = 1.0 + penalty * uses / mean + rng.random(L) * 0.01
             out, into, _, _ = self._tables(weight)
             jobs_all, picks_all = [], []
+            if slices is not None and rnd > slices.shape[0]:
+                break
             for start in range(0, J, _JOB_BLOCK):
                 jobs = np.arange(start, min(start + _JOB_BLOCK, J))
+                if slices is not None:
+                    pick, fine = self._slice_pick(jobs, slices[(jobs + rnd - 1) % slices.shape[0]], out, into)
+                    jobs_all.append(jobs[fine])
+                    picks_all.append(pick[fine])
+                    continue
                 via = out[self.src_index[jobs]] + into[:, self.dst_index[jobs]].T
                 cost = np.concatenate([np.full((jobs.size, 1), np.inf), via], axis=1)
                 self._exclude_own(jobs, cost)
@@ -249,13 +274,28 @@ class ChainSpace:
             jobs, picks = np.concatenate(jobs_all), np.concatenate(picks_all)
             if not jobs.size:
                 break
-            taken[jobs, picks - 1] = True
+            if slices is None:
+                taken[jobs, picks - 1] = True
             chains = self._chains(jobs, picks, weight)
             uses += np.bincount(chains.links, minlength=L)
             parts.append(chains)
         tick(k)
         merged, _ = PathSet.concat(parts)
         return merged
+
+    def _slice_pick(self, jobs: np.ndarray, offered: np.ndarray, out: np.ndarray,
+                    into: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per job, the cheapest of the intermediates ``offered`` to it (a row of positions in
+        ``via``, -1 for none) other than its own two ends: its option (``1 + m``), and whether
+        it has one."""
+        valid = offered >= 0
+        m = np.where(valid, offered, 0)
+        cost = out[self.src_index[jobs][:, None], m] + into[m, self.dst_index[jobs][:, None]]
+        host = self.via[m]
+        cost[~valid | (host == self.demands.src[jobs][:, None]) | (host == self.demands.dst[jobs][:, None])] = np.inf
+        best = np.argmin(cost, axis=1)
+        rows = np.arange(jobs.size)
+        return 1 + m[rows, best], np.isfinite(cost[rows, best])
 
     @cached_property
     def max_links(self) -> int:

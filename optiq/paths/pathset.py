@@ -110,12 +110,26 @@ class PathSet:
     def concat(cls, parts: list[PathSet]) -> tuple[PathSet, np.ndarray]:
         """The paths of several path sets of the same jobs, grouped by job (stably: within a
         job, the first set's paths first), and ``order`` as :meth:`from_csr` gives it."""
+        # every part is grouped by job already: each path's place is its job's start, the paths
+        # of the job in the earlier parts, and its rank within its job in its own part (no sort)
         num_jobs = parts[0].num_jobs
-        links = np.concatenate([p.links for p in parts])
-        stops = np.concatenate([p.stops for p in parts])
-        jobs = np.concatenate([p.job for p in parts])
-        hops = np.concatenate([p.hops for p in parts])
-        return cls.from_csr(links, np.concatenate(([0], np.cumsum(hops))), jobs, num_jobs, stops)
+        counts = np.stack([np.bincount(p.job, minlength=num_jobs) for p in parts])      # (parts, jobs)
+        before = (np.cumsum(counts.T.ravel()) - counts.T.ravel()).reshape(num_jobs, len(parts)).T
+        dest = np.concatenate([before[i][p.job] + np.arange(p.num_paths) - p.job_offsets[p.job]
+                               for i, p in enumerate(parts)])
+        total = dest.size
+        hops = np.empty(total, dtype=np.int64)
+        hops[dest] = np.concatenate([p.hops for p in parts])
+        offsets = np.concatenate(([0], np.cumsum(hops)))
+        where = csr_positions(offsets[:-1][dest], hops[dest])
+        links = np.empty(int(offsets[-1]), dtype=np.int64)
+        stops = np.empty(links.size, dtype=bool)
+        links[where] = np.concatenate([p.links for p in parts])
+        stops[where] = np.concatenate([p.stops for p in parts])
+        job = np.repeat(np.arange(num_jobs), counts.sum(axis=0))
+        order = np.empty(total, dtype=np.int64)
+        order[dest] = np.arange(total)
+        return cls(job, offsets, links, num_jobs, stops), order
 
     def __repr__(self) -> str:
         return (f"PathSet(jobs={self.num_jobs}, paths={self.num_paths}, hops_max={int(self.hops.max(initial=0))}, "
@@ -268,4 +282,6 @@ def end_stops(offsets: np.ndarray) -> np.ndarray:
 
 def csr_positions(starts: np.ndarray, hops: np.ndarray) -> np.ndarray:
     """Positions ``starts[i] .. starts[i] + hops[i] - 1`` for every ``i``, concatenated."""
-    return np.repeat(starts, hops) + (np.arange(hops.sum()) - np.repeat(np.cumsum(hops) - hops, hops))
+    hops = np.asarray(hops, dtype=np.int64)
+    shift = np.asarray(starts, dtype=np.int64) - (np.cumsum(hops) - hops)  # start less where the run begins
+    return np.repeat(shift, hops) + np.arange(int(hops.sum()), dtype=np.int64)

@@ -175,25 +175,27 @@ def plan_memory_estimate(topology: Topology, demands: Demands, method: str | Pla
 
 
 def _no_worse_than_default(topology: Topology, demands: Demands, planner: Planner, paths: PathSet,
-                           nbytes: np.ndarray, record: PlanRecord, default: PathSet) -> tuple[PathSet, np.ndarray]:
+                           nbytes: np.ndarray, record: PlanRecord, default: PathSet,
+                           say: Callable[[str], None] | None = None) -> tuple[PathSet, np.ndarray]:
     """The plan, or the machine's default routes when those finish sooner (and say so).
 
-    ``opt`` and ``lp`` fall back to the default routes (``info["fallback"]`` records both
-    times); a heuristic's plan is kept, with a warning.
+    Every method falls back to the default routes (``info["fallback"]`` records both times):
+    ``opt`` and ``lp`` with a warning (their LP should not lose to a route it holds), the
+    heuristics, which start from those routes and may place worse, with a progress line.
     """
     default_s = float(record.default_time_s or 0.0)
     own_s = paths.busiest_link_time(np.asarray(nbytes, dtype=float), topology.capacity)
     if default_s >= own_s * (1 - 1e-9):
         return paths, nbytes
     method = planner.name
+    record.fallback = {"method_time_s": own_s, "default_time_s": default_s}
+    said = (f"the {method} plan ({own_s * 1e3:.4f} ms) is slower than the default routes ({default_s * 1e3:.4f} ms): "
+            f"keeping the default routes")
     if planner.solves_lp:
-        record.fallback = {"method_time_s": own_s, "default_time_s": default_s}
-        record.warnings.append(f"the {method} plan ({own_s * 1e3:.4f} ms) is slower than the default routes "
-                               f"({default_s * 1e3:.4f} ms): keeping the default routes")
-        return default, demands.nbytes.copy()
-    record.warnings.append(f"the {method} plan ({own_s * 1e3:.4f} ms) is slower than the default routes "
-                           f"({default_s * 1e3:.4f} ms)")
-    return paths, nbytes
+        record.warnings.append(said)
+    elif say is not None:
+        say(said)
+    return default, demands.nbytes.copy()
 
 
 def _make_plan(topology: Topology, demands: Demands, method: str | Planner, params: dict[str, Any], *,
@@ -236,7 +238,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     paths, nbytes = result.paths, result.path_bytes
     bound_s, bound_from = (result.bound_s, result.bound_from) if result.bound_s is not None else (bound.time_s, bound.cut)
     if not isinstance(planner, SystemRoutes) and qos is None:
-        paths, nbytes = _no_worse_than_default(topology, demands, planner, paths, nbytes, record, default)
+        paths, nbytes = _no_worse_than_default(topology, demands, planner, paths, nbytes, record, default, progress)
     paths = space.finish(paths)
     if qos is not None:
         record.qos_shares = dict(qos.shares)
