@@ -279,7 +279,7 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
         if not add_columns(found.select(mask)):
             status = "no improving path"
             break
-    if best_share is None:  # nothing solved in time: the given plan
+    if best_share is None or best_hop_bytes >= before * (1 - 1e-6):  # nothing (worth a vertex) found: the given plan
         return LeanResult(paths, share, float(loads.max()), before, before, bound, iterations,
                           time.perf_counter() - start, status)
     polished = None

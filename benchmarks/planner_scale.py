@@ -1,0 +1,94 @@
+"""The planners on a full all-to-all-v of random sizes: time against ``default``, plan against ``opt``.
+
+Every host sends every other host a random number of float64 elements, up to 64 Ki (seeded),
+as an application's all-to-all-v. For each machine, every method plans the same demands in
+this process; printed: its planning time, that time over ``default``'s, its plan's predicted
+time over ``opt``'s (where ``opt`` runs) and over the cut bound, and whether it kept the
+default routes (``info.fallback``). The issue's marks: ``heu2`` within 5x ``default``'s time on
+512 hosts, its plan within 1.15x of ``opt``'s.
+
+With ``--against DIR`` the same run is repeated with the package found in ``DIR`` (another
+checkout), one machine at a time in turn, so that before and after share the machine's state.
+
+    python benchmarks/planner_scale.py [--machines fattree:k=4,n=3,torus:4x4x4,fattree:k=8,n=3]
+        [--methods default,heu2,opt] [--no-opt-above 64] [--against ../old-checkout]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+MACHINES = "fattree:k=4,n=3;torus:4x4x4;fattree:k=8,n=3"
+
+
+def plan_all(spec: str, methods: list[str], no_opt_above: int, seed: int) -> list[dict]:
+    import numpy as np
+
+    from optiq.lp import cut_lower_bound
+    from optiq.planner import make_plan
+    from optiq.topology import from_spec
+    from optiq.workloads import Demands
+
+    topology = from_spec(spec)
+    n = topology.num_endpoints
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 64 * 2**10 + 1, (n, n)) * 8
+    np.fill_diagonal(sizes, 0)
+    src, dst = np.nonzero(sizes)
+    demands = Demands(src, dst, sizes[src, dst])
+    bound = cut_lower_bound(topology, demands).time_s
+    rows = []
+    for method in methods:
+        if method == "opt" and n > no_opt_above:
+            continue
+        start = time.perf_counter()
+        plan = make_plan(topology, demands, method)
+        rows.append({"machine": spec, "jobs": demands.num_jobs, "method": method,
+                     "seconds": time.perf_counter() - start, "predicted_s": plan.predicted_time_s,
+                     "bound_s": bound, "fallback": plan.info.get("fallback") is not None})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--machines", default=MACHINES, help="topology specs separated by ';'")
+    ap.add_argument("--methods", default="default,heu2,opt")
+    ap.add_argument("--no-opt-above", type=int, default=64, help="hosts beyond which opt is not run")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--against", help="another checkout: its package planned in turn with this one")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    methods = args.methods.split(",")
+    if args.one:
+        print(json.dumps(plan_all(args.one, methods, args.no_opt_above, args.seed)))
+        return
+    trees = {"this": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    if args.against:
+        trees["other"] = os.path.abspath(args.against)
+    print(f"{'checkout':8} {'machine':17} {'jobs':>7} {'method':8} {'plan s':>8} {'/default':>9} {'/opt':>7} "
+          f"{'/bound':>7}  kept default")
+    for spec in args.machines.split(";"):
+        for name, tree in trees.items():
+            env = dict(os.environ, PYTHONPATH=tree)
+            out = subprocess.run([sys.executable, __file__, "--one", spec, "--methods", args.methods,
+                                  "--no-opt-above", str(args.no_opt_above), "--seed", str(args.seed)],
+                                 capture_output=True, text=True, env=env, cwd=tree)
+            if out.returncode != 0:
+                raise SystemExit(out.stderr)
+            rows = json.loads(out.stdout.strip().splitlines()[-1])
+            default = next(r["seconds"] for r in rows if r["method"] == "default")
+            opt = next((r["predicted_s"] for r in rows if r["method"] == "opt"), None)
+            for r in rows:
+                versus_opt = f"{r['predicted_s'] / opt:7.3f}" if opt else f"{'':>7}"
+                print(f"{name:8} {spec:17} {r['jobs']:7d} {r['method']:8} {r['seconds']:8.2f} "
+                      f"{r['seconds'] / default:9.2f} {versus_opt} {r['predicted_s'] / r['bound_s']:7.3f}  "
+                      f"{'yes' if r['fallback'] else ''}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
