@@ -80,19 +80,24 @@ def together(comm: Any, step: Callable[[], T]) -> T:
     """
     if comm is None or comm.Get_size() == 1:
         return step()
-    result, failure = None, None
-    try:
-        result = step()
-    except OptiqError as exc:
-        failure = (type(exc), str(exc))
-    except Exception as exc:  # a bug, not a user mistake: keep its traceback
-        traceback.print_exc()
-        failure = (OptiqError, f"rank {comm.Get_rank()}: {type(exc).__name__}: {exc}")
+    result, failure = _attempt(comm, step)
     for found in comm.allgather(failure):
         if found is not None:
             kind, message = found
             raise kind(message)
     return result  # type: ignore[return-value]
+
+
+def _attempt(comm: Any, step: Callable[[], T]) -> tuple[T | None, tuple[type[OptiqError], str] | None]:
+    """``step()``'s result, or the failure to raise on every rank: an :class:`OptiqError`'s type
+    and message, or any other exception (a bug: its traceback printed here) naming this rank."""
+    try:
+        return step(), None
+    except OptiqError as exc:
+        return None, (type(exc), str(exc))
+    except Exception as exc:  # a bug, not a user mistake: keep its traceback
+        traceback.print_exc()
+        return None, (OptiqError, f"rank {comm.Get_rank()}: {type(exc).__name__}: {exc}")
 
 
 def from_leader(comm: Any, step: Callable[[], T]) -> T:
@@ -103,15 +108,7 @@ def from_leader(comm: Any, step: Callable[[], T]) -> T:
     """
     if comm is None or comm.Get_size() == 1:
         return step()
-    result, failure = None, None
-    if comm.Get_rank() == 0:
-        try:
-            result = step()
-        except OptiqError as exc:
-            failure = (type(exc), str(exc))
-        except Exception as exc:  # a bug, not a user mistake: keep its traceback
-            traceback.print_exc()
-            failure = (OptiqError, f"rank 0: {type(exc).__name__}: {exc}")
+    result, failure = _attempt(comm, step) if comm.Get_rank() == 0 else (None, None)
     wait_politely(comm.Ibarrier())  # the leader may work for seconds
     handed: tuple[T, Any] = comm.bcast((result, failure), root=0)
     result, failure = handed
