@@ -87,7 +87,8 @@ def add_planning(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-intermediates", type=types.positive_int,
                    help=f"forwarded, on fat-trees, fabrics and dragonflies: ranks a chain may stop at (default 1, "
                         f"at most {MAX_INTERMEDIATES})")
-    p.add_argument("--k", type=types.positive_int, help="lp and heuristics: candidate paths per job (default 16)")
+    p.add_argument("--k", type=types.positive_int, help="lp and heuristics: candidate paths per job (default 16, fewer where that would "
+                        "make more than 2 million paths, at least 4)")
     p.add_argument("--candidates", choices=CANDIDATE_KINDS,
                    help="lp/heuristics: how candidates are made (auto: chains for forwarded plans on fat-trees, "
                         "fabrics and dragonflies; else valiant on dragonflies, diverse up to 2,048 nodes, spread "

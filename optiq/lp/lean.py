@@ -50,6 +50,9 @@ LEAN_GAP = 0.005
 INITIAL_ROWS = 0.5
 #: The paths the final vertex keeps: those the interior point gave this share of their job.
 SUPPORT = 1e-6
+#: A lean plan saving less than this fraction of the hop-bytes is not worth its final vertex
+#: (a simplex solve): the given plan stays.
+MIN_SAVING = 1e-3
 
 
 @dataclass(frozen=True)
@@ -279,7 +282,7 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
         if not add_columns(found.select(mask)):
             status = "no improving path"
             break
-    if best_share is None or best_hop_bytes >= before * (1 - 1e-6):  # nothing (worth a vertex) found: the given plan
+    if best_share is None or best_hop_bytes >= before * (1 - MIN_SAVING):  # nothing worth a vertex: the given plan
         return LeanResult(paths, share, float(loads.max()), before, before, bound, iterations,
                           time.perf_counter() - start, status)
     polished = None

@@ -101,7 +101,8 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
     if first is not None:
         space = PathSpace(topology, demands, routing, max_intermediates=max_intermediates, seed=seed,
                           progress=progress)
-        candidates = make_candidates(topology, demands, first.k, first.candidate_kind, hop_limit=first.hop_limit,
+        candidates = make_candidates(topology, demands, first.k_for(demands.num_jobs), first.candidate_kind,
+                                     hop_limit=first.hop_limit,
                                      seed=seed, progress=progress, space=space)
     runs = []
     for method, planner in zip(methods, planners):

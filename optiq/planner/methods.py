@@ -39,7 +39,7 @@ from ..topology import Topology
 from ..utils.checks import check_count, check_seconds
 from ..workloads import Demands
 
-__all__ = ["Context", "PlannerResult", "Planner", "CandidatePlanner", "SystemRoutes", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic",
+__all__ = ["Context", "PlannerResult", "Planner", "CandidatePlanner", "default_k", "DEFAULT_K", "SystemRoutes", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic",
            "PLANNERS", "planner_named", "make_candidates", "CANDIDATE_KINDS"]
 
 #: How fixed candidate paths are made. Forwarded plans on networks whose switches are not
@@ -291,17 +291,36 @@ class ColumnGeneration(Planner):
         return (lean.paths, lean.share) if kept else (cg.paths, cg.share)
 
 
+#: Candidate paths per job when ``k`` is not given...
+DEFAULT_K = 16
+#: ... and fewer (at least :data:`MIN_DEFAULT_K`) where ``DEFAULT_K`` for every job would
+#: make more than this many paths: a full all-to-all of 512 hosts plans in seconds.
+CANDIDATE_PATHS_MAX = 2_000_000
+MIN_DEFAULT_K = 4
+
+
+def default_k(num_jobs: int) -> int:
+    """Candidate paths per job for ``num_jobs`` jobs when ``k`` is not given.
+
+    Examples
+    --------
+    >>> default_k(4032), default_k(261_632)
+    (16, 7)
+    """
+    return int(max(MIN_DEFAULT_K, min(DEFAULT_K, CANDIDATE_PATHS_MAX // max(num_jobs, 1))))
+
+
 @dataclass(frozen=True)
 class CandidatePlanner(Planner):
-    """A method that chooses among ``k`` candidate paths per job, made as ``candidate_kind``
-    says, at most ``hop_limit`` hops long (default the diameter)."""
+    """A method that chooses among ``k`` candidate paths per job (default :func:`default_k`),
+    made as ``candidate_kind`` says, at most ``hop_limit`` hops long (default the diameter)."""
 
-    k: int = 16
+    k: int | None = None
     hop_limit: int | None = None
     candidate_kind: str = "auto"
 
     def __post_init__(self) -> None:
-        check_count("k", self.k, 1)
+        check_count("k", self.k, 1, optional=True)
         check_count("hop_limit", self.hop_limit, 1, optional=True)
         if self.candidate_kind not in CANDIDATE_KINDS:
             raise ParameterError(f"unknown candidate kind {self.candidate_kind!r}; expected one of "
@@ -309,7 +328,11 @@ class CandidatePlanner(Planner):
 
     @property
     def paths_per_job(self) -> int:
-        return self.k
+        return self.k or DEFAULT_K
+
+    def k_for(self, num_jobs: int) -> int:
+        """The candidate paths per job this planner makes for ``num_jobs`` jobs."""
+        return self.k if self.k is not None else default_k(num_jobs)
 
     def run(self, ctx: Context) -> PlannerResult:
         start, rec = time.perf_counter(), PlanRecord()
@@ -317,11 +340,15 @@ class CandidatePlanner(Planner):
         if ctx.space.kind == "chains" and self.hop_limit is not None:
             rec.warnings.append(f"--hop-limit {self.hop_limit} does not apply to chains of the network's routes and "
                                 f"was not used")
+        k = self.k_for(ctx.demands.num_jobs)
         if candidates is None:
-            candidates = make_candidates(ctx.topology, ctx.demands, self.k, self.candidate_kind,
+            if k < DEFAULT_K and self.k is None:
+                ctx.say(f"{k} candidate paths per job ({DEFAULT_K} would make {DEFAULT_K * ctx.demands.num_jobs:,}; "
+                        f"--k sets it)")
+            candidates = make_candidates(ctx.topology, ctx.demands, k, self.candidate_kind,
                                          hop_limit=self.hop_limit, seed=ctx.seed, progress=ctx.progress,
                                          workers=ctx.workers, space=ctx.space)
-        rec.k, rec.candidate_paths = self.k, candidates.num_paths
+        rec.k, rec.candidate_paths = k, candidates.num_paths
         rec.timings["paths_s"] = time.perf_counter() - start
         ctx.say(f"{candidates.num_paths:,} candidate paths for {ctx.demands.num_jobs:,} jobs in "
                 f"{rec.timings['paths_s']:.2f} s")

@@ -215,12 +215,14 @@ def _auto_plan(comm: Any, topology: Topology, demands: Any, forwarders: np.ndarr
     would give Heuristic 2's plan on the same candidates.
     """
     from ..paths.space import PathSpace
-    from ..planner import make_candidates, make_plan
+    from ..planner import make_plan
+    from ..planner.methods import default_k, make_candidates
 
     candidates, last_paths = last if last is not None else (None, None)
     if candidates is None or candidates.num_jobs != demands.num_jobs:
         picks = {key: options[key] for key in ("k", "hop_limit", "seed") if key in options}
         kind = options.get("candidate_kind", "auto")
+        picks.setdefault("k", default_k(demands.num_jobs))
         candidates = from_leader(comm, lambda: make_candidates(
             topology, demands, kind=kind, space=PathSpace(topology, demands, forwarders=forwarders,
                                                           seed=picks.get("seed", 0)), **picks))
