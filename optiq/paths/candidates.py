@@ -11,7 +11,7 @@ from ..errors import PathError
 from ..mpi.workers import Workers
 from .pathset import PathSet, path_key
 from .pricing import least_cost_paths, min_hops
-from .shortest import hop_limited_shortest_paths
+from .shortest import hop_limited_shortest_records
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -82,36 +82,42 @@ def diverse_paths(topology: Topology, demands: Demands, k: int = 16, *, hop_limi
     rng = np.random.default_rng(seed)
     L = topology.num_links
     batch = max(1, _BATCH_ENTRIES // L)
-    all_paths: list[np.ndarray] = []
-    all_jobs: list[int] = []
+    records: list[np.ndarray] = []  # every kept path as a row of links padded with -1
+    owners: list[np.ndarray] = []
     for start in range(0, demands.num_jobs, batch):
         jobs = np.arange(start, min(start + batch, demands.num_jobs))
         weights = (1.0 + rng.random((jobs.size, L)) * (0.5 / limit)).astype(np.float32)
-        seen: list[set] = [set() for _ in jobs]
+        kept = np.full((jobs.size, k, limit), -2, dtype=np.int64)  # this batch's paths so far (-2: none)
+        count = np.zeros(jobs.size, dtype=np.int64)
         active = np.arange(jobs.size)
         for _round in range(k):
-            paths, _ = hop_limited_shortest_paths(topology, demands.src[jobs[active]], demands.dst[jobs[active]],
-                                                  weights[active], limit)
-            keep = []
-            for row, path in zip(active, paths):
-                if path is None:
-                    j = jobs[row]
-                    raise PathError(f"job {j} ({demands.src[j]} -> {demands.dst[j]}) has no path of at most "
-                                    f"{limit} hops")
-                key = path_key(jobs[row], path)
-                if key in seen[row]:
-                    continue
-                seen[row].add(key)
-                all_paths.append(path)
-                all_jobs.append(int(jobs[row]))
-                weights[row, path] += penalty
-                keep.append(row)
-            active = np.asarray(keep, dtype=np.int64)
+            record, cost = hop_limited_shortest_records(topology, demands.src[jobs[active]],
+                                                        demands.dst[jobs[active]], weights[active], limit)
+            missing = np.flatnonzero(~np.isfinite(cost))
+            if missing.size:
+                j = jobs[active[missing[0]]]
+                raise PathError(f"job {j} ({demands.src[j]} -> {demands.dst[j]}) has no path of at most "
+                                f"{limit} hops")
+            # a job whose next path repeats one of its own stops there
+            fresh = ~(kept[active] == record[:, None, :]).all(axis=2).any(axis=1)
+            rows, record = active[fresh], record[fresh]
+            kept[rows, count[rows]] = record
+            count[rows] += 1
+            used_row, used_at = np.nonzero(record >= 0)
+            weights[rows[used_row], record[used_row, used_at]] += penalty
+            records.append(record)
+            owners.append(jobs[rows])
+            active = rows
             if active.size == 0:
                 break
         if progress:
             progress(f"candidate paths: {jobs[-1] + 1}/{demands.num_jobs} jobs")
-    return PathSet.from_lists(all_paths, all_jobs, demands.num_jobs)
+    flat = np.concatenate(records) if records else np.zeros((0, limit), dtype=np.int64)
+    hops = (flat >= 0).sum(axis=1)
+    links = flat[flat >= 0]  # row by row, in path order (the -1 padding comes first)
+    paths, _ = PathSet.from_csr(links, np.concatenate(([0], np.cumsum(hops))), np.concatenate(owners) if owners
+                                else np.zeros(0, dtype=np.int64), demands.num_jobs)
+    return paths
 
 
 def yen_paths(topology: Topology, demands: Demands, k: int = 16, *, hop_limit: int | None = None) -> PathSet:

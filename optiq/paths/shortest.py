@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ..topology import Topology
 
-__all__ = ["hop_limited_shortest_paths"]
+__all__ = ["hop_limited_shortest_paths", "hop_limited_shortest_records"]
 
 
 class _InLinks:
@@ -76,6 +76,20 @@ def hop_limited_shortest_paths(topology: Topology, sources: ArrayLike, targets: 
     >>> t.link_dst[paths[0]].tolist(), cost.tolist()
     ([1, 2, 3], [3.0])
     """
+    record, cost = _records(topology, sources, targets, weights, hop_limit)
+    paths = [row[row >= 0] if np.isfinite(c) else None for row, c in zip(record, cost)]
+    return paths, cost
+
+
+def hop_limited_shortest_records(topology: Topology, sources: ArrayLike, targets: ArrayLike, weights: np.ndarray,
+                                 hop_limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`hop_limited_shortest_paths` as one array: row ``b`` holds job ``b``'s links in
+    order where they are not -1 (all -1 where there is no path), and the costs."""
+    return _records(topology, sources, targets, weights, hop_limit)
+
+
+def _records(topology: Topology, sources: ArrayLike, targets: ArrayLike, weights: np.ndarray,
+             hop_limit: int) -> tuple[np.ndarray, np.ndarray]:
     inl = _in_links(topology)
     sources = np.asarray(sources, dtype=np.int64)
     targets = np.asarray(targets, dtype=np.int64)
@@ -109,5 +123,4 @@ def hop_limited_shortest_paths(topology: Topology, sources: ArrayLike, targets: 
         chosen = cand_links[np.arange(idx.size), np.argmin(c, axis=1)]
         record[idx, h - 1] = chosen
         v[idx] = link_src[chosen]
-    paths = [record[b][record[b] >= 0] if np.isfinite(cost[b]) else None for b in range(B)]
-    return paths, cost
+    return record, cost
