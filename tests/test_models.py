@@ -192,3 +192,28 @@ def test_heuristic_2_one_job_a_batch_is_the_sequential_heuristic(seed):
     assert np.array_equal(demand_aware_heuristic(t, d, cand, 10**6, batch=1), want)
     batched = demand_aware_heuristic(t, d, cand, 10**6, batch=8)  # the same bytes per job, placed in passes
     assert np.array_equal(np.bincount(cand.job, weights=batched, minlength=d.num_jobs), d.nbytes)
+
+
+def _sequential_heu1(t, d, cand, maxload):
+    """Heuristic 1 one path at a time: round r, every job in order offers its r-th candidate."""
+    load, chosen, jo = np.zeros(t.num_links, dtype=np.int64), np.zeros(cand.num_paths, dtype=bool), cand.job_offsets
+    for r in range(int(np.diff(jo).max())):
+        for j in range(d.num_jobs):
+            if jo[j] + r < jo[j + 1]:
+                links = cand.path(jo[j] + r)
+                if r == 0 or load[links].max() < maxload:
+                    load[links] += 1
+                    chosen[jo[j] + r] = True
+    return chosen
+
+
+@pytest.mark.parametrize("maxload", [1, 2, 4])
+@pytest.mark.parametrize("block", [1, 3, 4096])
+def test_heuristic_1_decided_in_blocks_takes_the_paths_one_by_one_takes(small_topology, maxload, block, monkeypatch):
+    import optiq.heuristics.maxload as heu1
+
+    monkeypatch.setattr(heu1, "ROUND_BLOCK", block)
+    d = random_demands(small_topology, 12, seed=maxload)
+    cand = diverse_paths(small_topology, d, k=5, seed=block)
+    got = maxload_heuristic(small_topology, d, cand, maxload) > 0
+    assert np.array_equal(got, _sequential_heu1(small_topology, d, cand, maxload))
