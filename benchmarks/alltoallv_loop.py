@@ -16,6 +16,12 @@ run in turn with the other methods), over ``comm.Alltoallv``'s, the plans made a
 spent planning (the last loop's), and what the method chose on its last call.
 
     python benchmarks/alltoallv_loop.py [--ranks 16] [--calls 20] [--max-elements 65536] [--repeat 5]
+
+On the emulated network (one rank per host namespace, ``optiq testbed exec`` starts them;
+``--worker`` runs the loop in the ranks it is given, ``--network`` names the machine):
+
+    optiq testbed exec -t torus:4x4 --rate 20Mb/s -- python benchmarks/alltoallv_loop.py --worker \
+        --network torus:4x4,bw=20Mb/s --regimes same --repeat 1 --max-elements 8192
 """
 
 from __future__ import annotations
@@ -78,15 +84,16 @@ def worker(args: argparse.Namespace) -> None:
 
     comm = MPI.COMM_WORLD
     rank, ranks = comm.Get_rank(), comm.Get_size()
-    network = network_for(ranks)
+    network = args.network or network_for(ranks)
     if rank == 0:
-        print(f"{ranks} ranks on {network} (this machine's shared memory), {args.calls} calls per loop, float64 "
+        where = "the network it names" if args.network else "this machine's shared memory"
+        print(f"{ranks} ranks on {network} ({where}), {args.calls} calls per loop, float64 "
               f"counts up to {args.max_elements:,} per pair, bytes checked every call", flush=True)
         print(f"{'counts':9} {'call':15} {'loop s':>7} {'/ MPI':>6} {'plans':>5} {'plan s':>7}  auto's last call")
     warm = counts_for("same", 0, ranks, args.max_elements, args.seed + 1)  # MPI's connections and buffers, once
     for method in METHODS:
         one_call(comm, method, warm, network, 0)
-    for regime in REGIMES:
+    for regime in args.regimes.split(","):
         calls = [counts_for(regime, c, ranks, args.max_elements, args.seed) for c in range(args.calls)]
         wants: list[np.ndarray] = []
         loops: dict[str, list[float]] = {method: [] for method in METHODS}
@@ -95,13 +102,15 @@ def worker(args: argparse.Namespace) -> None:
                 clear_cache(comm)
                 comm.Barrier()
                 start = time.perf_counter()
-                plans, planning, last = 0, 0.0, None
+                plans, planning, last, planned_from = 0, 0.0, None, None
                 for c, counts in enumerate(calls):
                     recv, result = one_call(comm, method, counts, network, c)
                     if len(wants) < len(calls):  # comm.Alltoallv's, the first time round
                         wants.append(recv)
                     if result is not None:
                         plans, planning, last = result.plans_made, result.planning_s, result
+                        if planned_from is None and result.method not in ("mpi", "local"):
+                            planned_from = c + 1
                     # every method's loop does the same check (comm.Alltoallv's against itself at first)
                     if not np.array_equal(recv, wants[c]):
                         raise SystemExit(f"rank {rank}: {regime} call {c}: {method} delivered other bytes")
@@ -109,6 +118,7 @@ def worker(args: argparse.Namespace) -> None:
                 planning = comm.allreduce(planning, op=MPI.MAX)
                 if method == "auto":
                     auto_said = (plans, planning, last)
+                    auto_from = planned_from
                 if method == "heu2":
                     heu_said = (plans, planning, last)
         if rank == 0:
@@ -117,8 +127,11 @@ def worker(args: argparse.Namespace) -> None:
                 loop = float(np.median(loops[method]))
                 plans, planning, last = (0, 0.0, None) if method == "mpi" else auto_said if method == "auto" else heu_said
                 said = "" if last is None else f"{last.method}: {last.reason}"
+                if method == "auto" and auto_from is not None:
+                    said = f"a plan from call {auto_from}; last: {said}"
                 print(f"{regime:9} {method:15} {loop:7.3f} {loop / mpi:6.2f} {plans:5d} {planning:7.3f}  {said[:100]}",
                       flush=True)
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -127,6 +140,8 @@ def main() -> None:
     ap.add_argument("--max-elements", type=int, default=65536)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=5, help="loops per method, in turn (the median is printed)")
+    ap.add_argument("--network", help="the machine optiq plans on (default: the smallest torus that holds the ranks)")
+    ap.add_argument("--regimes", default=",".join(REGIMES))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -134,7 +149,8 @@ def main() -> None:
         return
     mpiexec = Path(sys.executable).parent / "mpiexec"
     argv = [str(mpiexec), "-n", str(args.ranks), sys.executable, __file__, "--worker", "--calls", str(args.calls),
-            "--max-elements", str(args.max_elements), "--seed", str(args.seed), "--repeat", str(args.repeat)]
+            "--max-elements", str(args.max_elements), "--seed", str(args.seed), "--repeat", str(args.repeat),
+            "--regimes", args.regimes] + (["--network", args.network] if args.network else [])
     raise SystemExit(subprocess.run(argv).returncode)
 
 
