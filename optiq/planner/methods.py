@@ -201,8 +201,8 @@ class ColumnGeneration(Planner):
     """``opt``: column generation on the max-throughput LP until the plan is within ``gap`` of a
     proven lower bound, with paths at most ``hop_slack`` hops over the shortest, or until
     ``time_limit`` seconds (the best plan so far); then, with ``lean``, the plan of fewest
-    hop-bytes at that time (:func:`optiq.lp.lean.lean_plan`), given as many iterations as the
-    column generation took (at least :data:`LEAN_MIN_ITERATIONS`, within the time limit)."""
+    hop-bytes at that time (:func:`optiq.lp.lean.lean_plan`), within a budget of work of about
+    what column generation cost (:data:`LEAN_ROUND_SCALE`), and within the time limit."""
 
     gap: float = DEFAULT_GAP
     hop_slack: int = DEFAULT_HOP_SLACK
@@ -294,7 +294,7 @@ class ColumnGeneration(Planner):
 #: Candidate paths per job when ``k`` is not given...
 DEFAULT_K = 16
 #: ... and fewer (at least :data:`MIN_DEFAULT_K`) where ``DEFAULT_K`` for every job would
-#: make more than this many paths: a full all-to-all of 512 hosts plans in seconds.
+#: make more than this many paths (``benchmarks/planner_scale.py`` times a full all-to-all).
 CANDIDATE_PATHS_MAX = 2_000_000
 MIN_DEFAULT_K = 4
 

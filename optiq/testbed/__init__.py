@@ -18,7 +18,8 @@ from .report import TestbedReport, TestbedRow
 from .run import DEFAULT_METHODS as TESTBED_METHODS
 from .run import DEFAULT_REPEAT, run_program, run_testbed
 
-#: The fastest link's rate by default (bytes/s): 20 Mbit/s, where 2 cores keep up with the kernel's forwarding.
+#: The fastest link's rate by default (bytes/s): 20 Mbit/s, low enough that a small machine's
+#: cores keep up with the kernel's forwarding (``benchmarks/testbed_budget.py``).
 TESTBED_RATE = 20e6 / 8
 
 __all__ = ["Testbed", "Layout", "Forwarding", "Counters", "Method", "TestbedReport", "TestbedRow", "SweepResult",

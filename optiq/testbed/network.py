@@ -61,11 +61,11 @@ SYSCTLS = ("net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.c
 
 def default_tcp_window(queue: int) -> int:
     """The most a TCP connection may have in flight by default: a quarter of a link's queue, at
-    least 64 KiB. A loss-based TCP grows its window until a queue overflows (two 4 MiB flows
-    starting together on one link lose packets in a 4 MiB queue, and take 1.26x the link's
-    time); on a network that stands for a lossless one, four connections meeting on one link
-    fill its queue without a loss. A smaller ceiling holds connections back where queues are
-    long: 128 KiB took the fat-tree's forwarded plan to 1.31x its time.
+    least 64 KiB. A loss-based TCP grows its window until a queue overflows, so flows starting
+    together on one link lose packets and wait for retransmissions; with this ceiling, four
+    connections meeting on one link fill its queue without a loss, as on the lossless network
+    the testbed stands for. A much smaller ceiling would hold connections back where queues
+    are long (the measurements behind the choice: ``benchmarks/RESULTS.md``, testbed).
 
     Examples
     --------
