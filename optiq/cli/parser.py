@@ -13,6 +13,7 @@ from ..paths import FORWARDED, ROUTINGS
 from ..paths.chains import MAX_INTERMEDIATES
 from ..plan import DEFAULT_CHUNK_SIZE
 from ..planner import CANDIDATE_KINDS, COMPARE_METHODS, METHODS
+from ..planner.methods import CANDIDATE_PATHS_MAX, DEFAULT_K, MIN_DEFAULT_K
 from ..sim import SHARING, ChunkModel
 from ..sim.flow import DEFAULT_BATCH
 from ..testbed import DEFAULT_QUEUE, DEFAULT_REPEAT, TESTBED_METHODS, TESTBED_RATE
@@ -87,8 +88,9 @@ def add_planning(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-intermediates", type=types.positive_int,
                    help=f"forwarded, on fat-trees, fabrics and dragonflies: ranks a chain may stop at (default 1, "
                         f"at most {MAX_INTERMEDIATES})")
-    p.add_argument("--k", type=types.positive_int, help="lp and heuristics: candidate paths per job (default 16, fewer where that would "
-                        "make more than 2 million paths, at least 4)")
+    p.add_argument("--k", type=types.positive_int,
+                   help=f"lp and heuristics: candidate paths per job (default {DEFAULT_K}, fewer where that would "
+                        f"make more than {CANDIDATE_PATHS_MAX:,} paths, at least {MIN_DEFAULT_K})")
     p.add_argument("--candidates", choices=CANDIDATE_KINDS,
                    help="lp/heuristics: how candidates are made (auto: chains for forwarded plans on fat-trees, "
                         "fabrics and dragonflies; else valiant on dragonflies, diverse up to 2,048 nodes, spread "

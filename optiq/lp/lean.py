@@ -154,8 +154,8 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_ = np.zeros(1, dtype=np.int32)
     highs = silent_highs()
-    # interior point without crossover: a warm-started primal simplex re-solve costs seconds
-    # at a thousand jobs and grows fast; pricing needs only the duals, and a tight primal
+    # interior point without crossover: a warm-started primal simplex re-solve grows fast with
+    # the jobs (``benchmarks/lean_budget.py``); pricing needs only the duals, and a tight primal
     # tolerance keeps every link within the time to 1e-10 of it
     highs.setOptionValue("solver", "ipm")
     highs.setOptionValue("run_crossover", "off")
@@ -285,20 +285,20 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
     if best_share is None or best_hop_bytes >= before * (1 - MIN_SAVING):  # nothing worth a vertex: the given plan
         return LeanResult(paths, share, float(loads.max()), before, before, bound, iterations,
                           time.perf_counter() - start, status)
+    n = best_share.size  # the columns when the best shares were found
+    job_of, hops = np.array(jobs[:n]), np.array([c.size for c in columns[:n]])
+    flat = np.concatenate(columns[:n])
     polished = None
     for _ in range(5):  # a vertex that overfills a link without a row: give it a row and solve again
-        vertex = _vertex(highs, best_share, len(columns), np.array(jobs), columns, size, cap, time_s, J, L)
+        vertex = _vertex(highs, best_share, len(columns), job_of, hops, flat, size, cap, time_s, J, L)
         if vertex is None:
             break
         if not vertex[1].size:
             polished = vertex[0]
             break
         add_rows(vertex[1])
-    if polished is not None:
-        hops_of = np.array([c.size for c in columns[:best_share.size]])
-        if float(size[np.array(jobs)[:best_share.size]] @ (polished * hops_of)) <= best_hop_bytes * (1 + 1e-9):
-            best_share = polished
-            best_hop_bytes = float(size[np.array(jobs)[:best_share.size]] @ (polished * hops_of))
+    if polished is not None and float(size[job_of] @ (polished * hops)) <= best_hop_bytes * (1 + 1e-9):
+        best_share, best_hop_bytes = polished, float(size[job_of] @ (polished * hops))
     keep = np.flatnonzero(best_share > 0)
     chosen, order = PathSet.from_csr(np.concatenate([columns[c] for c in keep]),
                                      np.concatenate(([0], np.cumsum([columns[c].size for c in keep]))),
@@ -310,21 +310,19 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
                       time.perf_counter() - start, status)
 
 
-def _vertex(highs: Any, share: np.ndarray, count: int, jobs: np.ndarray, columns: list[np.ndarray], size: np.ndarray,
-            cap: np.ndarray, time_s: float, J: int, L: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _vertex(highs: Any, share: np.ndarray, count: int, job_of: np.ndarray, hops: np.ndarray, flat: np.ndarray,
+            size: np.ndarray, cap: np.ndarray, time_s: float, J: int, L: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The interior point's plan made a vertex: the same LP by simplex over the paths it uses
     (a share of at least :data:`SUPPORT` of its job), so that the plan's paths are few and its
-    links exactly within the time. Its shares and the links it overfills (links without a
-    row), or None where that LP fails."""
+    links exactly within the time. ``share`` is over the first columns (their jobs ``job_of``,
+    hop counts ``hops`` and links ``flat``) of the ``count`` the LP has. Its shares and the
+    links it overfills (links without a row), or None where that LP fails."""
     import highspy
 
     used = np.zeros(count, dtype=bool)
     used[:share.size] = share >= SUPPORT
-    top = np.zeros(J, dtype=np.int64)  # every job keeps at least its largest share
-    order = np.lexsort((-share, jobs[:share.size]))
-    first = order[np.concatenate(([0], np.flatnonzero(np.diff(jobs[:share.size][order])) + 1))]
-    top[jobs[first]] = first
-    used[top] = True
+    order = np.lexsort((-share, job_of))  # every job keeps at least its largest share
+    used[order[np.concatenate(([0], np.flatnonzero(np.diff(job_of[order])) + 1))]] = True
     highs.changeColsBounds(count, np.arange(count, dtype=np.int32), np.zeros(count),
                            np.where(used, highspy.kHighsInf, 0.0))
     highs.setOptionValue("solver", "simplex")
@@ -332,14 +330,11 @@ def _vertex(highs: Any, share: np.ndarray, count: int, jobs: np.ndarray, columns
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     x = np.maximum(np.asarray(highs.getSolution().col_value)[:share.size], 0.0)
-    job_of = jobs[:share.size]
     total = np.bincount(job_of, weights=x, minlength=J)
     if not (total > 0).all():
         return None
     s = x / total[job_of]
-    hops = np.array([c.size for c in columns[:share.size]])
-    loads = np.bincount(np.concatenate(columns[:share.size]), weights=np.repeat(s * size[job_of], hops),
-                        minlength=L) / cap
+    loads = np.bincount(flat, weights=np.repeat(s * size[job_of], hops), minlength=L) / cap
     return s, np.flatnonzero(loads > time_s * (1 + 1e-9))
 
 

@@ -241,24 +241,23 @@ class ChainSpace:
         uses = np.zeros(L)
         direct = PathSet(np.arange(J), self.direct.offsets, self.direct.links, J)
         uses += np.bincount(direct.links, minlength=L)
-        taken = np.zeros((J, M) if J * M * (k - 1) <= SPREAD_FULL_ENTRIES else (0, 0), dtype=bool)
-        parts = [direct]
-        tick = Ticker(progress, "chain candidates: rounds", k)
         # every round, every job looks at all M intermediates while that is cheap; beyond, at a
         # slice of them, a different one each round (k - 1 slices of a seeded permutation)
         sliced = J * M * (k - 1) > SPREAD_FULL_ENTRIES
         slices = _slices(M, max(1, min(k - 1, M)), rng) if sliced else None
-        for rnd in range(1, k):
+        taken = None if sliced else np.zeros((J, M), dtype=bool)  # the intermediates a job has had
+        parts = [direct]
+        tick = Ticker(progress, "chain candidates: rounds", k)
+        for rnd in range(1, k if slices is None else min(k, slices.shape[0] + 1)):
             tick(rnd)
             mean = uses[uses > 0].mean() if (uses > 0).any() else 1.0
             weight = 1.0 + penalty * uses / mean + rng.random(L) * 0.01
             out, into, _, _ = self._tables(weight)
             jobs_all, picks_all = [], []
-            if slices is not None and rnd > slices.shape[0]:
-                break
             for start in range(0, J, _JOB_BLOCK):
                 jobs = np.arange(start, min(start + _JOB_BLOCK, J))
-                if slices is not None:
+                if taken is None:
+                    assert slices is not None
                     pick, fine = self._slice_pick(jobs, slices[(jobs + rnd - 1) % slices.shape[0]], out, into)
                     jobs_all.append(jobs[fine])
                     picks_all.append(pick[fine])
@@ -274,7 +273,7 @@ class ChainSpace:
             jobs, picks = np.concatenate(jobs_all), np.concatenate(picks_all)
             if not jobs.size:
                 break
-            if slices is None:
+            if taken is not None:
                 taken[jobs, picks - 1] = True
             chains = self._chains(jobs, picks, weight)
             uses += np.bincount(chains.links, minlength=L)
