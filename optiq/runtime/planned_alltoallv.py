@@ -351,7 +351,8 @@ def _resolve(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
     words, readable, pairs = np.zeros(8, np.uint64), False, 0
     try:
         check_count("cache_size", cache_size, 1)
-        if not plan_budget >= 0:
+        if isinstance(plan_budget, bool) or not isinstance(plan_budget, (int, float, np.number)) \
+                or not plan_budget >= 0:  # NaN too
             raise ArgumentError(f"plan_budget must be a fraction of the calls' time of 0 or more, got {plan_budget!r}")
         send_key, recv_key = spec_key(sendbuf) if sendbuf is not MPI.IN_PLACE else ("in place",), spec_key(recvbuf)
         memo = None if send_key is None or recv_key is None else (send_key, recv_key, method, config)

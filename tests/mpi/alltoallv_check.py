@@ -198,11 +198,12 @@ never = [a2a(send, sc, sd, recv, rc, rd, network=ring, plan_budget=0.0) for _ in
 check(all(r.plans_made == 0 and r.method == "mpi" for r in never), "plan_budget=0 planned")
 at_once = a2a(send, sc, sd, recv, rc, rd, network=ring, plan_budget=float("inf"))
 check(at_once.plans_made == 1 and at_once.plan_s > 0, f"plan_budget=inf did not plan: {at_once.reason}")
-try:
-    a2a(send, sc, sd, recv, rc, rd, network=ring, plan_budget=-1.0)
-    check(False, "a negative plan_budget was taken")
-except ArgumentError as exc:
-    check("plan_budget" in str(exc), f"a negative plan_budget: {exc}")
+for bad in (-1.0, "5%"):
+    try:
+        a2a(send, sc, sd, recv, rc, rd, network=ring, plan_budget=bad)
+        check(False, f"plan_budget={bad!r} was taken")
+    except ArgumentError as exc:
+        check("plan_budget" in str(exc), f"plan_budget={bad!r}: {exc}")
 clear_cache(comm)
 first = [a2a(send, sc, sd, recv, rc, rd, network=ring, plan_budget=1e9) for _ in range(2)]
 check(first[0].plans_made == 0 and "until calls of these pairs" in first[0].reason and first[1].plans_made == 1,
