@@ -332,7 +332,11 @@ def test_a_failing_rank_stops_every_rank(tmp_path, mode):
         assert "rank 1: the send buffer of job 1" in proc.stderr
     if mode == "vanish":  # every other rank times out: one of them speaks for all
         assert "timed out after 3 s" in proc.stderr and "from rank 1" in proc.stderr
-    assert proc.stderr.count("optiq: error:") == (0 if mode == "exit" else 1), proc.stderr
+    said = proc.stderr.count("optiq: error:")
+    if mode == "exit":  # mpiexec reaps the rest; one may time out first and speak for all
+        assert said <= 1, proc.stderr
+    else:
+        assert said == 1, proc.stderr
 
 
 @pytest.mark.mpi
