@@ -57,10 +57,11 @@ CANDIDATE_KINDS = ("auto", "chains", "diverse", "spread", "torus", "valiant")
 #: Paths per job an ``opt`` plan holds while it is made (its initial columns and what
 #: pricing adds), for the memory estimate before planning; ``whole_machine.py`` prints it.
 OPT_PATHS_PER_JOB = 8
-#: With the lean step (which ends at a vertex itself), column generation's vertex polish is
-#: kept only where its restricted LP holds at most this many paths: it makes the time exact
-#: where that is cheap.
-VERTEX_BEFORE_LEAN_PATHS = 10_000
+#: Column generation's vertex polish (interior point with crossover) runs only where its
+#: restricted LP holds at most this many paths: it makes the time exact and drops paths where
+#: that is cheap, and crossover's time is not bounded by column generation's above it (the
+#: lean step, on by default, ends at a vertex itself).
+VERTEX_PATHS = 10_000
 #: The lean step of ``opt`` is given a budget of work, not of seconds, so that the same inputs
 #: give the same plan on a quiet or a busy machine (a time limit, when given, stops it too, and
 #: the plan says so): as many rounds as column generation took, and at least this many...
@@ -226,7 +227,7 @@ class ColumnGeneration(Planner):
         start = time.perf_counter()
         options = CGOptions(gap=gap, hop_slack=self.hop_slack, time_limit=self.time_limit,
                             known_bound_s=ctx.bound_s if ctx.sizes is None else 0.0, seed=ctx.seed,
-                            vertex_paths=VERTEX_BEFORE_LEAN_PATHS if self.lean else None)
+                            vertex_paths=VERTEX_PATHS)
         cg = column_generation(ctx.topology, ctx.demands, options, sizes=ctx.sizes, progress=ctx.progress,
                                workers=ctx.workers, space=ctx.space)
         result = PlannerResult(cg.paths, np.zeros(0, dtype=np.int64), rec)
