@@ -84,7 +84,7 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
         waiting = np.flatnonzero(left > 0)
         if not waiting.size:
             break
-        waiting = waiting[np.lexsort((waiting, -left[waiting]))]
+        waiting = waiting[np.lexsort((waiting, _scatter(waiting), -left[waiting]))]
         for start in range(0, waiting.size, block):
             jobs = waiting[start:start + block]
             amount = np.minimum(left[jobs], unit)
@@ -106,6 +106,13 @@ def batch_size(jobs: int) -> int:
 
 #: Bounds of :func:`batch_size`.
 BATCH_MIN, BATCH_MAX = 16, 1024
+
+
+def _scatter(jobs: np.ndarray) -> np.ndarray:
+    """A fixed pseudo-random key per job id (Knuth's multiplicative hash): among jobs with as
+    many bytes left, a batch takes jobs from all over the list, not a run of one source's jobs
+    that share their first links and would all choose alike."""
+    return (jobs.astype(np.uint64) * np.uint64(2654435761)) % np.uint64(2**32)
 
 
 def _best_paths(candidates: PathSet, job_offsets: np.ndarray, hops: np.ndarray, jobs: np.ndarray,
