@@ -30,7 +30,7 @@ ports and cables as written) for tests to compare with what the tools discover.
     with Simulator(net_file, workdir) as sim:
         sim.route("minhop", lmc=0)          # opensm -o: route once and exit
         fabric, lfts = sim.discover()       # ibnetdiscover and dump_lfts output, as files
-        sim.route("file", tables=path)      # load tables: opensm -R file -U PATH
+        sim.route("file", tables=path, fallback=False)  # load tables: opensm -R file,no_fallback -U PATH
 
 Each simulator listens on its own socket (``IBSIM_SOCKNAME``) and is stopped by its process id.
 
@@ -275,16 +275,22 @@ class Simulator:
         return subprocess.run([_tool("ibsim-run"), _tool(argv[0]), *argv[1:]], env=self.env, capture_output=True,
                               text=True, timeout=timeout)
 
-    def route(self, engine: str, *, lmc: int = 0, tables: Path | None = None) -> str:
+    def route(self, engine: str, *, lmc: int = 0, tables: Path | None = None, fallback: bool = True,
+              timeout: float = 120) -> str:
         """Run OpenSM once (``-o``) with ``engine``; the log's last lines. Fails unless its log
         says that engine's tables were configured on every switch (OpenSM falls back to
-        minhop with exit code 0 when an engine refuses a fabric)."""
+        minhop with exit code 0 when an engine refuses a fabric). ``fallback=False`` adds
+        ``no_fallback`` to the engines: then a refused engine leaves the switches unrouted and
+        OpenSM sweeps again and again instead of ending, so it is stopped after ``timeout``."""
         self.runs += 1
         log = self.dir / f"osm-{self.runs}.log"
-        argv = ["opensm", "-o", "-f", str(log), "-R", engine, "-l", str(lmc)]
+        argv = ["opensm", "-o", "-f", str(log), "-R", engine + ("" if fallback else ",no_fallback"), "-l", str(lmc)]
         if tables is not None:
             argv += ["-U", str(tables)]
-        self.run(*argv)
+        try:
+            self.run(*argv, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass  # subprocess.run killed it; the log says why it did not end
         text = log.read_text(errors="replace")
         if f"{engine} tables configured on all switches" not in text:
             raise AssertionError(f"opensm -R {engine} did not configure its tables:\n" +

@@ -4,7 +4,7 @@ Fabrics written by ``scripts/ibsim_fabrics.py``: a leaf-spine of 36-port switche
 cables, a 3-level 4-ary tree, an irregular tree (cables missing, a dual-ported host) and a torus
 of switches. OpenSM routes them (minhop, updn, ftree, dfsssp, dor; LMC 0 and 2); ``ibnetdiscover``
 and ``dump_lfts`` print what optiq reads; ``ibtracert`` traces routes; the tables optiq writes are
-loaded with ``opensm -R file -U`` and dumped again. Skipped, saying why, without the Debian
+loaded with ``opensm -R file,no_fallback -U`` and dumped again. Skipped, saying why, without the Debian
 packages opensm, ibsim-utils and infiniband-diags.
 """
 
@@ -18,11 +18,12 @@ import pytest
 from ibsim import SCRIPT, Simulator, need_tools
 
 from optiq import Demands
+from optiq.errors import TopologyError
 from optiq.paths import forwarding_routes, minhop_tables
 from optiq.paths.tablecheck import check_tables
 from optiq.planner import job_tables
 from optiq.topology import read_ibnetdiscover
-from optiq.topology.lft import read_forwarding_tables
+from optiq.topology.lft import read_forwarding_tables, write_forwarding_tables
 
 pytestmark = pytest.mark.opensm
 
@@ -136,7 +137,7 @@ def test_tables_optiq_writes_are_loaded_by_opensm_and_route_as_planned(nets, tmp
         made = job_tables(t, d, lmc=bool(lmc))
         assert made.report.ok and made.time_s <= made.given_time_s * (1 + 1e-12)
         made.write(tmp_path / "job.lfts")
-        log = sim.route("file", lmc=lmc, tables=tmp_path / "job.lfts")
+        log = sim.route("file", lmc=lmc, tables=tmp_path / "job.lfts", fallback=False)
         assert "file tables configured on all switches" in log
         _, dumped = sim.discover("-loaded")
     loaded = read_forwarding_tables(dumped, t)
@@ -171,3 +172,56 @@ def test_a_dump_of_another_sweep_is_followed_by_its_port_guids(nets, tmp_path):
     # OpenSM's file engine: the routes of the last of the four
     a, b = forwarding_routes(moved, d), forwarding_routes(there, d, lid_offset=np.full(64, 3))
     assert np.array_equal(a.links, b.links) and np.array_equal(a.offsets, b.offsets)
+
+
+def test_a_wrong_file_falls_back_to_minhop_in_silence_unless_no_fallback_and_optiq_refuses_it(nets, tmp_path):
+    with Simulator(nets / "tree.net", tmp_path / "bad") as sim:
+        sim.route("minhop")
+        fabric, lfts = sim.discover()
+        t = read_ibnetdiscover(fabric, routes=lfts)
+        made = job_tables(t, Demands(np.arange(64), np.roll(np.arange(64), 5), np.full(64, 1 << 20)))
+        bad = made.tables.table.copy()
+        switch, column = 3, 7
+        bad[switch, column] = int(t.fabric.num_ports[t.num_endpoints + switch]) + 1  # a port the switch lacks
+        with pytest.raises(TopologyError, match=r"to port \d+, and it has \d+ ports.*would refuse"):
+            write_forwarding_tables(made.tables.with_table(bad, "bad"), t, tmp_path / "refused.lfts")
+        assert not (tmp_path / "refused.lfts").exists()
+        made.write(tmp_path / "good.lfts")  # the same entry made wrong in the file, as a hand edit would
+        text = (tmp_path / "good.lfts").read_text().splitlines()
+        row = next(i for i, line in enumerate(text) if line.startswith("Unicast lids") and
+                   f"guid 0x{int(t.fabric.node_guid[t.num_endpoints + switch]):016x}" in line)
+        entry = row + 3 + column
+        text[entry] = re.sub(r"^(0x[0-9a-f]+ )\d+", rf"\g<1>{int(bad[switch, column]):03d}", text[entry])
+        (tmp_path / "bad.lfts").write_text("\n".join(text) + "\n")
+        # plain -R file: minhop instead, exit code 0, a line in the log the only trace
+        plain = tmp_path / "bad" / "plain.log"
+        done = sim.run("opensm", "-o", "-f", str(plain), "-R", "file", "-U", str(tmp_path / "bad.lfts"))
+        text = plain.read_text(errors="replace")
+        assert done.returncode == 0 and "minhop tables configured on all switches" in text
+        assert "Invalid port" in text
+        # with no_fallback: the switches are left unrouted and OpenSM says so on every sweep
+        with pytest.raises(AssertionError, match="did not configure its tables"):
+            sim.route("file", tables=tmp_path / "bad.lfts", fallback=False, timeout=15)
+        loud = (tmp_path / "bad" / f"osm-{sim.runs}.log").read_text(errors="replace")
+        assert "Invalid port" in loud and "cannot build fwd tables" in loud and "tables configured" not in loud
+
+
+def test_a_permutation_on_the_4_ary_3_tree_is_routed_at_its_bound_and_loaded(tmp_path):
+    need_tools()
+    net = tmp_path / "tree.net"
+    subprocess.run([sys.executable, str(SCRIPT), "tree", str(net), "--slow", "0"], check=True, capture_output=True)
+    with Simulator(net, tmp_path / "perm") as sim:
+        sim.route("minhop")
+        fabric, lfts = sim.discover()
+        t = read_ibnetdiscover(fabric, routes=lfts)
+        perm = np.random.default_rng(11).permutation(t.num_endpoints)
+        moved = perm != np.arange(t.num_endpoints)
+        d = Demands(np.flatnonzero(moved), perm[moved], np.full(int(moved.sum()), 8 << 20))
+        made = job_tables(t, d)
+        host_link = (8 << 20) / t.capacity.max()  # every cable alike: one pair's bytes over one cable
+        assert made.bound_s == pytest.approx(host_link) and made.time_s == pytest.approx(host_link)
+        assert made.given_time_s > made.time_s and made.gap == 0
+        made.write(tmp_path / "job.lfts")
+        sim.route("file", tables=tmp_path / "job.lfts", fallback=False)
+        _, dumped = sim.discover("-loaded")
+    assert np.array_equal(read_forwarding_tables(dumped, t).table, made.tables.table)

@@ -3,6 +3,7 @@ tables optiq writes (complete, destination based, deadlock free, never worse tha
 ones, optimal by brute force on a small fabric), their file format, LMC and other sweeps."""
 
 import itertools
+import json
 import re
 
 import numpy as np
@@ -12,9 +13,10 @@ from conftest import synthetic
 from optiq import Demands, from_spec
 from optiq.cli import main
 from optiq.errors import OptiqError, TopologyError
+from optiq.heuristics.clos import clos_routes
 from optiq.paths import forwarding_routes, minhop_tables
 from optiq.paths.tablecheck import check_tables
-from optiq.planner import compare_methods, job_tables, single_path_bound
+from optiq.planner import compare_methods, exact_tables, job_tables, single_path_bound
 from optiq.planner.tables import with_tables
 from optiq.topology import read_ibnetdiscover
 from optiq.topology.lft import NO_PORT, read_forwarding_tables, write_forwarding_tables
@@ -259,3 +261,122 @@ def test_optiq_tables_command_writes_and_refuses_mistakes(tmp_path, capsys):
     assert err.count("optiq: error:") == 1 and "is not one (-t ibnet:FILE)" in err
     with pytest.raises(OptiqError, match="tables method writes an InfiniBand fabric"):
         compare_methods(from_spec("torus:4x4"), Demands([0], [5], [1]), ["tables"])
+
+
+# -- permutations on full-bisection fat-trees, the exact program, several jobs --
+
+@pytest.mark.parametrize("k,levels", [(2, 3), (4, 2), (3, 3), (4, 3)])
+def test_clos_routes_carry_any_permutation_with_no_shared_link_on_shortest_routes(tmp_path, k, levels):
+    t = _fabric(tmp_path, k=k, levels=levels, seed=2)
+    hops = shortest_host_hops(t)
+    for seed in range(5):
+        d = _permutation(t, seed)
+        routes = clos_routes(t, d)
+        assert routes is not None
+        used = np.bincount(np.concatenate(routes), minlength=t.num_links)
+        assert used.max() == 1  # every link, the hosts' cables too, carries at most one pair
+        for j, r in enumerate(routes):
+            assert t.link_src[r[0]] == d.src[j] and t.link_dst[r[-1]] == d.dst[j]
+            assert (t.link_dst[r[:-1]] == t.link_src[r[1:]]).all() and r.size == hops[d.src[j], d.dst[j]]
+
+
+def shortest_host_hops(t):
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+    graph = csr_matrix((np.ones(t.num_links), (t.link_src, t.link_dst)), shape=(t.num_nodes, t.num_nodes))
+    return shortest_path(graph, unweighted=True, indices=np.arange(t.num_endpoints))[:, :t.num_endpoints]
+
+
+def test_clos_routes_decline_what_they_cannot_route(tmp_path):
+    t = _fabric(tmp_path, k=4, levels=3, seed=2)
+    assert clos_routes(t, Demands([0, 1], [5, 5], [1, 1])) is None  # two senders to one host
+    cut = _fabric(tmp_path, k=4, levels=3, seed=2, drop=1, name="cut")  # a cable missing: no longer a Clos network
+    assert clos_routes(cut, _permutation(cut, 0)) is None
+    made = job_tables(cut, _permutation(cut, 0))  # the heuristic still writes tables, never below the bound
+    assert made.report.ok and made.time_s >= made.bound_s * (1 - 1e-12)
+
+
+def test_job_tables_meet_the_host_link_bound_on_twenty_permutations(tmp_path):
+    t = _fabric(tmp_path, k=4, levels=3, seed=5)
+    for seed in range(20):
+        d = _permutation(t, seed)
+        made = job_tables(t, d)
+        assert made.time_s == pytest.approx((1 << 20) / t.capacity.max()) and made.gap == 0
+        assert made.report.ok and made.report.deadlock_free
+
+
+@pytest.mark.parametrize("k,levels", [(2, 2), (2, 3), (3, 2), (4, 2)])
+def test_the_exact_program_agrees_with_brute_force_and_bounds_the_heuristic(tmp_path, k, levels):
+    t = _fabric(tmp_path, k=k, levels=levels, seed=1, host_speed="NDR")  # the switches' cables bind, not the hosts'
+    P = t.num_endpoints
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        pairs = np.unique(rng.integers(0, P, (P, 2)), axis=0)
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        d = Demands(pairs[:, 0], pairs[:, 1], rng.integers(1, 4, len(pairs)) << 20)
+        exact = exact_tables(t, d)
+        made = job_tables(t, d)
+        assert single_path_bound(t, d) <= exact.time_s * (1 + 1e-9) <= made.time_s * (1 + 1e-9)
+        # the optimum's routes are tables: one port per switch and destination, and that busy
+        ports = {}
+        for j, r in zip(np.arange(d.num_jobs), exact.routes):
+            for e in r:
+                assert ports.setdefault((int(t.link_src[e]), int(d.dst[j])), int(e)) == int(e)
+        if levels == 2 and k == 2:  # small enough to try every destination table
+            assert exact.time_s == pytest.approx(_brute_force(t, d))
+    perm = _permutation(t, 3)
+    assert exact_tables(t, perm).time_s == pytest.approx(job_tables(t, perm).time_s)
+
+
+def _brute_force(t, d, k=2):
+    """The least busiest link over every choice of spine per (leaf, destination) of a two-level
+    tree (a leaf's ports 1..k lead down, k+1..2k up)."""
+    E = t.num_endpoints
+    given = minhop_tables(t)
+    leaf_of = t.link_dst[t.fabric.egress[np.arange(E)]] - E
+    leaves = sorted(set(leaf_of.tolist()))
+    targets = sorted(set(d.dst.tolist()))
+    choices = [(s, h) for s in leaves for h in targets if leaf_of[h] != s]
+    best = np.inf
+    for ports in itertools.product(range(k + 1, 2 * k + 1), repeat=len(choices)):
+        table = given.table.copy()
+        for (s, h), port in zip(choices, ports):
+            table[s, given.endpoint_column[h]] = port
+        routes = forwarding_routes(t, d, given.with_table(table, "trial"))
+        best = min(best, routes.busiest_link_time(d.nbytes.astype(float), t.capacity))
+    return best
+
+
+def test_tables_for_three_jobs_report_each_alone_together_and_given(tmp_path, capsys):
+    t = _fabric(tmp_path, k=4, levels=3, seed=3)
+    names = t.endpoint_names
+    rng = np.random.default_rng(4)
+    hosts = rng.permutation(t.num_endpoints)
+    lists, files = [hosts[:16], hosts[16:48], hosts[48:]], []
+    for i, h in enumerate(lists):
+        perm = np.roll(np.arange(h.size), 1 + i)
+        path = tmp_path / f"job{i}.csv"
+        path.write_text("src,dst,bytes\n" + "".join(f"{a},{b},{1 << 20}\n" for a, b in zip(range(h.size), perm)))
+        files.append(path.name)
+    jobs = tmp_path / "jobs.txt"
+    jobs.write_text("".join(f"job{i} {','.join(names[x] for x in h)} {f}  # job {i}\n"
+                            for i, (h, f) in enumerate(zip(lists, files))))
+    argv = ["tables", "-t", f"ibnet:{tmp_path / 'fabric.txt'}", "--routes", str(tmp_path / "fabric.lfts"),
+            "--jobs", str(jobs), "-o", str(tmp_path / "jobs.lfts"), "--json", str(tmp_path / "r.json"), "-q"]
+    assert main(argv) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [j["name"] for j in report["jobs"]] == ["job0", "job1", "job2"]
+    one_cable = (1 << 20) / t.capacity.max()
+    for j in report["jobs"]:  # together the jobs are one permutation: each at its own bound, no link shared
+        assert j["together_s"] == pytest.approx(one_cable) and j["alone_s"] == pytest.approx(one_cable)
+        assert j["given_s"] >= j["together_s"] * (1 - 1e-12)
+    assert report["shared_links"] == 0
+    out = capsys.readouterr().out
+    assert "job1" in out and "more than one job" in out and "no_fallback" in out
+    # mistakes are named before any work
+    jobs.write_text("job0 node999 job0.csv\n")
+    assert main(argv) == 1
+    assert "line 1" in capsys.readouterr().err
+    jobs.write_text("job0 onlytwo\n")
+    assert main(argv) == 1
+    assert "expected NAME HOSTLIST DEMANDS" in capsys.readouterr().err

@@ -20,7 +20,7 @@ from ..metrics.compute import plan_metrics
 from ..metrics.tables import jobs_table, links_table, metrics_table
 from ..mpi.launch import abort_on_failure, need_mpi, together, world
 from ..plan import load_plan
-from ..planner import COMPARE_METHODS, compare_methods, job_tables, make_plan
+from ..planner import COMPARE_METHODS, cluster_tables, compare_methods, job_tables, make_plan
 from ..sim import (
     ChunkModel,
     fit_chunk_model,
@@ -47,6 +47,7 @@ from ..workloads import (
     random_pairing,
     random_sizes,
     read_demands,
+    read_jobs,
     read_qos,
     read_traffic,
 )
@@ -136,49 +137,44 @@ def compare(args: argparse.Namespace) -> int:
 
 
 def tables(args: argparse.Namespace) -> int:
-    """``optiq tables``: forwarding tables that carry one job on a fabric, for OpenSM's file engine."""
+    """``optiq tables``: forwarding tables that carry one job, or every job of a jobs file, for OpenSM's file engine."""
     _check_outputs(args)
     split_path = args.split or (f"{args.output}.split.csv" if args.lmc else None)
     if split_path and not args.lmc:
         raise OptiqError("--split applies with --lmc (which LID of its destination each pair sends to)")
-    if split_path:
-        check_writable(split_path, "--split")
+    if args.jobs and args.lmc:
+        raise OptiqError("--lmc applies to one job (--demands, --pattern or --traffic), not to --jobs")
+    for path, option in ((split_path, "--split"), (args.json, "--json")):
+        if path:
+            check_writable(path, option)
     say = _progress(args)
-    topology, demands = _workload(args, say)
+    topology = _topology(args, say)
     if topology.fabric is None:
         raise OptiqError(f"optiq tables writes an InfiniBand fabric's forwarding tables; {topology.name} is not one "
                          f"(-t ibnet:FILE)")
-    made = job_tables(topology, demands, lmc=args.lmc, allow_credit_loops=args.allow_credit_loops,
-                      rounds=args.rounds, progress=say)
-    fabric = topology.fabric
-    lids = made.tables.lids.size
-    switches = made.tables.table.shape[0]
-    for line in made.given_report.problems():
-        print(f"optiq: warning: the given tables: {line}", file=sys.stderr)
-    if made.minimal_credit_loop:
-        print(f"optiq: warning: shortest routes on this fabric close credit loops (for instance "
-              f"{' -> '.join(made.minimal_credit_loop)}); these tables take up*/down* routes, longer for "
-              f"{made.longer_routes:.1%} of the routes from hosts' switches to switches; --allow-credit-loops takes "
-              f"the shortest routes (the fabric then needs virtual lanes that break the loops)", file=sys.stderr)
-    if made.report.credit_loop:
-        print(f"optiq: warning: --allow-credit-loops: the tables close a credit loop: "
-              f"{' -> '.join(made.report.credit_loop)}; load them only where virtual lanes break it "
-              f"(OpenSM's dfsssp or torus-2QoS with their SL-to-VL tables)", file=sys.stderr)
+    if args.jobs:
+        cluster = cluster_tables(topology, read_jobs(args.jobs, topology), rounds=args.rounds, progress=say)
+        made, report = cluster.made, cluster.as_dict()
+    else:
+        demands = _demands(args, topology, say)
+        made = job_tables(topology, demands, lmc=args.lmc, allow_credit_loops=args.allow_credit_loops,
+                          rounds=args.rounds, progress=say)
+        cluster, report = None, made.as_dict()
+    for line in made.warnings():
+        print(f"optiq: warning: {line}", file=sys.stderr)
     made.write(args.output)
     if split_path:
         made.write_split(split_path)
-    print(f"{topology.name}: {lids:,} LIDs" + (f" (LMC {fabric.lmc})" if fabric.lmc else "")
-          + f"; given tables: {made.given.source}")
-    print(f"the job's busiest link: given tables {made.given_time_s * 1e3:.4f} ms, job tables "
-          f"{made.time_s * 1e3:.4f} ms ({made.gain:.2f}x)" + (", the given tables kept" if made.kept_given else ""))
-    if made.bound_s:
-        print(f"no tables of one LID per port can do better than {made.bound_s * 1e3:.4f} ms (each pair on one "
-              f"path); --lmc splits pairs over the LIDs of a fabric routed with LMC > 0")
-    print(f"checks: {made.report}")
-    print(f"{made.changed:,} of {switches * lids:,} entries changed; wrote {args.output} ({switches} switches x "
-          f"{lids:,} LIDs) in {made.seconds:.1f} s, peak memory {made.memory_mib:.0f} MiB"
-          + (f"; the split: {split_path}" if split_path else ""))
-    print(f"load them: opensm -R file -U {args.output} (a running OpenSM re-reads them on kill -HUP)")
+    if args.json:
+        with open(args.json, "w") as fh:
+            fh.write(dumps(report) + "\n")
+    print(made)
+    if cluster is not None:
+        print(cluster)
+    print(f"wrote {args.output}" + (f" and the split {split_path}" if split_path else "")
+          + (f" and the report {args.json}" if args.json else ""))
+    print(f"load them: opensm -R file,no_fallback -U {args.output} (a running OpenSM re-reads them on kill -HUP; "
+          f"without no_fallback a wrong file falls back to minhop in silence)")
     return 0
 
 
@@ -323,10 +319,19 @@ def collectives(args: argparse.Namespace) -> int:
 
 
 def _workload(args, say):
+    topology = _topology(args, say)
+    return topology, _demands(args, topology, say)
+
+
+def _check_trace_options(args) -> None:
     stray = [name for name in TRACE_OPTIONS if getattr(args, name) is not None]
     if stray and not args.traffic:
         named = ", ".join("--" + s.replace("_", "-") for s in stray)
         raise OptiqError(f"{named} {'applies' if len(stray) == 1 else 'apply'} only with --traffic")
+
+
+def _topology(args, say) -> Topology:
+    """The topology of ``-t`` (with ``--routes``), saying what it is when that took a while."""
     spec = args.topology
     if args.routes:
         if not spec.strip().lower().startswith("ibnet:"):
@@ -342,6 +347,12 @@ def _workload(args, say):
             f"({time.perf_counter() - start:.1f} s)")
     if args.routes and args.command != "tables":  # optiq tables checks and reports them itself
         _warn_tables(topology)
+    return topology
+
+
+def _demands(args, topology: Topology, say) -> Demands:
+    """The workload's demands on ``topology``: a demand file, a trace or a pattern, on --hosts."""
+    _check_trace_options(args)
     hosts = named_hosts(topology, args.hosts) if args.hosts else None
     P = topology.num_endpoints if hosts is None else hosts.size
     if hosts is not None and say:
@@ -392,7 +403,7 @@ def _workload(args, say):
     if hosts is not None and not args.traffic:
         demands = on_hosts(demands, hosts)
     demands.check_against(topology)
-    return topology, demands
+    return demands
 
 
 def _warn_tables(topology: Topology) -> None:

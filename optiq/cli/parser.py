@@ -31,7 +31,7 @@ PATTERN_CHOICES = PATTERNS + ("distance", "destsize", "permutation")
 
 
 
-def add_workload(p: argparse.ArgumentParser, *, required: bool = True) -> None:
+def add_workload(p: argparse.ArgumentParser, *, required: bool = True, jobs: bool = False) -> None:
     p.add_argument("--topology", "-t", required=required, help=SPEC_HELP)
     p.add_argument("--routes", metavar="LFTS",
                    help="ibnet: the fabric's linear forwarding tables (ibroute, dump_lfts.sh or opensm-lfts.dump "
@@ -50,6 +50,10 @@ def add_workload(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     src.add_argument("--traffic", metavar="PATH",
                      help="rank-level traffic: a PFProf directory or .tar.gz, a src_rank,dst_rank,bytes CSV or an "
                           "N x N matrix; mapped to hosts by --ranks-per-node, --selection and --placement")
+    if jobs:
+        src.add_argument("--jobs", metavar="FILE",
+                         help="every running job at once: one line per job, NAME HOSTLIST DEMANDS (a Slurm host "
+                              "list and a demand file whose src/dst are positions in it)")
     p.add_argument("--size", type=types.size, default=8 * 2**20, help="bytes per pair, e.g. 8MiB (default)")
     p.add_argument("--random-sizes", metavar="LOW:HIGH", help="draw each pair's size in [LOW, HIGH], e.g. 64KiB:8MiB")
     p.add_argument("--ratio", type=types.positive_int, help="destinations per source (default 8; 2 for distance)")
@@ -173,8 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(-t ibnet:FILE, --routes its tables) that carry the job with the least busy "
                                    "busiest link: routed by destination as the switches must, on up*/down* routes "
                                    "that cannot close a credit loop, every other LID as in the given tables "
-                                   "where that is safe. The file loads with opensm -R file -U FILE.")
-    add_workload(p)
+                                   "where that is safe. The file loads with opensm -R file,no_fallback -U FILE.")
+    add_workload(p, jobs=True)
     p.add_argument("--output", "-o", required=True, help="the tables to write (dump_lfts format, with port GUIDs)")
     p.add_argument("--lmc", action="store_true",
                    help="a fabric routed with LMC > 0: route each destination's LIDs on trees of their own and "
@@ -186,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "virtual lanes that break them")
     p.add_argument("--rounds", type=types.positive_int, default=4,
                    help="rounds of rip-up and reroute (default 4)")
+    p.add_argument("--json", metavar="REPORT", help="also write the report as JSON: time_s, given_s, bound_s (one "
+                                                   "job); jobs (name, alone_s, together_s, given_s), shared_links "
+                                                   "(--jobs)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p = sub.add_parser("demo", help="the main job: compare methods on Blue Gene/Q 1024, disjoint, 8 MiB")
     p.add_argument("--topology", "-t", default="bgq:1024", help="default bgq:1024")

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import OptiqError, PlanError, TopologyError
+from ..heuristics.clos import clos_routes
 from ..heuristics.tables import ColumnTraffic, TreeRouter
 from ..lp import LPStatus, round_to_bytes, solve_lp
 from ..paths import FREE, PathSet, forwarding_routes, minhop_tables
@@ -110,12 +111,56 @@ class JobTables:
                 f"{'deadlock free' if self.report.deadlock_free else 'CREDIT LOOP'})")
 
     @property
+    def gap(self) -> float:
+        """How far the busiest link is above :attr:`bound_s`, as a fraction of it (0: optimal)."""
+        return max(0.0, (self.time_s - self.bound_s) / self.time_s) if self.bound_s and self.time_s > 0 else 0.0
+
+    def warnings(self) -> list[str]:
+        """What an operator must know before loading the tables: the given tables' problems,
+        credit loops of the shortest routes (these tables take longer ones) or of these tables."""
+        out = [f"the given tables: {line}" for line in self.given_report.problems()]
+        if self.minimal_credit_loop:
+            out.append(f"shortest routes on this fabric close credit loops (for instance "
+                       f"{' -> '.join(self.minimal_credit_loop)}); these tables take up*/down* routes, longer for "
+                       f"{self.longer_routes:.1%} of the routes from hosts' switches to switches; --allow-credit-loops "
+                       f"takes the shortest routes (the fabric then needs virtual lanes that break the loops)")
+        if self.report.credit_loop:
+            out.append(f"--allow-credit-loops: the tables close a credit loop: {' -> '.join(self.report.credit_loop)}; "
+                       f"load them only where virtual lanes break it (OpenSM's dfsssp or torus-2QoS with their "
+                       f"SL-to-VL tables)")
+        return out
+
+    def as_dict(self) -> dict[str, object]:
+        """The figures of the report: busiest link on these tables, on the given ones, the bound."""
+        return {"time_s": self.time_s, "given_s": self.given_time_s, "bound_s": self.bound_s, "gap": self.gap,
+                "changed": self.changed, "kept_given": self.kept_given, "seconds": self.seconds}
+
+    def __str__(self) -> str:
+        fabric = self.topology.fabric
+        lmc = fabric.lmc if fabric is not None else 0
+        lids = self.tables.lids.size
+        lines = [f"{self.topology.name}: {lids:,} LIDs" + (f" (LMC {lmc})" if lmc else "")
+                 + f"; given tables: {self.given.source}",
+                 f"the job's busiest link: given tables {self.given_time_s * 1e3:.4f} ms, job tables "
+                 f"{self.time_s * 1e3:.4f} ms ({self.gain:.2f}x)" + (", the given tables kept" if self.kept_given else "")]
+        if self.bound_s:
+            where = "optimal" if self.gap <= 1e-9 else f"{self.gap:.2%} above it"
+            lines.append(f"no tables of one LID per port can do better than {self.bound_s * 1e3:.4f} ms (each pair on "
+                         f"one path): these are {where}" + ("" if self.gap <= 1e-9 or lmc == 0 else
+                                                            "; --lmc splits pairs over each destination's LIDs"))
+        lines.append(f"checks: {self.report}")
+        lines.append(f"{self.changed:,} of {self.tables.table.size:,} entries changed ({self.tables.table.shape[0]} "
+                     f"switches x {lids:,} LIDs), made in {self.seconds:.1f} s, peak memory {self.memory_mib:.0f} MiB")
+        return "\n".join(lines)
+
+    @property
     def gain(self) -> float:
         """The given tables' busiest link over the new tables'."""
         return self.given_time_s / self.time_s if self.time_s > 0 else 1.0
 
     def write(self, path: str | Path) -> None:
-        """The tables for OpenSM's ``file`` engine (``opensm -R file -U PATH``)."""
+        """The tables for OpenSM's ``file`` engine (``opensm -R file,no_fallback -U PATH``: without
+        ``no_fallback`` OpenSM routes minhop instead when the file is wrong, and says nothing)."""
         write_forwarding_tables(self.tables, self.topology, path)
 
     def write_split(self, path: str | Path) -> None:
@@ -241,6 +286,8 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
         tables = given.with_table(routes.table, "job tables")
         if not lmc:
             best = (routes.busiest_s(topology.capacity), routes.table, None)
+            if best[0] > bound * (1 + 1e-9):
+                best = _with_clos_routes(topology, demands, given, best, say)
             break
         paths, offset = _lid_routes(topology, demands, tables, lids)
         say(f"LMC split: the LP over {paths.num_paths:,} routes ({lids} LIDs per destination)")
@@ -273,6 +320,36 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
     changed = int((tables.table != given.table).sum())
     return JobTables(topology, demands, tables, given, time_s, given_time, report, given_report, kept, longer,
                      changed, minimal_loop, split, bound, time.perf_counter() - start, peak_memory_mib())
+
+
+def _with_clos_routes(topology: Topology, demands: Demands, given: ForwardingTables,
+                      best: tuple[float, np.ndarray, np.ndarray | None],
+                      say: Callable[[str], None]) -> tuple[float, np.ndarray, np.ndarray | None]:
+    """The tables with the job's LIDs on routes that share no link (:mod:`optiq.heuristics.clos`),
+    where the fabric is a full-bisection fat-tree and the job a permutation, if they are
+    faster and pass the checks; else ``best`` as it is."""
+    routes = clos_routes(topology, demands)
+    if routes is None:
+        return best
+    fabric = topology.fabric
+    assert fabric is not None
+    E = topology.num_endpoints
+    table = best[1].copy()
+    column = fabric.lid_space.columns(fabric.endpoint_lid[demands.dst])
+    lengths = np.array([r.size for r in routes])
+    links = np.concatenate(routes) if routes else np.zeros(0, dtype=np.int64)
+    cols = np.repeat(column, lengths)
+    on_switch = topology.link_src[links] >= E
+    table[topology.link_src[links[on_switch]] - E, cols[on_switch]] = fabric.link_port[links[on_switch]]
+    tables = given.with_table(table, "job tables")
+    report = check_tables(topology, tables)
+    if not (report.ok and report.deadlock_free):
+        return best
+    time_s = _busiest(topology, forwarding_routes(topology, demands, tables), demands.nbytes.astype(float))
+    if time_s >= best[0]:
+        return best
+    say(f"job tables: the permutation routed stage by stage as a Clos network: busiest link {time_s * 1e3:.4f} ms")
+    return time_s, table, None
 
 
 def single_path_bound(topology: Topology, demands: Demands) -> float:

@@ -326,14 +326,15 @@ def _remap(fabric: Fabric, lid: np.ndarray, port: np.ndarray) -> np.ndarray:
 
 
 def write_forwarding_tables(tables: ForwardingTables, topology: Topology, path: str | Path) -> None:
-    """Write ``tables`` for OpenSM's ``file`` engine (``opensm -R file -U PATH``), in the
-    format ``dump_lfts`` prints: a table per switch, a line per LID with its port GUID.
+    """Write ``tables`` for OpenSM's ``file`` engine (``opensm -R file,no_fallback -U PATH``), in
+    the format ``dump_lfts`` prints: a table per switch, a line per LID with its port GUID.
 
     Raises
     ------
     TopologyError
-        If a switch has no entry for a LID (the engine would drop its traffic), or the file
-        cannot be written.
+        If a switch has no entry for a LID (the engine would drop its traffic) or one beyond
+        its ports (the engine would refuse the file, and without ``no_fallback`` route minhop
+        instead, saying so only in its log), or the file cannot be written.
     """
     fabric = _fabric_of(topology)
     E = topology.num_endpoints
@@ -343,6 +344,12 @@ def write_forwarding_tables(tables: ForwardingTables, topology: Topology, path: 
         raise TopologyError(f"switch {fabric.describe(topology, int(s) + E)} has no entry for LID "
                             f"0x{int(tables.lids[c]):04x} ({missing.shape[0]} entries missing): OpenSM would drop "
                             f"that traffic")
+    beyond = np.argwhere(tables.table.astype(np.int64) > fabric.num_ports[E:, None])
+    if beyond.size:
+        s, c = beyond[0]
+        raise TopologyError(f"switch {fabric.describe(topology, int(s) + E)} sends LID 0x{int(tables.lids[c]):04x} to "
+                            f"port {int(tables.table[s, c])}, and it has {int(fabric.num_ports[int(s) + E])} ports "
+                            f"({beyond.shape[0]} such entries): OpenSM's file engine would refuse the file")
     space = fabric.lid_space
     entry = space.entry
     kinds = np.where(fabric.lid_link[entry] < 0, "Switch", "Channel Adapter")

@@ -1,0 +1,139 @@
+"""Forwarding tables for every running job of a cluster at once, as a subnet manager writes them.
+
+The subnet manager writes one set of tables for the whole fabric, so the jobs' traffic is
+routed together (:func:`optiq.planner.job_tables` on all their pairs): a busy link of one
+job is a cost to every job that would share it, so the tables keep jobs off each other's
+links where the fabric has room (on a full-bisection fat-tree, jobs whose pairs together
+form a permutation share no link at all). Each job's busiest link is reported three ways:
+under tables made for it alone, under the cluster's tables, and under the given tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..paths import forwarding_routes
+from .tables import JobTables, job_tables
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..topology import Topology
+    from ..topology.lft import ForwardingTables
+    from ..workloads.jobs import ClusterJob
+
+__all__ = ["ClusterTables", "JobUnderTables", "cluster_tables"]
+
+
+@dataclass(frozen=True)
+class JobUnderTables:
+    """One job's busiest link (seconds) under tables made for it alone, under the cluster's
+    tables and under the given ones."""
+
+    name: str
+    alone_s: float
+    together_s: float
+    given_s: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "alone_s": self.alone_s, "together_s": self.together_s, "given_s": self.given_s}
+
+
+@dataclass
+class ClusterTables:
+    """Tables for several jobs (module docstring).
+
+    Attributes
+    ----------
+    made : JobTables
+        The tables for every job's pairs together (``write`` them for OpenSM).
+    jobs : list of JobUnderTables
+    shared_links : int
+        Links between switches that carry bytes of more than one job under the cluster's tables.
+    given_shared_links : int
+        The same under the given tables.
+    """
+
+    made: JobTables
+    jobs: list[JobUnderTables]
+    shared_links: int
+    given_shared_links: int
+    job_names: list[str] = field(default_factory=list, repr=False)
+
+    def write(self, path: str) -> None:
+        self.made.write(path)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"jobs": [j.as_dict() for j in self.jobs], "shared_links": self.shared_links,
+                "given_shared_links": self.given_shared_links, "time_s": self.made.time_s,
+                "given_s": self.made.given_time_s, "bound_s": self.made.bound_s}
+
+    def __str__(self) -> str:
+        width = max(len("job"), *(len(j.name) for j in self.jobs))
+        lines = [f"{'job':{width}} {'alone ms':>10} {'together ms':>11} {'given ms':>10} {'given/together':>14}"]
+        for j in self.jobs:
+            ratio = j.given_s / j.together_s if j.together_s > 0 else 1.0
+            lines.append(f"{j.name:{width}} {j.alone_s * 1e3:10.4f} {j.together_s * 1e3:11.4f} {j.given_s * 1e3:10.4f} "
+                         f"{ratio:13.2f}x")
+        lines.append(f"links between switches that carry more than one job: {self.shared_links:,} under these "
+                     f"tables, {self.given_shared_links:,} under the given ones")
+        return "\n".join(lines)
+
+
+def cluster_tables(topology: Topology, jobs: list[ClusterJob], *, rounds: int = 4,
+                   progress: Callable[[str], None] | None = None) -> ClusterTables:
+    """Tables that carry every job together, and each job's busiest link alone and together.
+
+    Parameters
+    ----------
+    topology : Topology
+        An InfiniBand fabric (``ibnet:``).
+    jobs : list of ClusterJob
+        From :func:`optiq.workloads.read_jobs`.
+    rounds : int
+        Rounds of rip-up and reroute (:func:`optiq.planner.job_tables`).
+    progress : callable, optional
+
+    Returns
+    -------
+    ClusterTables
+
+    Raises
+    ------
+    TopologyError, OptiqError
+        As :func:`optiq.planner.job_tables`.
+    """
+    from ..workloads.jobs import merge_jobs
+
+    say = progress or (lambda message: None)
+    merged, positions = merge_jobs(jobs)
+    say(f"cluster tables: {len(jobs)} jobs, {merged.num_jobs:,} pairs together")
+    made = job_tables(topology, merged, rounds=rounds, progress=progress)
+    rows = []
+    for job in jobs:
+        alone = job_tables(topology, job.demands, rounds=rounds)
+        rows.append(JobUnderTables(job.name, alone.time_s, _busiest(topology, job, made.tables),
+                                   _busiest(topology, job, made.given)))
+        say(f"cluster tables: job {job.name}: alone {alone.time_s * 1e3:.4f} ms, together {rows[-1].together_s * 1e3:.4f} "
+            f"ms, given tables {rows[-1].given_s * 1e3:.4f} ms")
+    return ClusterTables(made, rows, _shared(topology, jobs, made.tables), _shared(topology, jobs, made.given),
+                         [j.name for j in jobs])
+
+
+def _busiest(topology: Topology, job: ClusterJob, tables: ForwardingTables) -> float:
+    routes = forwarding_routes(topology, job.demands, tables)
+    return routes.busiest_link_time(job.demands.nbytes.astype(float), topology.capacity)
+
+
+def _shared(topology: Topology, jobs: list[ClusterJob], tables: ForwardingTables) -> int:
+    """Links between switches crossed by more than one job's routes."""
+    E = topology.num_endpoints
+    users = np.zeros(topology.num_links, dtype=np.int64)
+    for job in jobs:
+        routes = forwarding_routes(topology, job.demands, tables)
+        users[np.unique(routes.links)] += 1
+    between = (topology.link_src >= E) & (topology.link_dst >= E)
+    return int(((users > 1) & between).sum())

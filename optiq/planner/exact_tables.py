@@ -1,0 +1,175 @@
+"""The best destination-based tables for a job on a small fabric, by an integer program.
+
+Every pair of the job takes one of its legal shortest routes (the up*/down* routes that
+:class:`optiq.heuristics.tables.TreeRouter` chooses among); two pairs to one destination
+that meet at a switch leave it by the same port, as a forwarding table forces; the busiest
+link (bytes over capacity, the hosts' cables included) is minimised. HiGHS solves it to
+optimality. The number of routes grows quickly with the fabric, so this is a reference for
+small fabrics (the tests check :func:`optiq.planner.job_tables` against it), not a planner.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import OptiqError, TopologyError
+from ..heuristics.tables import TreeRouter
+from ..lp.solution import silent_highs
+
+if TYPE_CHECKING:
+    from ..topology import Topology
+    from ..workloads import Demands
+
+__all__ = ["ExactTables", "exact_tables", "MAX_ROUTES"]
+
+#: The integer program is refused above this many (pair, route) variables.
+MAX_ROUTES = 20_000
+
+
+@dataclass(frozen=True)
+class ExactTables:
+    """The optimum of :func:`exact_tables`.
+
+    Attributes
+    ----------
+    time_s : float
+        The least busiest link (seconds) of any destination-based tables on legal routes.
+    routes : list of ndarray
+        Per job, the links of its route in the optimum.
+    variables : int
+        (pair, route) variables of the integer program.
+    """
+
+    time_s: float
+    routes: list[np.ndarray] = field(repr=False)
+    variables: int
+
+
+def exact_tables(topology: Topology, demands: Demands, *, time_limit: float = 60.0) -> ExactTables:
+    """The least busiest link of any destination-based tables for ``demands`` (module docstring).
+
+    Parameters
+    ----------
+    topology : Topology
+        An InfiniBand fabric (``ibnet:``).
+    demands : Demands
+    time_limit : float
+        Seconds for HiGHS; past it the result is not proven optimal and an error is raised.
+
+    Returns
+    -------
+    ExactTables
+
+    Raises
+    ------
+    TopologyError
+        If the topology is not a fabric.
+    OptiqError
+        If the program has more than :data:`MAX_ROUTES` variables, or HiGHS does not prove
+        an optimum within ``time_limit``.
+    """
+    import highspy
+
+    router = TreeRouter(topology)
+    fabric = topology.fabric
+    assert fabric is not None
+    E = topology.num_endpoints
+    cap = topology.capacity
+    size = demands.nbytes.astype(float)
+    fixed = np.zeros(topology.num_links)
+    np.add.at(fixed, fabric.egress[demands.src], size)
+    src_switch = topology.link_dst[fabric.egress[demands.src]] - E
+    dst_link = fabric.egress[demands.dst]  # the host's cable out; its reverse carries the bytes in
+    into_host = np.array([_reverse(topology, int(link)) for link in dst_link], dtype=np.int64)
+    np.add.at(fixed, into_host, size)
+    dst_switch = topology.link_src[into_host] - E
+    routes: list[list[np.ndarray]] = []
+    for j in range(demands.num_jobs):
+        if demands.src[j] == demands.dst[j]:
+            routes.append([np.zeros(0, dtype=np.int64)])
+            continue
+        routes.append(_legal_routes(router, int(src_switch[j]), int(dst_switch[j])))
+    count = sum(len(r) for r in routes)
+    if count > MAX_ROUTES:
+        raise OptiqError(f"the exact tables' program would have {count:,} route variables (at most {MAX_ROUTES:,}): "
+                         f"it is for small fabrics")
+    owner = np.repeat(np.arange(demands.num_jobs), [len(r) for r in routes])
+    flat = [r for rs in routes for r in rs]
+    h = silent_highs()
+    h.setOptionValue("time_limit", float(time_limit))
+    inf = highspy.kHighsInf
+    # columns: T, then one binary per (pair, route)
+    h.addVar(0.0, inf)
+    h.changeColCost(0, 1.0)
+    for _ in range(count):
+        h.addVar(0.0, 1.0)
+    h.changeColsIntegrality(count, np.arange(1, count + 1, dtype=np.int32),
+                            np.full(count, highspy.HighsVarType.kInteger))
+    for j in range(demands.num_jobs):  # every pair on one route
+        mine = np.flatnonzero(owner == j) + 1
+        h.addRow(1.0, 1.0, mine.size, mine.astype(np.int32), np.ones(mine.size))
+    lengths = np.array([r.size for r in flat])
+    links = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
+    col = np.repeat(np.arange(count), lengths) + 1
+    for e in np.unique(links):  # fixed + routed bytes over capacity at most T
+        on = col[links == e]
+        idx = np.concatenate(([0], on)).astype(np.int32)
+        val = np.concatenate(([-cap[e]], size[owner[on - 1]]))
+        h.addRow(-inf, -fixed[e], idx.size, idx, val)
+    for a, b in _conflicts(topology, demands, owner, flat):  # one port per switch and destination
+        h.addRow(-inf, 1.0, 2, np.array([a + 1, b + 1], dtype=np.int32), np.ones(2))
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise OptiqError(f"HiGHS did not prove the exact tables optimal: {h.modelStatusToString(h.getModelStatus())}")
+    x = np.asarray(h.getSolution().col_value)[1:]
+    pick = np.flatnonzero(x > 0.5)
+    chosen = [flat[i] for i in pick]
+    load = fixed.copy()  # the optimum's busiest link from its routes, not HiGHS's rounded objective
+    for i in pick:
+        np.add.at(load, flat[i], size[owner[i]])
+    return ExactTables(float((load / cap).max(initial=0.0)), chosen, count)
+
+
+def _reverse(topology: Topology, link: int) -> int:
+    """The link the other way along the same cable."""
+    back = np.flatnonzero((topology.link_src == topology.link_dst[link]) & (topology.link_dst == topology.link_src[link]))
+    if not back.size:
+        raise TopologyError(f"link {link} of {topology.name} has no link back")
+    return int(back[0])
+
+
+def _legal_routes(router: TreeRouter, s: int, x: int) -> list[np.ndarray]:
+    """Every legal shortest route from switch ``s`` to switch ``x``, as link ids."""
+    legal = router.legal(x)
+    out: list[np.ndarray] = []
+
+    def walk(at: int, links: list[int]) -> None:
+        if at == x:
+            out.append(np.array(links, dtype=np.int64))
+            return
+        for slot in np.flatnonzero(legal[at]):
+            walk(int(router.nb[at, slot]), links + [int(router.nb_link[at, slot])])
+
+    walk(s, [])
+    return out
+
+
+def _conflicts(topology: Topology, demands: Demands, owner: np.ndarray,
+               flat: list[np.ndarray]) -> list[tuple[int, int]]:
+    """Pairs of routes of two jobs to one destination that leave a common switch by different links."""
+    pairs = []
+    by_dst: dict[int, list[int]] = {}
+    for i in range(len(flat)):
+        by_dst.setdefault(int(demands.dst[owner[i]]), []).append(i)
+    for routes in by_dst.values():
+        leaves = [{int(topology.link_src[e]): int(e) for e in flat[i]} for i in routes]
+        for (a, ra), (b, rb) in itertools.combinations(zip(routes, leaves), 2):
+            if owner[a] == owner[b]:
+                continue
+            if any(rb.get(s, e) != e for s, e in ra.items()):
+                pairs.append((a, b))
+    return pairs
