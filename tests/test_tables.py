@@ -352,12 +352,12 @@ def test_tables_for_three_jobs_report_each_alone_together_and_given(tmp_path, ca
     names = t.endpoint_names
     rng = np.random.default_rng(4)
     hosts = rng.permutation(t.num_endpoints)
-    lists, files = [hosts[:16], hosts[16:48], hosts[48:]], []
-    for i, h in enumerate(lists):
-        perm = np.roll(np.arange(h.size), 1 + i)
-        path = tmp_path / f"job{i}.csv"
-        path.write_text("src,dst,bytes\n" + "".join(f"{a},{b},{1 << 20}\n" for a, b in zip(range(h.size), perm)))
-        files.append(path.name)
+    lists = [hosts[:16], hosts[16:48], hosts[48:]]
+    # a demand file, rank traffic (a matrix, one rank per host) and a pattern
+    (tmp_path / "job0.csv").write_text("src,dst,bytes\n" + "".join(f"{a},{(a + 1) % 16},{1 << 20}\n" for a in range(16)))
+    matrix = np.roll(np.eye(32), 2, axis=1) * (1 << 20)
+    np.savetxt(tmp_path / "job1.txt", matrix, fmt="%d")
+    files = ["job0.csv", "job1.txt", "pattern:permutation:1MiB"]
     jobs = tmp_path / "jobs.txt"
     jobs.write_text("".join(f"job{i} {','.join(names[x] for x in h)} {f}  # job {i}\n"
                             for i, (h, f) in enumerate(zip(lists, files))))
@@ -379,4 +379,7 @@ def test_tables_for_three_jobs_report_each_alone_together_and_given(tmp_path, ca
     assert "line 1" in capsys.readouterr().err
     jobs.write_text("job0 onlytwo\n")
     assert main(argv) == 1
-    assert "expected NAME HOSTLIST DEMANDS" in capsys.readouterr().err
+    assert "expected NAME HOSTLIST TRAFFIC" in capsys.readouterr().err
+    jobs.write_text(f"job0 {names[0]},{names[1]} pattern:shuffle\n")
+    assert main(argv) == 1
+    assert "unknown pattern 'shuffle'" in capsys.readouterr().err

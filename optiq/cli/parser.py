@@ -52,8 +52,9 @@ def add_workload(p: argparse.ArgumentParser, *, required: bool = True, jobs: boo
                           "N x N matrix; mapped to hosts by --ranks-per-node, --selection and --placement")
     if jobs:
         src.add_argument("--jobs", metavar="FILE",
-                         help="every running job at once: one line per job, NAME HOSTLIST DEMANDS (a Slurm host "
-                              "list and a demand file whose src/dst are positions in it)")
+                         help="every running job at once: one line per job, NAME HOSTLIST TRAFFIC (a Slurm host "
+                              "list, and a demand file whose src/dst are positions in it, rank traffic one rank per "
+                              "host, or pattern:NAME[:SIZE])")
     p.add_argument("--size", type=types.size, default=8 * 2**20, help="bytes per pair, e.g. 8MiB (default)")
     p.add_argument("--random-sizes", metavar="LOW:HIGH", help="draw each pair's size in [LOW, HIGH], e.g. 64KiB:8MiB")
     p.add_argument("--ratio", type=types.positive_int, help="destinations per source (default 8; 2 for distance)")

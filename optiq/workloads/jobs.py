@@ -1,9 +1,17 @@
 """A cluster's running jobs: each job's name, its hosts and its traffic, from a jobs file.
 
-One line per job, ``NAME HOSTLIST DEMANDS``: a name, a Slurm host list (as ``squeue -o
-"%j %N"`` prints it; :func:`optiq.workloads.named_hosts`) and a demand file
-(:func:`optiq.workloads.read_demands`) whose ``src`` and ``dst`` are positions in that host
-list. A relative demand file is found beside the jobs file. ``#`` starts a comment.
+One line per job, ``NAME HOSTLIST TRAFFIC``: a name, a Slurm host list (as ``squeue -o
+"%j %N"`` prints it; :func:`optiq.workloads.named_hosts`) and the job's traffic, one of
+
+* a demand file (:func:`optiq.workloads.read_demands`: a ``.json`` file, or a ``.csv`` file
+  with the header ``src,dst,bytes``) whose ``src`` and ``dst`` are positions in the host list;
+* rank traffic (:func:`optiq.workloads.read_traffic`: a PFProf trace directory or
+  ``.tar.gz``, a ``src_rank,dst_rank,bytes`` CSV or a matrix), one rank per host in the
+  list's order;
+* ``pattern:NAME[:SIZE]``: ``permutation`` (seeded) or an OPTIQ pattern (``disjoint``,
+  ``overlap``, ``subset``) over the list's hosts, ``SIZE`` bytes per pair (default 8 MiB).
+
+A relative path is found beside the jobs file. ``#`` starts a comment.
 """
 
 from __future__ import annotations
@@ -46,15 +54,16 @@ class ClusterJob:
         return f"ClusterJob({self.name!r}, {self.hosts.size} hosts, {self.demands.num_jobs:,} pairs)"
 
 
-def read_jobs(path: str | Path, topology: Topology) -> list[ClusterJob]:
-    """The jobs of a jobs file (module docstring), on ``topology``'s hosts.
+def read_jobs(path: str | Path, topology: Topology, *, seed: int = 0) -> list[ClusterJob]:
+    """The jobs of a jobs file (module docstring), on ``topology``'s hosts; ``seed`` seeds
+    every ``pattern:permutation``.
 
     Raises
     ------
     WorkloadError
-        For an unreadable file, a line without three fields, a name used twice, or a
-        demand file that cannot be read or names a position beyond its host list (naming
-        the line).
+        For an unreadable file, a line without three fields, a name used twice, traffic
+        that cannot be read, names a position or rank beyond its host list, or an unknown
+        pattern (naming the line).
     TopologyError
         For a host the topology does not have (naming the line and the host).
 
@@ -80,20 +89,53 @@ def read_jobs(path: str | Path, topology: Topology) -> list[ClusterJob]:
             continue
         where = f"jobs file {str(path)!r} line {number}"
         if len(fields) != 3:
-            raise WorkloadError(f"{where}: expected NAME HOSTLIST DEMANDS, got {len(fields)} field(s)")
-        name, hostlist, demand_file = fields
+            raise WorkloadError(f"{where}: expected NAME HOSTLIST TRAFFIC, got {len(fields)} field(s)")
+        name, hostlist, traffic = fields
         if any(job.name == name for job in jobs):
             raise WorkloadError(f"{where}: job {name!r} is named twice")
-        demand_path = Path(demand_file) if Path(demand_file).is_absolute() else path.parent / demand_file
         try:
             hosts = named_hosts(topology, hostlist)
-            demands = on_hosts(read_demands(demand_path), hosts)
+            demands = _traffic(traffic, path.parent, hosts, topology, seed + len(jobs))
         except OptiqError as exc:
             raise type(exc)(f"{where} (job {name!r}): {exc}") from None
         jobs.append(ClusterJob(name, hosts, Demands(demands.src, demands.dst, demands.nbytes, name=name)))
     if not jobs:
         raise WorkloadError(f"jobs file {str(path)!r} names no job")
     return jobs
+
+
+def _traffic(field: str, here: Path, hosts: np.ndarray, topology: Topology, seed: int) -> Demands:
+    """A job's demands on the topology's endpoints, from its TRAFFIC field (module docstring)."""
+    from ..utils.units import parse_size
+    from .patterns import PATTERNS, constant_ratio, permutation
+    from .placement import host_demands
+    from .traffic import read_traffic
+
+    if field.startswith("pattern:"):
+        name, _, size = field[len("pattern:"):].partition(":")
+        nbytes = parse_size(size) if size else 8 * 2**20
+        if name == "permutation":
+            return on_hosts(permutation(hosts.size, nbytes=nbytes, seed=seed), hosts)
+        if name in PATTERNS:
+            return on_hosts(constant_ratio(hosts.size, name, nbytes=nbytes), hosts)
+        raise WorkloadError(f"unknown pattern {name!r}; choose permutation or {', '.join(PATTERNS)}")
+    path = Path(field) if Path(field).is_absolute() else here / field
+    if path.suffix.lower() == ".json" or (path.suffix.lower() == ".csv" and _demand_header(path)):
+        return on_hosts(read_demands(path), hosts)
+    matrix = read_traffic(path)
+    if matrix.shape[0] > hosts.size:
+        raise WorkloadError(f"traffic {str(path)!r} has {matrix.shape[0]} ranks and the host list {hosts.size} hosts")
+    return host_demands(matrix, topology.num_endpoints, hosts=hosts).demands
+
+
+def _demand_header(path: Path) -> bool:
+    """Whether a CSV file starts with a demand file's header (``src,dst,bytes``)."""
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            first = fh.readline()
+    except OSError:
+        return True  # read_demands names the problem
+    return [c.strip().lower() for c in first.split(",")][:2] == ["src", "dst"]
 
 
 def merge_jobs(jobs: list[ClusterJob]) -> tuple[Demands, list[np.ndarray]]:
