@@ -4,8 +4,9 @@ Every pair of the job takes one of its legal shortest routes (the up*/down* rout
 :class:`optiq.heuristics.tables.TreeRouter` chooses among); two pairs to one destination
 that meet at a switch leave it by the same port, as a forwarding table forces; the busiest
 link (bytes over capacity, the hosts' cables included) is minimised. HiGHS solves it to
-optimality. The number of routes grows quickly with the fabric, so this is a reference for
-small fabrics (the tests check :func:`optiq.planner.job_tables` against it), not a planner.
+optimality. The number of routes grows quickly with the fabric, so this is for small
+fabrics: :func:`optiq.planner.job_tables` runs it where the program is small and its
+heuristic left a gap to the bound, and the tests hold the heuristic against it.
 """
 
 from __future__ import annotations
@@ -42,14 +43,18 @@ class ExactTables:
         Per job, the links of its route in the optimum.
     variables : int
         (pair, route) variables of the integer program.
+    optimal : bool
+        Proven optimal; else the best tables found within the limits.
     """
 
     time_s: float
     routes: list[np.ndarray] = field(repr=False)
     variables: int
+    optimal: bool = True
 
 
-def exact_tables(topology: Topology, demands: Demands, *, time_limit: float = 60.0) -> ExactTables:
+def exact_tables(topology: Topology, demands: Demands, *, time_limit: float | None = 60.0,
+                 max_routes: int = MAX_ROUTES, node_limit: int | None = None) -> ExactTables:
     """The least busiest link of any destination-based tables for ``demands`` (module docstring).
 
     Parameters
@@ -57,8 +62,14 @@ def exact_tables(topology: Topology, demands: Demands, *, time_limit: float = 60
     topology : Topology
         An InfiniBand fabric (``ibnet:``).
     demands : Demands
-    time_limit : float
-        Seconds for HiGHS; past it the result is not proven optimal and an error is raised.
+    time_limit : float, optional
+        Seconds for HiGHS (``None``: no limit).
+    max_routes : int
+        Refuse a program with more (pair, route) variables than this.
+    node_limit : int, optional
+        Branch-and-bound nodes for HiGHS: a limit in work, so the result is the same on a
+        busy machine. Past either limit the best tables found are returned, not proven
+        optimal (``optimal`` false).
 
     Returns
     -------
@@ -69,8 +80,8 @@ def exact_tables(topology: Topology, demands: Demands, *, time_limit: float = 60
     TopologyError
         If the topology is not a fabric.
     OptiqError
-        If the program has more than :data:`MAX_ROUTES` variables, or HiGHS does not prove
-        an optimum within ``time_limit``.
+        If the program has more than ``max_routes`` variables, or HiGHS finds no tables
+        within its limits.
     """
     import highspy
 
@@ -92,15 +103,20 @@ def exact_tables(topology: Topology, demands: Demands, *, time_limit: float = 60
         if demands.src[j] == demands.dst[j]:
             routes.append([np.zeros(0, dtype=np.int64)])
             continue
-        routes.append(_legal_routes(router, int(src_switch[j]), int(dst_switch[j])))
+        left = max_routes - sum(len(r) for r in routes)
+        found = _legal_routes(router, int(src_switch[j]), int(dst_switch[j]), left)
+        if found is None:
+            raise OptiqError(f"the exact tables' program would have more than {max_routes:,} route variables: it is "
+                             f"for small fabrics")
+        routes.append(found)
     count = sum(len(r) for r in routes)
-    if count > MAX_ROUTES:
-        raise OptiqError(f"the exact tables' program would have {count:,} route variables (at most {MAX_ROUTES:,}): "
-                         f"it is for small fabrics")
     owner = np.repeat(np.arange(demands.num_jobs), [len(r) for r in routes])
     flat = [r for rs in routes for r in rs]
     h = silent_highs()
-    h.setOptionValue("time_limit", float(time_limit))
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    if node_limit is not None:
+        h.setOptionValue("mip_max_nodes", int(node_limit))
     inf = highspy.kHighsInf
     # columns: T, then one binary per (pair, route)
     h.addVar(0.0, inf)
@@ -123,15 +139,17 @@ def exact_tables(topology: Topology, demands: Demands, *, time_limit: float = 60
     for a, b in _conflicts(topology, demands, owner, flat):  # one port per switch and destination
         h.addRow(-inf, 1.0, 2, np.array([a + 1, b + 1], dtype=np.int32), np.ones(2))
     h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise OptiqError(f"HiGHS did not prove the exact tables optimal: {h.modelStatusToString(h.getModelStatus())}")
-    x = np.asarray(h.getSolution().col_value)[1:]
+    optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    solution = h.getSolution()
+    if not optimal and not solution.value_valid:
+        raise OptiqError(f"HiGHS found no exact tables: {h.modelStatusToString(h.getModelStatus())}")
+    x = np.asarray(solution.col_value)[1:]
     pick = np.flatnonzero(x > 0.5)
     chosen = [flat[i] for i in pick]
     load = fixed.copy()  # the optimum's busiest link from its routes, not HiGHS's rounded objective
     for i in pick:
         np.add.at(load, flat[i], size[owner[i]])
-    return ExactTables(float((load / cap).max(initial=0.0)), chosen, count)
+    return ExactTables(float((load / cap).max(initial=0.0)), chosen, count, optimal)
 
 
 def _reverse(topology: Topology, link: int) -> int:
@@ -142,20 +160,20 @@ def _reverse(topology: Topology, link: int) -> int:
     return int(back[0])
 
 
-def _legal_routes(router: TreeRouter, s: int, x: int) -> list[np.ndarray]:
-    """Every legal shortest route from switch ``s`` to switch ``x``, as link ids."""
+def _legal_routes(router: TreeRouter, s: int, x: int, budget: int) -> list[np.ndarray] | None:
+    """Every legal shortest route from switch ``s`` to switch ``x``, as link ids; ``None``
+    as soon as there are more than ``budget``."""
     legal = router.legal(x)
     out: list[np.ndarray] = []
 
-    def walk(at: int, links: list[int]) -> None:
+    def walk(at: int, links: list[int]) -> bool:
         if at == x:
             out.append(np.array(links, dtype=np.int64))
-            return
-        for slot in np.flatnonzero(legal[at]):
-            walk(int(router.nb[at, slot]), links + [int(router.nb_link[at, slot])])
+            return len(out) <= budget
+        return all(walk(int(router.nb[at, slot]), links + [int(router.nb_link[at, slot])])
+                   for slot in np.flatnonzero(legal[at]))
 
-    walk(s, [])
-    return out
+    return out if walk(s, []) else None
 
 
 def _conflicts(topology: Topology, demands: Demands, owner: np.ndarray,

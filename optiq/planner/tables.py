@@ -12,6 +12,10 @@ ready for OpenSM's ``file`` engine (:func:`optiq.topology.lft.write_forwarding_t
   routes must close one (a torus), the result says so with the loop named, and
   ``allow_credit_loops=True`` routes on shortest routes instead (the operator then owes
   the virtual lanes that break the loops).
+* A permutation on a full-bisection fat-tree is routed stage by stage as a Clos network
+  (:mod:`optiq.heuristics.clos`): no link carries two pairs. Where a gap to
+  :func:`single_path_bound` is left and the fabric is small, the integer program of
+  :func:`optiq.planner.exact_tables` is solved, within a number of nodes.
 * If the given tables carry the job faster and are themselves safe, they are kept.
 * ``lmc=True`` on a fabric routed at LMC = L > 0: each destination's ``2**L`` LIDs get
   trees of their own (the pairs' bytes split evenly to start), and the job's bytes are split
@@ -52,6 +56,10 @@ __all__ = ["JobTables", "job_tables", "with_tables", "single_path_bound"]
 
 #: Rounds of the LMC split: trees for the split, then the LP's split for the trees.
 LMC_ROUNDS = 3
+#: The exact program runs after the heuristic where it has at most this many variables...
+EXACT_ROUTES = 2_000
+#: ... within this many branch-and-bound nodes (work, not seconds: the same tables on any machine).
+EXACT_NODES = 1_000
 
 
 @dataclass
@@ -218,7 +226,8 @@ def _busiest(topology: Topology, paths: PathSet, nbytes: np.ndarray) -> float:
 
 
 def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow_credit_loops: bool = False,
-               rounds: int = 4, progress: Callable[[str], None] | None = None) -> JobTables:
+               rounds: int = 4, exact_routes: int = EXACT_ROUTES,
+               progress: Callable[[str], None] | None = None) -> JobTables:
     """Forwarding tables that carry ``demands`` on ``topology``'s fabric with the least busy
     busiest link (module docstring).
 
@@ -235,6 +244,10 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
         Shortest routes even where they close credit loops.
     rounds : int
         Rounds of rip-up and reroute.
+    exact_routes : int
+        Where the tables are above :func:`single_path_bound` after that, solve the integer
+        program of :func:`optiq.planner.exact_tables` if it has at most this many (pair,
+        route) variables (``0``: never), within :data:`EXACT_NODES` branch-and-bound nodes.
     progress : callable, optional
 
     Returns
@@ -287,7 +300,10 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
         if not lmc:
             best = (routes.busiest_s(topology.capacity), routes.table, None)
             if best[0] > bound * (1 + 1e-9):
-                best = _with_clos_routes(topology, demands, given, best, say)
+                best = _with_routes(topology, demands, given, best, clos_routes(topology, demands), say,
+                                    "the permutation routed stage by stage as a Clos network")
+            if best[0] > bound * (1 + 1e-9) and exact_routes > 0:
+                best = _with_exact_routes(topology, demands, given, best, exact_routes, say)
             break
         paths, offset = _lid_routes(topology, demands, tables, lids)
         say(f"LMC split: the LP over {paths.num_paths:,} routes ({lids} LIDs per destination)")
@@ -322,13 +338,26 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
                      changed, minimal_loop, split, bound, time.perf_counter() - start, peak_memory_mib())
 
 
-def _with_clos_routes(topology: Topology, demands: Demands, given: ForwardingTables,
-                      best: tuple[float, np.ndarray, np.ndarray | None],
-                      say: Callable[[str], None]) -> tuple[float, np.ndarray, np.ndarray | None]:
-    """The tables with the job's LIDs on routes that share no link (:mod:`optiq.heuristics.clos`),
-    where the fabric is a full-bisection fat-tree and the job a permutation, if they are
-    faster and pass the checks; else ``best`` as it is."""
-    routes = clos_routes(topology, demands)
+def _with_exact_routes(topology: Topology, demands: Demands, given: ForwardingTables,
+                       best: tuple[float, np.ndarray, np.ndarray | None], max_routes: int,
+                       say: Callable[[str], None]) -> tuple[float, np.ndarray, np.ndarray | None]:
+    """The tables of the integer program (:func:`optiq.planner.exact_tables`) where it has at
+    most ``max_routes`` variables, within :data:`EXACT_NODES` nodes, if faster."""
+    from .exact_tables import exact_tables
+
+    try:
+        exact = exact_tables(topology, demands, time_limit=None, max_routes=max_routes, node_limit=EXACT_NODES)
+    except OptiqError:
+        return best
+    what = "the integer program over every pair's legal routes" + ("" if exact.optimal else " (not proven optimal)")
+    return _with_routes(topology, demands, given, best, exact.routes, say, what)
+
+
+def _with_routes(topology: Topology, demands: Demands, given: ForwardingTables,
+                 best: tuple[float, np.ndarray, np.ndarray | None], routes: list[np.ndarray] | None,
+                 say: Callable[[str], None], what: str) -> tuple[float, np.ndarray, np.ndarray | None]:
+    """The tables with every pair's LID column set along its route (one route per job, link
+    ids from host to host), if they are faster and pass the checks; else ``best`` as it is."""
     if routes is None:
         return best
     fabric = topology.fabric
@@ -348,7 +377,7 @@ def _with_clos_routes(topology: Topology, demands: Demands, given: ForwardingTab
     time_s = _busiest(topology, forwarding_routes(topology, demands, tables), demands.nbytes.astype(float))
     if time_s >= best[0]:
         return best
-    say(f"job tables: the permutation routed stage by stage as a Clos network: busiest link {time_s * 1e3:.4f} ms")
+    say(f"job tables: {what}: busiest link {time_s * 1e3:.4f} ms")
     return time_s, table, None
 
 
