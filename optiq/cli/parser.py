@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..experiments.fattree_study import DEFAULT_TOPOLOGY as FATTREE_TOPOLOGY
+from ..heuristics.tables import REROUTE_ROUNDS
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK
 from ..paths import FORWARDED, ROUTINGS
@@ -189,8 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-credit-loops", action="store_true",
                    help="shortest routes even where they close credit loops (a torus): the fabric then needs "
                         "virtual lanes that break them")
-    p.add_argument("--rounds", type=types.positive_int, default=4,
-                   help="rounds of rip-up and reroute (default 4)")
+    p.add_argument("--rounds", type=types.positive_int, default=REROUTE_ROUNDS,
+                   help=f"rounds of rip-up and reroute at most (default {REROUTE_ROUNDS}): they stop at the "
+                        f"bound, or when neither a plain round nor one that pushes trees off the busiest links "
+                        f"helps")
     p.add_argument("--json", metavar="REPORT", help="also write the report as JSON: time_s, given_s, bound_s (one "
                                                    "job); jobs (name, alone_s, together_s, given_s), shared_links "
                                                    "(--jobs)")

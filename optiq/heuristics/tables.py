@@ -25,10 +25,13 @@ chooses: among its ports on a legal shortest route it takes the one whose route 
 least busy, counting the link out of the port with the bytes added and the rest of the way
 by the least busy route from the switch it leads to (the busiest link's seconds, bytes over
 capacity); ties go to the port with the fewest LIDs routed so far, then the lowest port.
-Then rounds of rip-up and reroute, while the busiest link drops and is above a proven bound:
-each LID's tree that crosses a link at least half as busy as the busiest is taken out and
-built again against everyone else's bytes, and kept if the busiest link is then less busy,
-or as busy with a smaller sum of squares. A switch that forwards none of the job's bytes for a LID, and every LID the
+Then rounds of rip-up and reroute, while the busiest link is above a proven bound: each
+LID's tree that crosses a link at least half as busy as the busiest is taken out and built
+again against everyone else's bytes, and kept if the busiest link is then less busy, or as
+busy with a smaller sum of squares. After a round in which the busiest link did not drop,
+the next builds the trees as if the busiest links were twice as full (a tree then leaves
+them even where its own route gets busier), kept by the same test; the rounds end when
+neither kind helped, or after :data:`REROUTE_ROUNDS`. A switch that forwards none of the job's bytes for a LID, and every LID the
 job does not send to, keeps the port of the given tables where that port is on a legal
 route, else takes the least busy one.
 """
@@ -52,12 +55,14 @@ if TYPE_CHECKING:
 
     from ..topology import Topology
 
-__all__ = ["TreeRouter", "ColumnTraffic", "JobRoutes"]
+__all__ = ["TreeRouter", "ColumnTraffic", "JobRoutes", "REROUTE_ROUNDS"]
 
 _INF = np.iinfo(np.int32).max // 2
 #: Rip-up and reroute takes the trees that cross a link at least this busy, relative to the
 #: busiest link, each round.
 HOT = 0.5
+#: Rounds of rip-up and reroute at most (a budget of work: the same tables on any machine).
+REROUTE_ROUNDS = 16
 
 
 @dataclass(frozen=True)
@@ -306,7 +311,7 @@ class TreeRouter:
     # -- every LID ---------------------------------------------------------------------
 
     def route(self, traffic: list[ColumnTraffic], *, given: ForwardingTables | None = None, base_load: np.ndarray,
-              rounds: int = 4, floor: float = 0.0, progress: Callable[[str], None] | None = None) -> JobRoutes:
+              rounds: int = REROUTE_ROUNDS, floor: float = 0.0, progress: Callable[[str], None] | None = None) -> JobRoutes:
         """Tables for every LID: the job's LIDs by load, then rip-up and reroute (module docstring).
 
         ``base_load``: the job's bytes on links no table decides (its hosts' cables into
@@ -338,19 +343,26 @@ class TreeRouter:
                                         None if given_table is None else given_table[:, c])
                 table[:, c] = port
         cap = self.capacity
+        push = False
         for done in range(1, rounds + 1):
             busiest = _score(load, cap)[0]
             if busiest <= floor * (1 + 1e-9):
                 break  # at the bound: no tables can do better
             hot = load / cap >= HOT * busiest
+            # after a round that did not help, the trees are rebuilt as if the busiest links
+            # were fuller still, so that a tree leaves them even where its own route gets busier
+            penalty = np.where(load / cap >= busiest * (1 - 1e-9), busiest * cap, 0.0) if push else None
             for col in heavy:
                 links, nbytes = contrib[col.column]
                 if not hot[links].any():  # far from the busiest links: left as it is
                     continue
                 before = _score(load, cap)
                 np.subtract.at(load, links, nbytes)
-                port, new_links, new_bytes = self.build(col.column, enter_of[col.column], load, count.copy(),
+                seen = load if penalty is None else load + penalty
+                port, new_links, new_bytes = self.build(col.column, enter_of[col.column], seen, count.copy(),
                                                         table[:, col.column].copy())
+                if penalty is not None:
+                    np.add.at(load, new_links, new_bytes)
                 if _score(load, cap) < before:
                     table[:, col.column], contrib[col.column] = port, (new_links, new_bytes)
                 else:
@@ -359,7 +371,11 @@ class TreeRouter:
             if progress:
                 progress(f"job tables: reroute round {done}, busiest link {_score(load, cap)[0] * 1e3:.4f} ms")
             if _score(load, cap)[0] >= busiest * (1 - 1e-12):
-                break  # the busiest link did not drop: another round would not either
+                if push:
+                    break  # neither kind of round helped
+                push = True
+            else:
+                push = False
         if not self.minimal:
             table = self.escape(table)
         return JobRoutes(table, load)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..heuristics.tables import REROUTE_ROUNDS
 from ..paths import forwarding_routes
 from ..paths.tablecheck import check_tables
 from .tables import JobTables, job_tables
@@ -88,7 +89,7 @@ class ClusterTables:
         return "\n".join(lines)
 
 
-def cluster_tables(topology: Topology, jobs: list[ClusterJob], *, rounds: int = 4,
+def cluster_tables(topology: Topology, jobs: list[ClusterJob], *, rounds: int = REROUTE_ROUNDS,
                    progress: Callable[[str], None] | None = None) -> ClusterTables:
     """Tables that carry every job together, and each job's busiest link alone and together.
 

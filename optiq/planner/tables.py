@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import OptiqError, PlanError, TopologyError
 from ..heuristics.clos import clos_routes
-from ..heuristics.tables import ColumnTraffic, TreeRouter
+from ..heuristics.tables import REROUTE_ROUNDS, ColumnTraffic, TreeRouter
 from ..lp import LPStatus, round_to_bytes, solve_lp
 from ..paths import FREE, PathSet, forwarding_routes, minhop_tables
 from ..paths.tablecheck import TableReport, check_tables
@@ -226,7 +226,7 @@ def _busiest(topology: Topology, paths: PathSet, nbytes: np.ndarray) -> float:
 
 
 def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow_credit_loops: bool = False,
-               rounds: int = 4, exact_routes: int = EXACT_ROUTES,
+               rounds: int = REROUTE_ROUNDS, exact_routes: int = EXACT_ROUTES,
                progress: Callable[[str], None] | None = None) -> JobTables:
     """Forwarding tables that carry ``demands`` on ``topology``'s fabric with the least busy
     busiest link (module docstring).
@@ -292,16 +292,22 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
     share = np.full((demands.num_jobs, lids), 1.0 / lids)
     best: tuple[float, np.ndarray, np.ndarray | None] | None = None
     bound = single_path_bound(topology, demands) if not lmc else 0.0
+    clos = None if lmc else clos_routes(topology, demands)  # where it applies, rip-up and reroute is not needed
     for _ in range(LMC_ROUNDS if lmc else 1):
         traffic = _column_traffic(fabric, demands, entry_switch, share, given)
-        routes = router.route(traffic, given=given, base_load=base_load, rounds=rounds, floor=bound,
+        routes = router.route(traffic, given=given, base_load=base_load, rounds=0 if clos else rounds, floor=bound,
                               progress=progress)
         tables = given.with_table(routes.table, "job tables")
         if not lmc:
             best = (routes.busiest_s(topology.capacity), routes.table, None)
             if best[0] > bound * (1 + 1e-9):
-                best = _with_routes(topology, demands, given, best, clos_routes(topology, demands), say,
-                                    "the permutation routed stage by stage as a Clos network")
+                with_clos = _with_routes(topology, demands, given, best, clos, say,
+                                         "the permutation routed stage by stage as a Clos network")
+                if with_clos is best and clos:  # not taken after all: the rounds it skipped
+                    routes = router.route(traffic, given=given, base_load=base_load, rounds=rounds, floor=bound,
+                                          progress=progress)
+                    with_clos = (routes.busiest_s(topology.capacity), routes.table, None)
+                best = with_clos
             if best[0] > bound * (1 + 1e-9) and exact_routes > 0:
                 best = _with_exact_routes(topology, demands, given, best, exact_routes, say)
             break
