@@ -10,7 +10,9 @@ Three parts, every figure a busiest link (ms) measured side by side in one run:
    fat-tree study's per-pair rules, free) and free ``opt``; the same fabric routed with LMC 2
    and tables with ``--lmc``. Time and peak memory to write the tables, and their check.
 2. The fat-tree study's CG and MILC traffic (one rank per host) on a 128-host leaf-spine
-   simulated by ibsim and routed by the real OpenSM (minhop).
+   simulated by ibsim and routed by the real OpenSM (minhop); then three jobs on disjoint
+   host lists of it (CG, MILC and a permutation) under tables made for each alone, under
+   the cluster's tables (``cluster_tables``) and under minhop's.
 3. The ibsim fabrics of the tests routed by each real OpenSM engine (minhop, updn, ftree,
    dfsssp), a random permutation: each engine's tables, tables written from them, and the
    check of the engine's; optiq's minhop emulation against the real minhop (entries equal,
@@ -35,10 +37,11 @@ import numpy as np
 from optiq import Demands, from_spec
 from optiq.paths import forwarding_routes, minhop_tables
 from optiq.paths.tablecheck import check_tables
-from optiq.planner import compare_methods, job_tables
+from optiq.planner import cluster_tables, compare_methods, job_tables
 from optiq.topology import read_ibnetdiscover
 from optiq.topology.lft import read_forwarding_tables
 from optiq.workloads import constant_ratio, host_demands, milc_traffic, nas_cg_traffic, random_pairing
+from optiq.workloads.jobs import ClusterJob
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
@@ -112,6 +115,21 @@ def part2(work: Path, sim_cls) -> None:
     for app, traffic in (("CG", nas_cg_traffic()), ("MILC", milc_traffic())):
         d = host_demands(traffic, topo.num_endpoints, ranks_per_node=1).demands
         methods(topo, d, f"  {app}: {d.num_jobs} host pairs")
+    print("  three jobs on disjoint random host lists: CG (32 ranks), MILC (4x4x2x2, 64 ranks), a random "
+          "permutation of 32; busiest link of each (ms)")
+    hosts = np.random.default_rng(4).permutation(topo.num_endpoints)
+    lists = {"CG": hosts[:32], "MILC": hosts[32:96], "perm": hosts[96:]}
+    jobs = [ClusterJob("CG", lists["CG"], host_demands(nas_cg_traffic(32, rows=4), topo.num_endpoints,
+                                                        hosts=lists["CG"]).demands),
+            ClusterJob("MILC", lists["MILC"], host_demands(milc_traffic((4, 4, 2, 2)), topo.num_endpoints,
+                                                            hosts=lists["MILC"]).demands)]
+    perm = np.random.default_rng(9).permutation(32)
+    moved = perm != np.arange(32)
+    h = lists["perm"]
+    jobs.append(ClusterJob("perm", h, Demands(h[np.flatnonzero(moved)], h[perm[moved]],
+                                              np.full(int(moved.sum()), 1 << 20))))
+    result = cluster_tables(topo, jobs)
+    print("\n".join("    " + line.replace("given ms", "minhop ms") for line in str(result).splitlines()))
 
 
 def part3(work: Path, sim_cls) -> None:
