@@ -176,3 +176,24 @@ def test_counters_see_one_flows_bytes_on_its_route_only():
         assert delta.bytes[there].min() > 2**20 and delta.bytes[other].max() < 0.01 * delta.bytes[there].min()
         assert 0.8 * RATE < good.bytes_per_s < RATE
         assert 0.01 < good.header < 0.1 and 0.001 < good.ack < 0.1
+
+
+def test_testbed_collectives_fits_both_models_and_measures_every_algorithm_on_a_star(tmp_path, capsys):
+    from optiq.cli import main
+    from optiq.collectives.cost import algorithms
+
+    out = tmp_path / "c.json"
+    assert main(["testbed", "collectives", "--ranks", "4", "--size", "32KiB", "--fit-sizes", "8KiB,32KiB",
+                 "--repeat", "1", "--json", str(out), "-q"]) == 0
+    report = json.loads(out.read_text())
+    rows = report["rows"]
+    assert [r["algorithm"] for r in rows] == algorithms(4)
+    assert all(r["correct"] and r["measured_s"] > 0 and r["model_s"] > 0 and r["abg_s"] > 0 for r in rows)
+    errors = [abs(r["model_s"] - r["measured_s"]) / r["measured_s"] for r in rows]
+    assert report["model_error_mean"] == pytest.approx(np.mean(errors))
+    assert report["model_error_max"] == pytest.approx(max(errors))
+    assert report["measured_best"] == min(rows, key=lambda r: r["measured_s"])["algorithm"]
+    assert report["model_choice"] == min(rows, key=lambda r: r["model_s"])["algorithm"]
+    assert report["drops"] == sum(r["drops"] for r in rows) >= 0
+    assert report["rate_bps"] == pytest.approx(20e6) and report["ranks"] == 4
+    assert "fastest measured" in capsys.readouterr().out

@@ -18,6 +18,7 @@ from ..planner.methods import CANDIDATE_PATHS_MAX, DEFAULT_K, MIN_DEFAULT_K
 from ..sim import SHARING, ChunkModel
 from ..sim.flow import DEFAULT_BATCH
 from ..testbed import DEFAULT_QUEUE, DEFAULT_REPEAT, TESTBED_METHODS, TESTBED_RATE
+from ..testbed.collectives import COLLECTIVES_SIZE, FIT_SIZES
 from ..topology.spec import SPEC_HELP
 from ..workloads import PATTERNS, SELECTIONS
 from . import argtypes as types
@@ -286,7 +287,7 @@ def add_testbed(sub: Any) -> None:
                                    "per cable, every link direction rate limited with a tail-drop queue, the "
                                    "network's own routes in the kernel), run every method over MPI on it in turn, "
                                    "and report measured against predicted times.")
-    actions = p.add_subparsers(dest="action", required=True, metavar="{run,exec,down}")
+    actions = p.add_subparsers(dest="action", required=True, metavar="{run,exec,collectives,down}")
     a = actions.add_parser("run", help="measure methods (or a plan file) on the emulated network",
                            description="optiq testbed run -t SPEC (--pattern ... | --demands F) --methods M,... or "
                                        "optiq testbed run PLAN.json: build the network, measure one flow's goodput, "
@@ -315,6 +316,20 @@ def add_testbed(sub: Any) -> None:
     a.add_argument("--routes", metavar="LFTS", help="ibnet: the fabric's forwarding tables (the kernel's routes)")
     add_network(a)
     a.add_argument("program", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
+    a = actions.add_parser("collectives", help="fit and check the allreduce cost model on an emulated switch",
+                           description="optiq testbed collectives --ranks N: N hosts on one switch (links rate "
+                                       "limited, tail-drop queues, MPI over TCP); fit both allreduce models from "
+                                       "the micro-benchmarks (pairs, full meshes of every fan-in, reductions, "
+                                       "copies), measure every algorithm for N ranks with the queues' drops, and set "
+                                       "both models' predictions beside the measurements.")
+    a.add_argument("--ranks", type=types.positive_int, required=True, help="hosts on the switch, one rank each")
+    a.add_argument("--size", type=types.size, default=COLLECTIVES_SIZE,
+                   help=f"bytes per rank of the allreduce measured (default {COLLECTIVES_SIZE:,})")
+    a.add_argument("--fit-sizes", type=types.size_list, default=list(FIT_SIZES),
+                   help=f"message sizes of the micro-benchmarks (default {','.join(str(s) for s in FIT_SIZES)})")
+    a.add_argument("--repeat", type=types.positive_int, default=5, help="timed runs per measurement (default 5)")
+    a.add_argument("--json", metavar="FILE", help="write the measurements and predictions as JSON")
+    add_network(a)
     a = actions.add_parser("down", help="remove testbeds a killed run left behind",
                            description="Remove every testbed's namespaces (optiq-<tag>-...) and processes, except "
                                        "those whose run still goes on (--force: those too).")

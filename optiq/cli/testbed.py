@@ -1,4 +1,4 @@
-"""``optiq testbed run`` and ``optiq testbed down``: the emulated network from the command line."""
+"""``optiq testbed run``, ``exec``, ``collectives`` and ``down``: the emulated network from the command line."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ def testbed(args: argparse.Namespace) -> int:
         return 0
     if args.action == "exec":
         return _exec(args)
+    if args.action == "collectives":
+        return _collectives(args)
     given = [f"--{name}" for name in ("topology", "pattern", "demands", "traffic") if getattr(args, name)]
     if args.plan and given:
         raise OptiqError(f"give a plan file or a workload ({', '.join(given)}), not both")
@@ -71,3 +73,23 @@ def _exec(args: argparse.Namespace) -> int:
                                 progress=_progress(args))
     print(f"optiq testbed: {carried}", file=sys.stderr)
     return code
+
+
+def _collectives(args: argparse.Namespace) -> int:
+    from ..testbed.collectives import run_collectives
+
+    if args.ranks < 2:
+        raise OptiqError(f"--ranks must be at least 2 (an allreduce between hosts), got {args.ranks}")
+    if args.json:
+        check_writable(args.json, "--json")
+    run = run_collectives(args.ranks, rate=args.rate, size=args.size, queue=args.queue, congestion=args.congestion,
+                          fit_sizes=tuple(args.fit_sizes), repeat=args.repeat, name=args.name, offloads=args.offloads,
+                          progress=_progress(args))
+    print(run)
+    if args.json:
+        write_results(args.json, run.to_dict(), "--json")
+    wrong = [row.algorithm for row in run.rows if not row.correct]
+    if wrong:
+        print(f"optiq: error: differ from MPI_Allreduce: {', '.join(wrong)}", file=sys.stderr)
+        return 1
+    return 0
