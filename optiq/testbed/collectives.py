@@ -149,7 +149,7 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
         Where namespaces or MPI are not to be had, for fewer than 2 ranks or a size that is
         not a positive multiple of 8, or when a benchmark fails.
     """
-    from .. import from_spec
+    from ..topology import from_spec
     from ..collectives.cost import algorithms
 
     if ranks < 2:
