@@ -149,8 +149,8 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
         Where namespaces or MPI are not to be had, for fewer than 2 ranks or a size that is
         not a positive multiple of 8, or when a benchmark fails.
     """
-    from ..topology import from_spec
     from ..collectives.cost import algorithms
+    from ..topology import from_spec
 
     if ranks < 2:
         raise TestbedError(f"the allreduce needs at least 2 ranks, got {ranks}")
