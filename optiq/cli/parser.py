@@ -323,6 +323,8 @@ def add_testbed(sub: Any) -> None:
                                        "copies), measure every algorithm for N ranks with the queues' drops, and set "
                                        "both models' predictions beside the measurements.")
     a.add_argument("--ranks", type=types.positive_int, required=True, help="hosts on the switch, one rank each")
+    a.add_argument("--topology", "-t", help="another network instead of the star, e.g. a two-level tree "
+                                            "(cluster:hosts=12,edges=2,cores=1): ranks on its first hosts")
     a.add_argument("--size", type=types.size, default=COLLECTIVES_SIZE,
                    help=f"bytes per rank of the allreduce measured (default {COLLECTIVES_SIZE:,})")
     a.add_argument("--fit-sizes", type=types.size_list, default=list(FIT_SIZES),

@@ -82,9 +82,10 @@ def _collectives(args: argparse.Namespace) -> int:
         raise OptiqError(f"--ranks must be at least 2 (an allreduce between hosts), got {args.ranks}")
     if args.json:
         check_writable(args.json, "--json")
+    topology = from_spec(args.topology) if args.topology else None
     run = run_collectives(args.ranks, rate=args.rate, size=args.size, queue=args.queue, congestion=args.congestion,
                           fit_sizes=tuple(args.fit_sizes), repeat=args.repeat, name=args.name, offloads=args.offloads,
-                          progress=_progress(args))
+                          topology=topology, progress=_progress(args))
     print(run)
     if args.json:
         write_results(args.json, run.to_dict(), "--json")

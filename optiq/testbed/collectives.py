@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from .launch import MPI_ENVIRONMENT, find_mpiexec, mpiexec_argv, write_launcher
 from .network import DEFAULT_QUEUE, Testbed, terminated_as_interrupt
 from .session import cpu_times
 from .system import check_privileges, kill_namespace_processes
+
+if TYPE_CHECKING:
+    from ..topology import Topology
 
 __all__ = ["CollectivesRow", "CollectivesRun", "run_collectives", "FIT_SIZES", "COLLECTIVES_SIZE"]
 
@@ -78,6 +81,7 @@ class CollectivesRun:
     cpu_idle: float
     seconds: float
     params: dict[str, Any] = field(repr=False, default_factory=dict)
+    network: str = "a star"
 
     @staticmethod
     def _errors(pairs: list[tuple[float, float]]) -> tuple[float, float]:
@@ -108,7 +112,7 @@ class CollectivesRun:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract: ``rows``, both models' errors, their choices, the fastest, the drops."""
-        return {"ranks": self.ranks, "size_bytes": self.size_bytes, "rate_bps": self.rate * 8,
+        return {"ranks": self.ranks, "network": self.network, "size_bytes": self.size_bytes, "rate_bps": self.rate * 8,
                 "queue_bytes": self.queue_bytes, "congestion_control": self.congestion,
                 "rows": [r.as_dict() for r in self.rows], "mpi_allreduce_s": self.mpi_s,
                 "model_error_mean": self.model_error[0], "model_error_max": self.model_error[1],
@@ -119,7 +123,7 @@ class CollectivesRun:
                 "seconds": self.seconds, "params": self.params}
 
     def __str__(self) -> str:
-        lines = [f"allreduce of {self.size_bytes:,} B on {self.ranks} ranks, one per host of a star: links at "
+        lines = [f"allreduce of {self.size_bytes:,} B on {self.ranks} ranks, one per host of {self.network}: links at "
                  f"{self.rate * 8 / 1e6:g} Mbit/s, queues of {self.queue_bytes:,} B, TCP {self.congestion}; "
                  f"MPI_Allreduce {self.mpi_s * 1e3:.2f} ms",
                  f"{'algorithm':12} {'measured ms':>11} {'model ms':>9} {'error':>7} {'abg ms':>9} {'error':>7} "
@@ -140,8 +144,11 @@ class CollectivesRun:
 
 def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_QUEUE, congestion: str = "reno",
                     fit_sizes: tuple[int, ...] = FIT_SIZES, repeat: int = 5, name: str | None = None,
-                    offloads: bool = False, progress: Callable[[str], None] | None = None) -> CollectivesRun:
-    """Fit both allreduce models on an emulated star of ``ranks`` hosts and check them (module docstring).
+                    offloads: bool = False, topology: Topology | None = None,
+                    progress: Callable[[str], None] | None = None) -> CollectivesRun:
+    """Fit both allreduce models on an emulated star of ``ranks`` hosts and check them (module
+    docstring); with ``topology``, on its network instead, ranks on its first ``ranks`` hosts
+    (e.g. a two-level tree, where a step's messages also share the links between switches).
 
     Raises
     ------
@@ -154,6 +161,8 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
 
     if ranks < 2:
         raise TestbedError(f"the allreduce needs at least 2 ranks, got {ranks}")
+    if topology is not None and ranks > topology.num_endpoints:
+        raise TestbedError(f"{topology.name} has {topology.num_endpoints} hosts, fewer than {ranks} ranks")
     for s in (size, *fit_sizes):
         if s < 8 or s % 8:
             raise TestbedError(f"size {s} B must be a positive multiple of 8 bytes (float64 elements)")
@@ -161,7 +170,8 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
     find_mpiexec()
     say = progress or (lambda message: None)
     start = time.perf_counter()
-    topology = from_spec(f"fattree:k={ranks},n=1")
+    star = topology is None
+    topology = from_spec(f"fattree:k={ranks},n=1") if topology is None else topology
     bed = Testbed(topology, rate=rate, queue=queue, name=name, congestion=congestion, offloads=offloads,
                   progress=say)
     with terminated_as_interrupt(), bed, tempfile.TemporaryDirectory(prefix="optiq-coll-") as tmp:
@@ -188,7 +198,8 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
         idle1, total1 = cpu_times()
         saved = json.loads(params.read_text())
     return CollectivesRun(ranks, size, rate, queue, congestion, rows, mpi_s, saved.get("fit_error", {}), fit_drops,
-                          (idle1 - idle0) / max(total1 - total0, 1e-9), time.perf_counter() - start, saved)
+                          (idle1 - idle0) / max(total1 - total0, 1e-9), time.perf_counter() - start, saved,
+                          "a star" if star else topology.name)
 
 
 def _run(bed: Testbed, launcher: Path, ranks: int, argv: list[str]) -> int:
