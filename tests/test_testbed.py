@@ -216,3 +216,14 @@ def test_testbed_run_refuses_a_plan_and_a_workload_together(tmp_path, capsys):
     assert "a workload" in capsys.readouterr().err
     assert main(["testbed", "run", "-t", "torus:2x2", "--pattern", "disjoint", "--routing", "free", "-q"]) == 1
     assert "opt:free" in capsys.readouterr().err
+
+
+def test_testbed_collectives_refuses_mistakes_before_building_anything(capsys):
+    from optiq.cli import main
+
+    assert main(["testbed", "collectives", "--ranks", "1", "-q"]) == 1
+    assert "--ranks must be at least 2" in capsys.readouterr().err
+    assert main(["testbed", "collectives", "--ranks", "20", "-t", "torus:2x2", "-q"]) == 1
+    assert "has 4 hosts, fewer than 20 ranks" in capsys.readouterr().err
+    assert main(["testbed", "collectives", "--ranks", "4", "--size", "12", "-q"]) == 1
+    assert "multiple of 8" in capsys.readouterr().err
