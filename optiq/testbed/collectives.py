@@ -82,6 +82,7 @@ class CollectivesRun:
     seconds: float
     params: dict[str, Any] = field(repr=False, default_factory=dict)
     network: str = "a star"
+    fit_s: float = 0.0
 
     @staticmethod
     def _errors(pairs: list[tuple[float, float]]) -> tuple[float, float]:
@@ -119,7 +120,7 @@ class CollectivesRun:
                 "abg_error_mean": self.abg_error[0], "abg_error_max": self.abg_error[1],
                 "model_choice": self.model_choice, "abg_choice": self.abg_choice,
                 "measured_best": self.measured_best, "drops": int(sum(r.drops for r in self.rows)),
-                "fit_drops": self.fit_drops, "fit_error": self.fit_error, "cpu_idle": self.cpu_idle,
+                "fit_drops": self.fit_drops, "fit_s": self.fit_s, "fit_error": self.fit_error, "cpu_idle": self.cpu_idle,
                 "seconds": self.seconds, "params": self.params}
 
     def __str__(self) -> str:
@@ -137,7 +138,8 @@ class CollectivesRun:
         lines.append(f"model error: mean {mm:.1%}, max {mx:.1%}; alpha-beta-gamma: mean {am:.1%}, max {ax:.1%}")
         lines.append(f"fastest measured: {self.measured_best}; the model picks {self.model_choice}, "
                      f"alpha-beta-gamma {self.abg_choice}")
-        lines.append(f"the fit's micro-benchmarks: {self.fit_drops:,} packets dropped; CPU idle {self.cpu_idle:.0%} "
+        lines.append(f"the fit: {len(self.params.get('samples', [])):,} timings in {self.fit_s:.0f} s, {self.fit_drops:,} "
+                     f"packets dropped; CPU idle {self.cpu_idle:.0%} "
                      f"over the run (every MPI job's start included); {self.seconds:.0f} s in all")
         return "\n".join(lines)
 
@@ -180,8 +182,10 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
         params = work / "params.json"
         idle0, total0 = cpu_times()
         say(f"fit: micro-benchmarks at {', '.join(f'{s:,}' for s in fit_sizes)} B on {ranks} ranks")
+        fit_start = time.perf_counter()
         fit_drops = _run(bed, launcher, ranks, ["collectives", "fit", "-o", str(params), "--sizes",
                                                 ",".join(str(s) for s in fit_sizes), "--repeat", str(repeat), "-q"])
+        fit_s = time.perf_counter() - fit_start
         rows, mpi_s = [], float("nan")
         for algorithm in algorithms(ranks):
             out = work / f"{algorithm.replace(':', '-')}.json"
@@ -199,7 +203,7 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
         saved = json.loads(params.read_text())
     return CollectivesRun(ranks, size, rate, queue, congestion, rows, mpi_s, saved.get("fit_error", {}), fit_drops,
                           (idle1 - idle0) / max(total1 - total0, 1e-9), time.perf_counter() - start, saved,
-                          "a star" if star else topology.name)
+                          "a star" if star else topology.name, fit_s)
 
 
 def _run(bed: Testbed, launcher: Path, ranks: int, argv: list[str]) -> int:
