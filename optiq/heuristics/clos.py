@@ -176,25 +176,24 @@ def _edge_colour(a: np.ndarray, b: np.ndarray, n: int, m: int) -> np.ndarray | N
     # pad to m-regular: deficits on both sides are equal in total (n * m - edges)
     pad_a = np.repeat(np.arange(n), m - deg_a)
     pad_b = np.repeat(np.arange(n), m - deg_b)
-    ea, eb = np.concatenate([a, pad_a]), np.concatenate([b, pad_b])
-    count = csr_matrix((np.ones(ea.size), (ea, eb)), shape=(n, n))
-    count.sum_duplicates()
-    count = count.tolil()
-    # the edges' indices per (a, b), to hand out colours
-    order = np.lexsort((np.arange(a.size), b, a))
-    colour = np.full(a.size, -1)
-    queue: dict[tuple[int, int], list[int]] = {}
-    for i in order:
-        queue.setdefault((int(a[i]), int(b[i])), []).append(int(i))
-    for c in range(m):
-        support = count.tocsr()
-        support.eliminate_zeros()
-        match = maximum_bipartite_matching(support, perm_type="column")
+    count = np.zeros((n, n), dtype=np.int64)
+    np.add.at(count, (np.concatenate([a, pad_a]), np.concatenate([b, pad_b])), 1)
+    rows = np.arange(n)
+    matched = []  # per colour, the column every row is matched to
+    for _ in range(m):
+        match = maximum_bipartite_matching(csr_matrix(count > 0), perm_type="column")
         if (match < 0).any():  # cannot happen for a regular bipartite multigraph
             return None
-        for u, v in enumerate(match):
-            count[u, v] -= 1
-            waiting = queue.get((u, int(v)))
-            if waiting:
-                colour[waiting.pop()] = c
+        count[rows, match] -= 1
+        matched.append(match)
+    # the real edges of each (a, b) take, in turn, the colours whose matching holds (a, b)
+    key = (rows[None, :] * n + np.array(matched)).ravel()          # colour c, row u: key of (u, match)
+    colours = np.repeat(np.arange(m), n)
+    by_key = np.argsort(key, kind="stable")
+    edge_key = a.astype(np.int64) * n + b
+    edge_order = np.argsort(edge_key, kind="stable")
+    first = np.searchsorted(key[by_key], edge_key[edge_order])    # the group's first matching
+    rank = np.arange(a.size) - np.searchsorted(edge_key[edge_order], edge_key[edge_order])  # place in group
+    colour = np.empty(a.size, dtype=np.int64)
+    colour[edge_order] = colours[by_key[first + rank]]
     return colour
