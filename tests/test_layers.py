@@ -1,8 +1,11 @@
-"""The house's one-way imports: each package imports only packages below it."""
+"""The house's one-way imports: each package imports only packages below it, and no module
+imports itself back through others (a circle, even within one package, at run time)."""
 
 import ast
 from collections import defaultdict
 from pathlib import Path
+
+import networkx as nx
 
 ROOT = Path(__file__).parent.parent / "optiq"
 
@@ -49,3 +52,57 @@ def test_no_import_runs_back_up_the_house():
     upward = sorted(f"{a} -> {b}" for a, targets in package_imports().items() for b in targets
                     if RANK[b] >= RANK[a] and not (RANK[a] == RANK[b] == 0))
     assert not upward, upward
+
+
+def _runtime_imports(tree: ast.AST):
+    """Every import a module runs (in functions too), leaving out ``if TYPE_CHECKING:`` blocks."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                stack.extend(child.orelse)
+            elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child
+            else:
+                stack.append(child)
+
+
+def module_imports() -> nx.DiGraph:
+    """optiq's modules (a package is its ``__init__``) and, for each, the modules it imports at run time."""
+    graph = nx.DiGraph()
+    for f in ROOT.rglob("*.py"):
+        parts = list(f.relative_to(ROOT.parent).with_suffix("").parts)
+        module, package = (parts[:-1] if parts[-1] == "__init__" else parts), parts[:-1]
+        graph.add_node(".".join(module))
+        for node in _runtime_imports(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                target = base + (node.module.split(".") if node.module else [])
+                named = [target + [a.name] for a in node.names]
+                targets = [n if _is_module(n) else target for n in named]
+            else:
+                targets = [a.name.split(".") for a in node.names]
+            graph.add_edges_from((".".join(module), ".".join(t)) for t in targets if t[0] == "optiq")
+    return graph
+
+
+def _is_module(parts: list[str]) -> bool:
+    path = ROOT.parent.joinpath(*parts)
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def test_no_module_imports_itself_back():
+    graph = module_imports()
+    assert graph.has_edge("optiq.paths.chains", "optiq.paths.pathset")  # the graph sees relative imports
+    circles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert not circles, f"import circles (which module comes first?): {circles}"
+
+
+def test_the_circle_test_sees_a_circle():
+    """A run-time import back from tables to compute is a circle; one for type checking only is not."""
+    graph = module_imports()
+    graph.add_edge("optiq.metrics.tables", "optiq.metrics.compute")
+    assert any(len(c) > 1 for c in nx.strongly_connected_components(graph))
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import x\ndef f():\n    from .b import y\n"
+    assert [n.module for n in _runtime_imports(ast.parse(source))] == ["typing", "b"]

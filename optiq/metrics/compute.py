@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .tables import metrics_table
+
 if TYPE_CHECKING:
     from typing import Any
 
@@ -81,8 +83,6 @@ class Metrics:
 
     def __str__(self) -> str:
         """The table ``optiq eval`` prints (:func:`optiq.metrics.metrics_table`)."""
-        from .tables import metrics_table
-
         return metrics_table([self])
 
 

@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .compute import Metrics
-
 if TYPE_CHECKING:
     from ..plan import Plan
+    from .compute import Metrics
 
 __all__ = ["metrics_table", "links_table", "jobs_table"]
 

@@ -21,6 +21,9 @@ cheapest chain of every job a minimum over its intermediates, all in numpy:
   on large demand sets each round offers every job a different slice of the intermediates
   (:data:`SPREAD_FULL_ENTRIES`), so the rounds together cost one look at each.
 
+:func:`valiant_chains` is the dragonfly's version: chains through a random host of each of a few
+random intermediate groups.
+
 The intermediates are every rank but the job's own two, unless the legs would need more than
 :data:`MAX_LEG_ROUTES` routes: then a seeded sample of the ranks, which ``note`` names.
 """
@@ -34,14 +37,15 @@ import numpy as np
 
 from ..errors import PathError
 from ..utils.progress import Progress, Ticker
+from .dragonfly import dragonfly_routes, dragonfly_shape
 from .pathset import PathSet, csr_positions
-from .routing import network_routes
+from .system import network_routes
 
 if TYPE_CHECKING:
     from ..topology import Topology
     from ..workloads import Demands
 
-__all__ = ["ChainSpace", "MAX_INTERMEDIATES", "MAX_LEG_ROUTES"]
+__all__ = ["ChainSpace", "valiant_chains", "MAX_INTERMEDIATES", "MAX_LEG_ROUTES"]
 
 #: Intermediate ranks a chain may stop at, at most (1: ``s -> h -> d``; 2: ``s -> a -> b -> d``).
 MAX_INTERMEDIATES = 2
@@ -345,3 +349,45 @@ class ChainSpace:
             first += n
         ps, _ = PathSet.from_csr(links, np.concatenate(([0], np.cumsum(total))), jobs, self.demands.num_jobs, stops)
         return ps
+
+
+def valiant_chains(topology: Topology, demands: Demands, k: int = 8, *, seed: int = 0) -> PathSet:
+    """Up to ``k`` forwarded paths per job: its minimal route, then chains of minimal routes
+    through a random host of each of ``k - 1`` random intermediate groups (Valiant's idea with
+    the turn made at a rank, which can forward, instead of at a router, which cannot; see
+    :mod:`optiq.paths.routing`). Groups as in :func:`optiq.paths.valiant_paths`.
+
+    Examples
+    --------
+    >>> from optiq.topology.dragonfly import dragonfly
+    >>> from optiq.workloads import Demands
+    >>> t = dragonfly(2, 4, 2)
+    >>> ps = valiant_chains(t, Demands([0], [40], [1]), k=3, seed=1)
+    >>> ps.num_paths, ps.copies.tolist()
+    (3, [0, 1, 1])
+    """
+    demands.check_against(topology)
+    shape = dragonfly_shape(topology)
+    minimal = dragonfly_routes(topology, demands)
+    s, t = demands.src, demands.dst
+    Gs, Gt = s // shape.p // shape.a, t // shape.p // shape.a
+    detours = min(k - 1, shape.g - 2)
+    if detours <= 0:
+        return minimal
+    rng = np.random.default_rng(seed)
+    keys = rng.random((s.size, shape.g))
+    rows = np.arange(s.size)
+    keys[rows, Gs] = keys[rows, Gt] = np.inf
+    via = np.argsort(keys, axis=1)[:, :detours]
+    per_group = shape.a * shape.p
+    host = via * per_group + rng.integers(0, per_group, via.shape)  # a random host of each group
+    J = np.repeat(rows, detours)
+    first = network_routes(topology, s[J], host.ravel())
+    second = network_routes(topology, host.ravel(), t[J])
+    links = np.concatenate([np.concatenate([first.path(i), second.path(i)]) for i in range(J.size)])
+    stops = np.concatenate([np.concatenate([np.arange(first.hops[i]) == first.hops[i] - 1,
+                                            np.arange(second.hops[i]) == second.hops[i] - 1]) for i in range(J.size)])
+    hops = first.hops + second.hops
+    chains, _ = PathSet.from_csr(links, np.concatenate(([0], np.cumsum(hops))), J, demands.num_jobs, stops)
+    both, _ = PathSet.concat([minimal, chains])
+    return both

@@ -31,10 +31,11 @@ if TYPE_CHECKING:
     from ..topology.dragonfly import DragonflyShape
     from ..workloads import Demands
 
-__all__ = ["dragonfly_routes", "valiant_paths", "valiant_chains"]
+__all__ = ["dragonfly_routes", "valiant_paths"]
 
 
-def _shape(topology: Topology) -> DragonflyShape:
+def dragonfly_shape(topology: Topology) -> DragonflyShape:
+    """The dragonfly's shape, or a :class:`PathError` naming a topology that is not one."""
     if topology.dragonfly is None:
         raise PathError(f"dragonfly routes need a dragonfly, not {topology.name}")
     return topology.dragonfly
@@ -81,7 +82,7 @@ def dragonfly_routes(topology: Topology, demands: Demands) -> PathSet:
     ['H0', 'G0R0', 'G0R1', 'G2R0', 'G2R1', 'H5']
     """
     demands.check_against(topology)
-    shape = _shape(topology)
+    shape = dragonfly_shape(topology)
     s, t = demands.src, demands.dst
     Rs, Rt = s // shape.p, t // shape.p
     Gs, Gt, rs, rt = Rs // shape.a, Rt // shape.a, Rs % shape.a, Rt % shape.a
@@ -114,7 +115,7 @@ def valiant_paths(topology: Topology, demands: Demands, k: int = 8, *, seed: int
     (4, 5)
     """
     demands.check_against(topology)
-    shape = _shape(topology)
+    shape = dragonfly_shape(topology)
     minimal = dragonfly_routes(topology, demands)
     s, t = demands.src, demands.dst
     Rs, Rt = s // shape.p, t // shape.p
@@ -144,48 +145,4 @@ def valiant_paths(topology: Topology, demands: Demands, k: int = 8, *, seed: int
     both, _ = PathSet.from_csr(np.concatenate((minimal.links, detour.links)),
                                np.concatenate((minimal.offsets, minimal.offsets[-1] + detour.offsets[1:])),
                                np.concatenate((minimal.job, detour.job)), demands.num_jobs)
-    return both
-
-
-def valiant_chains(topology: Topology, demands: Demands, k: int = 8, *, seed: int = 0) -> PathSet:
-    """Up to ``k`` forwarded paths per job: its minimal route, then chains of minimal routes
-    through a random host of each of ``k - 1`` random intermediate groups (Valiant's idea with
-    the turn made at a rank, which can forward, instead of at a router, which cannot; see
-    :mod:`optiq.paths.routing`). Groups as in :func:`valiant_paths`.
-
-    Examples
-    --------
-    >>> from optiq.topology.dragonfly import dragonfly
-    >>> from optiq.workloads import Demands
-    >>> t = dragonfly(2, 4, 2)
-    >>> ps = valiant_chains(t, Demands([0], [40], [1]), k=3, seed=1)
-    >>> ps.num_paths, ps.copies.tolist()
-    (3, [0, 1, 1])
-    """
-    from .routing import network_routes
-
-    demands.check_against(topology)
-    shape = _shape(topology)
-    minimal = dragonfly_routes(topology, demands)
-    s, t = demands.src, demands.dst
-    Gs, Gt = s // shape.p // shape.a, t // shape.p // shape.a
-    detours = min(k - 1, shape.g - 2)
-    if detours <= 0:
-        return minimal
-    rng = np.random.default_rng(seed)
-    keys = rng.random((s.size, shape.g))
-    rows = np.arange(s.size)
-    keys[rows, Gs] = keys[rows, Gt] = np.inf
-    via = np.argsort(keys, axis=1)[:, :detours]
-    per_group = shape.a * shape.p
-    host = via * per_group + rng.integers(0, per_group, via.shape)  # a random host of each group
-    J = np.repeat(rows, detours)
-    first = network_routes(topology, s[J], host.ravel())
-    second = network_routes(topology, host.ravel(), t[J])
-    links = np.concatenate([np.concatenate([first.path(i), second.path(i)]) for i in range(J.size)])
-    stops = np.concatenate([np.concatenate([np.arange(first.hops[i]) == first.hops[i] - 1,
-                                            np.arange(second.hops[i]) == second.hops[i] - 1]) for i in range(J.size)])
-    hops = first.hops + second.hops
-    chains, _ = PathSet.from_csr(links, np.concatenate(([0], np.cumsum(hops))), J, demands.num_jobs, stops)
-    both, _ = PathSet.concat([minimal, chains])
     return both

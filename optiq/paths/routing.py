@@ -39,15 +39,15 @@ import numpy as np
 
 from ..errors import PathError
 from .pathset import PathSet, csr_positions
+from .system import network_routes
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
 
     from numpy.typing import ArrayLike
 
     from ..topology import Topology
 
-__all__ = ["ROUTINGS", "FORWARDED", "FREE", "network_routes", "every_rank_stops", "every_node_a_rank",
+__all__ = ["ROUTINGS", "FORWARDED", "FREE", "every_rank_stops", "every_node_a_rank",
            "route_twins", "forwarded_stops", "forwarded_paths", "leg_routes", "realized_link_bytes",
            "realized_time", "misrouted_legs"]
 
@@ -63,44 +63,6 @@ def every_node_a_rank(topology: Topology) -> bool:
     """Whether every node is a rank (tori, meshes, graphs without switches): a path may then
     stop at any node it crosses."""
     return topology.num_endpoints == topology.num_nodes
-
-
-def network_routes(topology: Topology, src: ArrayLike, dst: ArrayLike, *,
-                   progress: Callable[[str], None] | None = None) -> PathSet:
-    """The network's own route (:func:`optiq.paths.system_routes`) from ``src[i]`` to ``dst[i]``
-    for every ``i``, as path ``i`` (one leg each); pairs may repeat and are routed once.
-
-    Raises
-    ------
-    PathError
-        If a pair is not two distinct endpoints, or the network cannot route it.
-
-    Examples
-    --------
-    >>> from optiq.topology import torus
-    >>> t = torus((4, 2))
-    >>> ps = network_routes(t, [0, 0, 2], [4, 4, 0])
-    >>> [ps.nodes(p, t) for p in range(3)]
-    [[0, 2, 4], [0, 2, 4], [2, 0]]
-    """
-    from ..errors import WorkloadError
-    from ..workloads import Demands
-    from .system import system_routes
-
-    src, dst = np.asarray(src, dtype=np.int64).ravel(), np.asarray(dst, dtype=np.int64).ravel()
-    if src.size == 0:
-        return PathSet(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), 0)
-    key = src * topology.num_nodes + dst
-    uniq, inverse = np.unique(key, return_inverse=True)
-    try:
-        pairs = Demands(uniq // topology.num_nodes, uniq % topology.num_nodes, np.ones(uniq.size, np.int64),
-                        name="legs")
-    except WorkloadError as exc:
-        raise PathError(f"cannot route a leg: {exc}") from None
-    routes = system_routes(topology, pairs, progress=progress)
-    hops = routes.hops[inverse]
-    return PathSet(np.arange(src.size), np.concatenate(([0], np.cumsum(hops))),
-                   routes.links[csr_positions(routes.offsets[inverse], hops)], src.size)
 
 
 def every_rank_stops(paths: PathSet, topology: Topology) -> np.ndarray:

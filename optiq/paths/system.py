@@ -1,4 +1,5 @@
-"""The system's own routes, one path per job: what MPI does today.
+"""The system's own routes, one path per job: what MPI does today; :func:`system_routes` for a
+demand set and :func:`network_routes` for any pairs of endpoints, dispatched here for every network.
 
 * Tori: Blue Gene/Q deterministic dimension-order routing. Dimensions are routed in the
   order given by a selection sort on length, descending, starting from A, B, C, D, E and
@@ -21,17 +22,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import PathError
-from .pathset import PathSet
+from ..errors import PathError, WorkloadError
+from ..workloads import Demands
+from .pathset import PathSet, csr_positions
 from .torus import bgq_dimension_order, dimension_order_walk
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..topology import Topology
-    from ..workloads import Demands
+    from numpy.typing import ArrayLike
 
-__all__ = ["system_routes", "bgq_dimension_order", "torus_routes", "dmodk_routes"]
+    from ..topology import Topology
+
+__all__ = ["system_routes", "network_routes", "bgq_dimension_order", "torus_routes", "dmodk_routes"]
 
 
 def torus_routes(topology: Topology, demands: Demands) -> PathSet:
@@ -132,3 +135,37 @@ def system_routes(topology: Topology, demands: Demands, *, progress: Callable[[s
 
         return dragonfly_routes(topology, demands)
     return torus_routes(topology, demands) if topology.is_torus else dmodk_routes(topology, demands)
+
+
+def network_routes(topology: Topology, src: ArrayLike, dst: ArrayLike, *,
+                   progress: Callable[[str], None] | None = None) -> PathSet:
+    """The network's own route (:func:`optiq.paths.system_routes`) from ``src[i]`` to ``dst[i]``
+    for every ``i``, as path ``i`` (one leg each); pairs may repeat and are routed once.
+
+    Raises
+    ------
+    PathError
+        If a pair is not two distinct endpoints, or the network cannot route it.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> t = torus((4, 2))
+    >>> ps = network_routes(t, [0, 0, 2], [4, 4, 0])
+    >>> [ps.nodes(p, t) for p in range(3)]
+    [[0, 2, 4], [0, 2, 4], [2, 0]]
+    """
+    src, dst = np.asarray(src, dtype=np.int64).ravel(), np.asarray(dst, dtype=np.int64).ravel()
+    if src.size == 0:
+        return PathSet(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), 0)
+    key = src * topology.num_nodes + dst
+    uniq, inverse = np.unique(key, return_inverse=True)
+    try:
+        pairs = Demands(uniq // topology.num_nodes, uniq % topology.num_nodes, np.ones(uniq.size, np.int64),
+                        name="legs")
+    except WorkloadError as exc:
+        raise PathError(f"cannot route a leg: {exc}") from None
+    routes = system_routes(topology, pairs, progress=progress)
+    hops = routes.hops[inverse]
+    return PathSet(np.arange(src.size), np.concatenate(([0], np.cumsum(hops))),
+                   routes.links[csr_positions(routes.offsets[inverse], hops)], src.size)

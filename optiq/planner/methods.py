@@ -96,7 +96,7 @@ def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str
         if kind in ("auto", "chains"):
             return space.chains.spread(k, seed=seed, progress=progress)
         if kind == "valiant" and topology.dragonfly is not None:
-            from ..paths.dragonfly import valiant_chains
+            from ..paths.chains import valiant_chains
 
             return valiant_chains(topology, demands, k, seed=seed)
         raise ParameterError(f"on {topology.name} a forwarded path is the network's route or a chain of its routes "
