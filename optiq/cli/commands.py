@@ -10,7 +10,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict, fields, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import OptiqError
 from ..metrics.compute import plan_metrics
 from ..metrics.tables import jobs_table, links_table, metrics_table
-from ..mpi.launch import abort_on_failure, need_mpi, together, world
+from ..mpi.launch import need_mpi, world
 from ..plan import load_plan
 from ..planner import COMPARE_METHODS, cluster_tables, compare_methods, job_tables, make_plan
 from ..sim import (
@@ -34,25 +34,13 @@ from ..sim.flow import DEFAULT_BATCH
 from ..topology import from_spec
 from ..utils.jsonfile import check_directory, check_writable, dumps, write_results
 from ..utils.progress import heartbeat
-from ..utils.units import parse_size
 from ..workloads import (
-    PATTERNS,
+    WorkloadSpec,
     constant_ratio,
-    destination_sweep,
-    distance_sweep,
-    host_demands,
-    named_hosts,
-    on_hosts,
-    permutation,
-    random_pairing,
-    random_sizes,
-    read_demands,
     read_jobs,
     read_qos,
-    read_traffic,
 )
 from . import launcher
-from .parser import TRACE_OPTIONS
 
 if TYPE_CHECKING:
     from typing import Any
@@ -252,82 +240,43 @@ def experiment(args: argparse.Namespace) -> int:
 def collectives(args: argparse.Namespace) -> int:
     """``optiq collectives``: predict is local; fit and bench run on every rank of mpiexec."""
     from ..collectives.cost import load_params
-    from ..collectives.report import bench_report, prediction_report
+    from ..collectives.report import prediction_report
 
     if args.action == "predict":
         report = prediction_report(load_params(args.params), args.ranks, args.size)
         print(dumps(report.to_dict()) if args.json else report)
         return 0
     MPI = need_mpi("optiq collectives fit/bench")
-    from ..collectives.bench import bench_algorithms, run_microbenchmarks
-    from ..collectives.cost import algorithms, save_params
-    from ..collectives.fit import fit_allreduce_model
+    from ..collectives.session import bench_on_ranks, fit_on_ranks
 
     comm = MPI.COMM_WORLD
-    rank, N = comm.Get_rank(), comm.Get_size()
-    say = _progress(args) if rank == 0 else None
-
-    def check() -> tuple[list[int], dict | None, list[str] | None]:
-        if N < 2:
-            raise OptiqError(f"optiq collectives {args.action} runs under mpiexec -n N with N >= 2 (got {N} rank)")
-        if rank == 0:
-            _check_outputs(args)
-        sizes = args.sizes if args.action == "fit" else args.size
-        bad = [s for s in sizes if s < 8 or s % 8]
-        if bad:
-            raise OptiqError(f"size {bad[0]} B must be a positive multiple of 8 bytes (float64 elements)")
-        models = load_params(args.params) if args.action == "bench" and args.params else None
-        names = None
-        if args.action == "bench" and args.algorithms:
-            names = [n.strip() for n in args.algorithms.split(",") if n.strip()]
-            unknown = [n for n in names if n not in algorithms(N)]
-            if unknown:
-                raise OptiqError(f"unknown algorithm(s) {', '.join(unknown)} for {N} ranks; choose from "
-                                 f"{', '.join(algorithms(N))}")
-        return sizes, models, names
-
-    sizes, models, names = together(comm, check)
+    leader = comm.Get_rank() == 0
+    say = _progress(args) if leader else None
+    check = (lambda: _check_outputs(args)) if leader else None
     if args.action == "fit":
-        with abort_on_failure(comm):
-            samples = run_microbenchmarks(comm, sizes, repeat=args.repeat, say=say or (lambda m: None))
-        if rank == 0:
-            fit = fit_allreduce_model(samples)
-            print(f"contention model: {fit.contention}\n  mean / max relative error on the micro-benchmarks "
-                  f"{fit.contention_error[0]:.1%} / {fit.contention_error[1]:.1%}")
-            print(f"alpha-beta-gamma: {fit.abg}\n  mean / max relative error {fit.abg_error[0]:.1%} / "
-                  f"{fit.abg_error[1]:.1%}", flush=True)
-            save_params({"contention": fit.contention, "abg": fit.abg}, args.output, ranks=N,
-                        samples=[asdict(s) for s in samples],
-                        fit_error={"contention": fit.contention_error, "abg": fit.abg_error})
-            print(f"wrote {args.output} ({len(samples)} timings, {N} ranks)")
+        fit = fit_on_ranks(comm, args.sizes, repeat=args.repeat, check=check, say=say)
+        if fit is not None:
+            print(fit, flush=True)
+            fit.save(args.output)
+            print(f"wrote {args.output} ({len(fit.samples)} timings, {fit.ranks} ranks)")
         return 0
-    reports = []
-    with abort_on_failure(comm):
-        for size in sizes:
-            timings, mpi_time = bench_algorithms(comm, size, names=names, repeat=args.repeat,
-                                                 say=say or (lambda m: None))
-            reports.append(bench_report(timings, mpi_time, N, size, args.repeat, models))
-    if rank == 0:
+    names = [n.strip() for n in args.algorithms.split(",") if n.strip()] if args.algorithms else None
+    reports = bench_on_ranks(comm, args.size, names=names, repeat=args.repeat, params=args.params, check=check,
+                             say=say)
+    wrong = sorted({name for r in reports for name in r.wrong})
+    if leader:
         print("\n\n".join(str(r) for r in reports), flush=True)
         if args.json:
             dicts = [r.to_dict() for r in reports]
             write_results(args.json, dicts[0] if len(dicts) == 1 else dicts, "--json")
-    wrong = [name for r in reports for name in r.wrong]
-    if wrong and rank == 0:
-        print(f"optiq: error: differ from MPI_Allreduce: {', '.join(sorted(set(wrong)))}", file=sys.stderr)
+        if wrong:
+            print(f"optiq: error: differ from MPI_Allreduce: {', '.join(wrong)}", file=sys.stderr)
     return 1 if wrong else 0
 
 
 def _workload(args, say):
     topology = _topology(args, say)
     return topology, _demands(args, topology, say)
-
-
-def _check_trace_options(args) -> None:
-    stray = [name for name in TRACE_OPTIONS if getattr(args, name) is not None]
-    if stray and not args.traffic:
-        named = ", ".join("--" + s.replace("_", "-") for s in stray)
-        raise OptiqError(f"{named} {'applies' if len(stray) == 1 else 'apply'} only with --traffic")
 
 
 def _topology(args, say) -> Topology:
@@ -352,58 +301,8 @@ def _topology(args, say) -> Topology:
 
 def _demands(args, topology: Topology, say) -> Demands:
     """The workload's demands on ``topology``: a demand file, a trace or a pattern, on --hosts."""
-    _check_trace_options(args)
-    hosts = named_hosts(topology, args.hosts) if args.hosts else None
-    P = topology.num_endpoints if hosts is None else hosts.size
-    if hosts is not None and say:
-        say(f"--hosts: {hosts.size:,} of {topology.num_endpoints:,} hosts")
-    if args.demands:
-        if say:
-            say(f"reading {args.demands}")
-        demands = read_demands(args.demands)
-    elif args.traffic:
-        if say:
-            say(f"reading {args.traffic}")
-        traffic = read_traffic(args.traffic, unit=args.traffic_unit or 1)
-        try:
-            placed = host_demands(traffic, topology.num_endpoints, ranks_per_node=args.ranks_per_node or 1,
-                                  selection=args.selection or "linear", placement=args.placement or "block",
-                                  seed=args.seed, hosts=hosts, names=topology.endpoint_names)
-        except OptiqError as exc:
-            raise type(exc)(f"--traffic {args.traffic} on {topology.name}: {exc}") from None
-        demands = placed.demands
-        if say:
-            say(f"{traffic.shape[0]} ranks on {np.unique(placed.host_of).size} hosts: {demands.num_jobs:,} host "
-                f"pairs, {int(demands.nbytes.sum()):,} bytes over the network, {placed.intra_host_bytes:,.0f} bytes "
-                f"within hosts (not routed)")
-    elif args.pattern in PATTERNS:
-        demands = constant_ratio(P, args.pattern, nbytes=args.size, num_sources=args.sources, ratio=args.ratio or 8)
-    elif args.pattern == "permutation":
-        stray = [f"--{name}" for name in ("ratio", "sources") if getattr(args, name) is not None]
-        if stray or args.pairing == "random":
-            raise OptiqError(f"--pattern permutation is random already (--seed); it takes no "
-                             f"{', '.join(stray) or '--pairing random'}")
-        demands = permutation(P, nbytes=args.size, seed=args.seed)
-    elif args.pattern == "distance":
-        if args.position is None:
-            raise OptiqError("--pattern distance needs --position")
-        demands = distance_sweep(P, args.position, nbytes=args.size, num_sources=args.sources,
-                                 ratio=args.ratio or 2)
-    else:
-        if args.per_source is None:
-            raise OptiqError("--pattern destsize needs --per-source")
-        demands = destination_sweep(P, args.per_source, nbytes=args.size, num_sources=args.sources or 64)
-    if args.pairing == "random":
-        demands = random_pairing(demands, seed=args.seed)
-    if args.random_sizes:
-        low, sep, high = args.random_sizes.partition(":")
-        if not sep:
-            raise OptiqError(f"--random-sizes {args.random_sizes!r} must be LOW:HIGH, e.g. 64KiB:8MiB")
-        demands = random_sizes(demands, parse_size(low), parse_size(high), seed=args.seed)
-    if hosts is not None and not args.traffic:
-        demands = on_hosts(demands, hosts)
-    demands.check_against(topology)
-    return demands
+    spec = WorkloadSpec(**{f.name: getattr(args, f.name) for f in fields(WorkloadSpec)})
+    return spec.make(topology, say)
 
 
 def _warn_tables(topology: Topology) -> None:

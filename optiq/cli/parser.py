@@ -27,7 +27,7 @@ from . import launcher
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["build_parser", "PATTERN_CHOICES", "TRACE_OPTIONS"]
+__all__ = ["build_parser", "PATTERN_CHOICES"]
 
 PATTERN_CHOICES = PATTERNS + ("distance", "destsize", "permutation")
 
@@ -70,7 +70,6 @@ def add_workload(p: argparse.ArgumentParser, *, required: bool = True, jobs: boo
 
 
 #: Options that only apply with --traffic (dest names); None when not given.
-TRACE_OPTIONS = ("ranks_per_node", "traffic_unit", "selection", "placement")
 
 
 def add_trace_options(p: argparse.ArgumentParser, *, placement: bool = True) -> None:

@@ -11,10 +11,11 @@ from .patterns import PATTERNS, constant_ratio, destination_sweep, distance_swee
 from .placement import PLACEMENTS, SELECTIONS, HostTraffic, host_demands
 from .qos import QoSClasses, read_qos
 from .sizes import random_sizes
+from .spec import WorkloadSpec
 from .traffic import milc_traffic, nas_cg_traffic, read_traffic
 
 __all__ = ["Demands", "constant_ratio", "distance_sweep", "destination_sweep", "random_pairing", "permutation",
            "random_sizes", "read_demands", "write_demands", "PATTERNS", "hacc_aggregation", "cesm_coupling",
            "mxn_redistribution", "QoSClasses", "read_qos",
            "read_traffic", "nas_cg_traffic", "milc_traffic", "host_demands", "HostTraffic", "SELECTIONS",
-           "PLACEMENTS", "named_hosts", "on_hosts", "read_jobs", "ClusterJob"]
+           "PLACEMENTS", "named_hosts", "on_hosts", "read_jobs", "ClusterJob", "WorkloadSpec"]

@@ -1,0 +1,142 @@
+"""Fit and bench on every rank of a communicator: what ``optiq collectives fit`` and ``bench`` run.
+
+Every rank calls :func:`fit_on_ranks` or :func:`bench_on_ranks`. The arguments are checked on
+every rank before any timing, and a mistake raises on every rank alike
+(:func:`optiq.mpi.launch.together`); a failure during the timings ends every rank
+(:func:`optiq.mpi.launch.abort_on_failure`). The work runs on a ``Dup()`` of the
+communicator; the results are complete on rank 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import OptiqError
+from ..mpi.launch import abort_on_failure, together
+from .bench import bench_algorithms, run_microbenchmarks
+from .cost import algorithms, load_params, save_params
+from .fit import FitResult, Sample, fit_allreduce_model
+from .report import BenchReport, bench_report
+
+__all__ = ["FitRun", "fit_on_ranks", "bench_on_ranks", "check_sizes", "check_algorithms"]
+
+
+@dataclass(frozen=True)
+class FitRun:
+    """Both models fitted from the micro-benchmarks of ``ranks`` ranks, with the samples."""
+
+    fit: FitResult
+    samples: list[Sample] = field(repr=False)
+    ranks: int
+
+    def __str__(self) -> str:
+        fit = self.fit
+        return (f"contention model: {fit.contention}\n  mean / max relative error on the micro-benchmarks "
+                f"{fit.contention_error[0]:.1%} / {fit.contention_error[1]:.1%}\n"
+                f"alpha-beta-gamma: {fit.abg}\n  mean / max relative error {fit.abg_error[0]:.1%} / "
+                f"{fit.abg_error[1]:.1%}")
+
+    def save(self, path: str | Path) -> None:
+        """The parameters file ``optiq collectives predict`` and ``bench --params`` read."""
+        fit = self.fit
+        save_params({"contention": fit.contention, "abg": fit.abg}, path, ranks=self.ranks,
+                    samples=[asdict(s) for s in self.samples],
+                    fit_error={"contention": fit.contention_error, "abg": fit.abg_error})
+
+
+def check_sizes(sizes: Sequence[int]) -> None:
+    """Raise :class:`OptiqError` naming the first size that is not a positive multiple of 8 bytes."""
+    bad = [s for s in sizes if s < 8 or s % 8]
+    if bad:
+        raise OptiqError(f"size {bad[0]} B must be a positive multiple of 8 bytes (float64 elements)")
+
+
+def check_algorithms(names: Sequence[str], ranks: int) -> None:
+    """Raise :class:`OptiqError` naming the algorithms that do not exist for ``ranks`` ranks."""
+    unknown = [n for n in names if n not in algorithms(ranks)]
+    if unknown:
+        raise OptiqError(f"unknown algorithm(s) {', '.join(unknown)} for {ranks} ranks; choose from "
+                         f"{', '.join(algorithms(ranks))}")
+
+
+def _checked(comm: Any, what: str, sizes: Sequence[int], check: Callable[[], Any] | None) -> None:
+    N = comm.Get_size()
+    if N < 2:
+        raise OptiqError(f"optiq collectives {what} runs under mpiexec -n N with N >= 2 (got {N} rank)")
+    if check is not None:
+        check()
+    check_sizes(sizes)
+
+
+def fit_on_ranks(comm: Any, sizes: Sequence[int], *, repeat: int = 5, check: Callable[[], Any] | None = None,
+                 say: Callable[[str], None] | None = None) -> FitRun | None:
+    """Run the micro-benchmarks at every size on every rank of ``comm`` and fit both models.
+
+    Collective. ``check`` runs first on every rank (a caller's own checks, such as whether
+    an output can be written), then the sizes are checked.
+
+    Returns
+    -------
+    FitRun or None
+        On rank 0; None on the other ranks.
+
+    Raises
+    ------
+    OptiqError
+        On every rank: fewer than 2 ranks, a size that is not a positive multiple of 8, or
+        ``check``'s error.
+    """
+    together(comm, lambda: _checked(comm, "fit", sizes, check))
+    work = comm.Dup()
+    try:
+        with abort_on_failure(work):
+            samples = run_microbenchmarks(work, sizes, repeat=repeat, say=say or (lambda m: None))
+        if work.Get_rank() != 0:
+            return None
+        return FitRun(fit_allreduce_model(samples), samples, work.Get_size())
+    finally:
+        work.Free()
+
+
+def bench_on_ranks(comm: Any, sizes: Sequence[int], *, names: Sequence[str] | None = None, repeat: int = 5,
+                   params: str | Path | None = None, check: Callable[[], Any] | None = None,
+                   say: Callable[[str], None] | None = None) -> list[BenchReport]:
+    """Time every algorithm (or ``names``) at every size on every rank of ``comm``, beside
+    ``MPI_Allreduce``, with both models' predictions when a ``params`` file is given.
+
+    Collective; ``check`` as in :func:`fit_on_ranks`.
+
+    Returns
+    -------
+    list of BenchReport
+        One per size, on every rank (complete on rank 0).
+
+    Raises
+    ------
+    OptiqError
+        On every rank: fewer than 2 ranks, a bad size, an algorithm unknown for this many
+        ranks, a ``params`` file that cannot be read, or ``check``'s error.
+    """
+    N = comm.Get_size()
+
+    def checks() -> dict | None:
+        _checked(comm, "bench", sizes, check)
+        if names:
+            check_algorithms(names, N)
+        return load_params(params) if params else None
+
+    models = together(comm, checks)
+    reports = []
+    work = comm.Dup()
+    try:
+        with abort_on_failure(work):
+            for size in sizes:
+                timings, mpi_time = bench_algorithms(work, size, names=names, repeat=repeat,
+                                                     say=say or (lambda m: None))
+                reports.append(bench_report(timings, mpi_time, N, size, repeat, models))
+    finally:
+        work.Free()
+    return reports
