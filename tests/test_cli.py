@@ -34,7 +34,7 @@ def test_plan_from_demand_file_and_eval_table(tmp_path, capsys):
     plan = tmp_path / "p.json"
     assert run(capsys, "plan", "-t", "torus:4x4", "--demands", str(f), "-m", "heu2", "-o", str(plan), "-q")[0] == 0
     code, out, _ = run(capsys, "eval", str(plan))
-    assert code == 0 and "heu2" in out and "lower bound" in out
+    assert code == 0 and "heu2" in out and "cut bound on the completion time" in out
 
 
 def test_compare_prints_all_methods(capsys):
@@ -66,6 +66,40 @@ def test_compare_gives_every_row_the_best_bound_proven_for_its_routing(capsys):
     assert lp.lower_bound_cut.endswith("(proven by opt)")
 
 
+def _cell(header: str, row: str, column: str) -> str:
+    """A right-aligned table cell: the word of ``row`` that ends under ``column``'s title."""
+    end = header.index(column) + len(column)
+    return row[:end].split()[-1]
+
+
+def test_one_cut_bound_per_workload_in_compare_eval_and_plan(tmp_path, capsys):
+    """The same default plan reads the same /cut in compare and in eval (both the workload's
+    cut bound, computed independently here); the tighter bound opt proves for forwarded plans
+    is named in compare's footer, not mixed into the column."""
+    from optiq import from_spec
+    from optiq.lp import cut_lower_bound
+    from optiq.workloads import constant_ratio, random_pairing
+
+    argv = ["-t", "fattree:k=4", "--pattern", "disjoint", "--sources", "32", "--ratio", "1", "--pairing", "random"]
+    code, table, _ = run(capsys, "compare", *argv, "--methods", "default,opt", "-q")
+    assert code == 0
+    lines = table.splitlines()
+    assert "/cut" in lines[1] and "/bound" not in lines[1]
+    compared = {line.split()[0]: _cell(lines[1], line, "/cut") for line in lines[3:5]}
+    plan = tmp_path / "d.json"
+    code, out, _ = run(capsys, "plan", *argv, "-m", "default", "-o", str(plan), "-q")
+    assert code == 0 and "cut bound" in out
+    code, evaluated, _ = run(capsys, "eval", str(plan))
+    evaluated = evaluated.splitlines()
+    assert _cell(evaluated[0], evaluated[2], "/cut") == compared["default"]
+    cut = cut_lower_bound(from_spec("fattree:k=4"),
+                          random_pairing(constant_ratio(64, "disjoint", num_sources=32, ratio=1), seed=0)).time_s
+    code, out, _ = run(capsys, "eval", str(plan), "--json")
+    assert json.loads(out)["cut_bound_s"] == pytest.approx(cut, rel=1e-12)
+    assert float(compared["default"]) == pytest.approx(json.loads(out)["predicted_time_s"] / cut, abs=5e-4)
+    assert "proven for forwarded plans" in table and "opt 1.0" in table.splitlines()[-1]
+
+
 def test_tables_fit_100_columns_unless_wide_and_a_metrics_object_prints_as_its_table(tmp_path, capsys):
     argv = ["compare", "-t", "torus:4x4", "--pattern", "disjoint", "--sources", "2", "--ratio", "4", "--methods",
             "default,heu2,opt", "-q"]
@@ -76,7 +110,7 @@ def test_tables_fit_100_columns_unless_wide_and_a_metrics_object_prints_as_its_t
     from optiq.workloads import Demands
 
     text = str(plan_metrics(make_plan(from_spec("torus:4x4"), Demands([0], [5], [2**20]), "default")))
-    assert text.splitlines()[0].split()[:4] == ["method", "routing", "GB/s", "time"] and "lower bound" in text
+    assert text.splitlines()[0].split()[:4] == ["method", "routing", "GB/s", "time"] and "cut bound" in text
 
 
 def _synthetic_fabric():

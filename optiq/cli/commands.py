@@ -72,7 +72,9 @@ def plan(args: argparse.Namespace) -> int:
                                              for name, rate in rates.items()))
     m = plan_metrics(plan, check_bound=False, fair=False)
     print(f"wrote {args.output}: {args.method}, {plan.routing}, {m.jobs} jobs, {m.total_paths} paths, predicted "
-          f"{m.predicted_time_s * 1e3:.3f} ms (lower bound {m.lower_bound_time_s * 1e3:.3f} ms)")
+          f"{m.predicted_time_s * 1e3:.3f} ms (cut bound {m.cut_bound_s * 1e3:.3f} ms"
+          + (f", proven for {plan.routing} plans {m.lower_bound_time_s * 1e3:.3f} ms)"
+             if m.lower_bound_time_s > m.cut_bound_s * (1 + 1e-9) else ")"))
     if plan.routing == "free":
         print(f"free plan: the network must route every path as planned; routed by its own rule "
               f"({topology.default_routing}) it takes {plan.realized_time_s * 1e3:.3f} ms")

@@ -50,6 +50,12 @@ class Metrics:
     topology and demands, and the bound stored in the plan counts only if no faster than
     the plan itself (a stored bound above the plan's own time is provably false; it is then
     ignored and ``bound_note`` says so). The larger of the two is reported.
+
+    ``cut_bound_s`` is the workload's cut bound alone (:func:`optiq.lp.cut_lower_bound`): no
+    plan of any routing beats it, and it is the same for every plan of the same workload,
+    in every command (the tables' ``/cut`` column). ``lower_bound_time_s`` may be tighter: the
+    best proven for plans of this one's routing (by column generation, or for tables of one
+    LID per port).
     """
 
     method: str
@@ -75,6 +81,7 @@ class Metrics:
     lower_bound_time_s: float
     gap: float
     default_time_s: float = 0.0
+    cut_bound_s: float = 0.0
     fair_time_s: float | None = None
     bound_note: str = ""
 
@@ -119,7 +126,9 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
     used = link_paths > 0
     predicted = p.predicted_time_s
     total = int(p.demands.total_bytes)
-    bound, note = _checked_bound(p, predicted) if check_bound else (float(p.lower_bound_time_s), "")
+    stored_cut = p.info.get("cut_bound_s")
+    cut = float(stored_cut) if isinstance(stored_cut, (int, float)) and not check_bound else _cut_bound(p)
+    bound, note = _checked_bound(p, predicted, cut) if check_bound else (float(p.lower_bound_time_s), "")
     fair_s = None
     if fair:
         from ..sim import simulate_flows
@@ -139,7 +148,7 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
         predicted_time_s=predicted, realized_time_s=p.realized_time_s,
         throughput_Bps=total / predicted if predicted > 0 else float("inf"),
         lower_bound_time_s=bound, gap=max(0.0, 1.0 - bound / predicted) if predicted > 0 else 0.0,
-        default_time_s=float(default), fair_time_s=fair_s, bound_note=note)
+        default_time_s=float(default), cut_bound_s=cut, fair_time_s=fair_s, bound_note=note)
 
 
 def _default_time(plan: Plan) -> float:
@@ -150,11 +159,15 @@ def _default_time(plan: Plan) -> float:
     return routes.busiest_link_time(plan.demands.nbytes.astype(float), plan.topology.capacity)
 
 
-def _checked_bound(plan: Plan, predicted_s: float) -> tuple[float, str]:
-    """The larger of the recomputed cut bound and the plan's stored bound, if that one holds."""
+def _cut_bound(plan: Plan) -> float:
+    """The cut bound of the plan's workload, computed."""
     from ..lp.bounds import cut_lower_bound
 
-    cut = cut_lower_bound(plan.topology, plan.demands).time_s
+    return float(cut_lower_bound(plan.topology, plan.demands).time_s)
+
+
+def _checked_bound(plan: Plan, predicted_s: float, cut: float) -> tuple[float, str]:
+    """The larger of the recomputed cut bound and the plan's stored bound, if that one holds."""
     stored = float(plan.lower_bound_time_s)
     if stored > predicted_s * (1 + 1e-9):
         return cut, (f"the plan claims a lower bound of {stored * 1e3:.6g} ms, above its own time "

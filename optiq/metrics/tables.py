@@ -25,8 +25,8 @@ _COLUMNS: list[tuple[str, str, Callable[[Metrics], str], bool]] = [
      lambda m: f"{m.realized_time_s * 1e3:.3f}", True),
     ("fair ms", "completion time when links share max-min fairly",
      lambda m: "-" if m.fair_time_s is None else f"{m.fair_time_s * 1e3:.3f}", True),
-    ("/bound", "time over the lower bound", lambda m: f"{m.predicted_time_s / m.lower_bound_time_s:.3f}"
-     if m.lower_bound_time_s > 0 else "-", True),
+    ("/cut", "time over the workload's cut bound", lambda m: f"{m.predicted_time_s / m.cut_bound_s:.3f}"
+     if m.cut_bound_s > 0 else "-", True),
     ("/default", "time over the default routes' time", lambda m: f"{m.predicted_time_s / m.default_time_s:.3f}"
      if m.default_time_s > 0 else "-", True),
     ("paths", "total paths", lambda m: f"{m.total_paths:,}", True),
@@ -49,8 +49,9 @@ def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None
     The columns most read (times, the bound, the default routes, paths) fit a terminal of
     100 characters; ``wide`` adds those of the OPTIQ evaluation table (hop-bytes, copies,
     paths and bytes per link). ``extra`` adds columns (header -> one cell per row), e.g.
-    planning time. A footer gives the lower bound of the rows (the first row's, or each
-    one's when they differ).
+    planning time. ``/cut`` divides by the workload's cut bound, one bound for every row and
+    in every command; a footer gives it, and the tighter bounds proven for some rows' kind
+    of plan (``Metrics.lower_bound_time_s``), naming the rows.
 
     Examples
     --------
@@ -60,10 +61,10 @@ def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None
     >>> from optiq.metrics import plan_metrics
     >>> m = plan_metrics(make_plan(torus((4, 4), bandwidth=1e9), Demands([0], [5], [2**20]), "default"))
     >>> print(metrics_table([m]))
-    method   routing    GB/s  time ms  real ms  fair ms  /bound  /default  paths  p/job avg
-    -------  ---------  ----  -------  -------  -------  ------  --------  -----  ---------
-    default  forwarded  1.00    1.049    1.049    1.049   4.000     1.000      1       1.00
-    lower bound on the completion time: 0.262 ms (throughput at most 4.00 GB/s)
+    method   routing    GB/s  time ms  real ms  fair ms   /cut  /default  paths  p/job avg
+    -------  ---------  ----  -------  -------  -------  -----  --------  -----  ---------
+    default  forwarded  1.00    1.049    1.049    1.049  4.000     1.000      1       1.00
+    cut bound on the completion time: 0.262 ms (throughput at most 4.00 GB/s)
     """
     columns = [c for c in _COLUMNS if wide or c[3]]
     headers = [h for h, _, _, _ in columns] + list(extra or {})
@@ -75,15 +76,31 @@ def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None
         return "  ".join(v.ljust(w) if c < 2 else v.rjust(w) for c, (v, w) in enumerate(zip(vals, widths)))
 
     out = [line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells]
-    bounds = sorted({m.lower_bound_time_s for m in rows if m.lower_bound_time_s > 0})
-    if len(bounds) == 1:
-        out.append(f"lower bound on the completion time: {bounds[0] * 1e3:.3f} ms "
-                   f"(throughput at most {rows[0].total_bytes / bounds[0] / 1e9:.2f} GB/s)")
-    elif bounds:
-        out.append("lower bounds on the completion time: " + ", ".join(
-            f"{m.method} {m.lower_bound_time_s * 1e3:.3f} ms" for m in rows if m.lower_bound_time_s > 0)
-            + " (each the best proven for plans of its routing)")
+    out.extend(_bound_lines(rows))
     return "\n".join(out)
+
+
+#: What a tighter bound bounds, by the routing of the rows it was proven for.
+_BOUND_KINDS = {"forwarded": "forwarded plans", "free": "every plan", "tables": "tables of one LID per port"}
+
+
+def _bound_lines(rows: list[Metrics]) -> list[str]:
+    """The cut bound, then each tighter bound proven for some rows, with the rows it bounds."""
+    cuts = sorted({m.cut_bound_s for m in rows if m.cut_bound_s > 0})
+    if not cuts:
+        return []
+    cut = cuts[-1]
+    lines = [f"cut bound on the completion time: {cut * 1e3:.3f} ms (throughput at most "
+             f"{rows[0].total_bytes / cut / 1e9:.2f} GB/s)"]
+    tighter: dict[tuple[str, float], list[Metrics]] = {}
+    for m in rows:
+        if m.lower_bound_time_s > cut * (1 + 1e-9):
+            tighter.setdefault((m.routing, m.lower_bound_time_s), []).append(m)
+    for (routing, bound), bounded in sorted(tighter.items(), key=lambda kv: kv[0][1]):
+        ratios = ", ".join(f"{m.method} {m.predicted_time_s / bound:.3f}" for m in bounded)
+        lines.append(f"proven for {_BOUND_KINDS.get(routing, routing + ' plans')}: {bound * 1e3:.3f} ms "
+                     f"(time over it: {ratios})")
+    return lines
 
 
 def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:

@@ -45,6 +45,7 @@ class PlanRecord:
     lean: dict[str, Any] | None = None
     default_routing: str | None = None
     default_time_s: float | None = None
+    cut_bound_s: float | None = None
     qos_shares: dict[str, float] | None = None
     qos_throughput_Bps: dict[str, float] | None = None
     warnings: list[str] = field(default_factory=list)

@@ -219,6 +219,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     bound = cut_lower_bound(topology, demands)
     default = system_routes(topology, demands, progress=progress)
     record.default_routing = topology.default_routing
+    record.cut_bound_s = bound.time_s
     record.default_time_s = default.busiest_link_time(demands.nbytes.astype(float), topology.capacity)
     space = PathSpace(topology, demands, planner.routing or routing, max_intermediates=max_intermediates, seed=seed,
                       forwarders=forwarders, progress=progress)
