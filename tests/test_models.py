@@ -217,3 +217,17 @@ def test_heuristic_1_decided_in_blocks_takes_the_paths_one_by_one_takes(small_to
     cand = diverse_paths(small_topology, d, k=5, seed=block)
     got = maxload_heuristic(small_topology, d, cand, maxload) > 0
     assert np.array_equal(got, _sequential_heu1(small_topology, d, cand, maxload))
+
+
+def test_heuristic_2_default_unit_grows_with_the_largest_job_and_scales_the_plan_exactly():
+    """1 TiB pairs take 64 units each, not 2**20: the plan is the 64 MiB plan scaled by 2**14
+    (every unit scaled alike), and a job of 8 MiB keeps the paper's 1 MiB unit."""
+    t = torus((4, 4))
+    small = constant_ratio(16, "disjoint", nbytes=64 * 2**20, num_sources=2, ratio=4)
+    huge = constant_ratio(16, "disjoint", nbytes=2**40, num_sources=2, ratio=4)
+    a, b = make_plan(t, small, "heu2", k=4), make_plan(t, huge, "heu2", k=4)
+    assert a.info["unit"] == 2**20 and b.info["unit"] == 2**40 // 64
+    assert make_plan(t, constant_ratio(16, "disjoint", num_sources=2, ratio=4), "heu2", k=4).info["unit"] == 2**20
+    assert np.array_equal(a.paths.links, b.paths.links)
+    assert np.array_equal(a.path_bytes * 2**14, b.path_bytes)
+    assert make_plan(t, huge, "heu2", k=4, unit=2**36).info["unit"] == 2**36  # a given unit is kept

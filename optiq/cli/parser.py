@@ -102,7 +102,7 @@ def add_planning(p: argparse.ArgumentParser) -> None:
                         "fabrics and dragonflies; else valiant on dragonflies, diverse up to 2,048 nodes, spread "
                         "beyond)")
     p.add_argument("--maxload", type=types.positive_int, help="heu1: paths allowed per link (default 16)")
-    p.add_argument("--unit", type=types.size, help="heu2: bytes placed per step (default 1MiB)")
+    p.add_argument("--unit", type=types.size, help="heu2: bytes placed per step (default 1MiB, or the largest pair's bytes / 64 where more)")
     p.add_argument("--hop-limit", type=types.positive_int, help="longest candidate path (default: network diameter)")
     p.add_argument("--chunk-size", type=types.size, default=DEFAULT_CHUNK_SIZE, help="executor chunk (default 64KiB)")
     p.add_argument("--solver", choices=LP_SOLVERS, help=f"lp: HiGHS LP algorithm (default {DEFAULT_SOLVER})")

@@ -1,7 +1,7 @@
 """Fast planners: Heuristic 1 (maxload), Heuristic 2 (demand-aware), dynamic routing."""
 
-from .demand_aware import DEFAULT_UNIT, demand_aware_heuristic
+from .demand_aware import DEFAULT_UNIT, default_unit, demand_aware_heuristic
 from .dynamic import dynamic_routing
 from .maxload import maxload_heuristic
 
-__all__ = ["maxload_heuristic", "demand_aware_heuristic", "dynamic_routing", "DEFAULT_UNIT"]
+__all__ = ["maxload_heuristic", "demand_aware_heuristic", "dynamic_routing", "DEFAULT_UNIT", "default_unit"]

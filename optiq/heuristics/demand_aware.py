@@ -15,13 +15,30 @@ if TYPE_CHECKING:
     from ..topology import Topology
     from ..workloads import Demands
 
-__all__ = ["demand_aware_heuristic", "DEFAULT_UNIT"]
+__all__ = ["demand_aware_heuristic", "default_unit", "DEFAULT_UNIT", "MAX_UNITS_PER_JOB"]
 
-#: Default unit of Heuristic 2: 1 MiB (8 units for an 8 MiB message).
+#: Default unit of Heuristic 2: 1 MiB (8 units for an 8 MiB message), unless a job would then
+#: need more than :data:`MAX_UNITS_PER_JOB` units.
 DEFAULT_UNIT = 2**20
+#: The most units the default unit gives any job: beyond it the unit grows with the largest job.
+MAX_UNITS_PER_JOB = 64
 
 
-def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: PathSet, unit: int = DEFAULT_UNIT, *,
+def default_unit(nbytes: np.ndarray) -> int:
+    """Heuristic 2's unit for jobs of ``nbytes``: :data:`DEFAULT_UNIT`, or the largest job over
+    :data:`MAX_UNITS_PER_JOB` where that is more, so that the work grows with the number of
+    jobs, not with their bytes.
+
+    Examples
+    --------
+    >>> default_unit(np.array([8 * 2**20])), default_unit(np.array([2**40, 1]))   # 1 MiB; 16 GiB
+    (1048576, 17179869184)
+    """
+    largest = int(np.max(nbytes)) if np.size(nbytes) else 0
+    return max(DEFAULT_UNIT, -(-largest // MAX_UNITS_PER_JOB))
+
+
+def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: PathSet, unit: int | None = None, *,
                            batch: int | None = None, progress: Progress | None = None) -> np.ndarray:
     """Bytes per candidate path chosen by Heuristic 2.
 
@@ -40,8 +57,8 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
     topology : Topology
     demands : Demands
     candidates : PathSet
-    unit : int
-        Bytes placed per step.
+    unit : int, optional
+        Bytes placed per step (default :func:`default_unit`: 1 MiB, more for jobs over 64 MiB).
     batch : int, optional
         Jobs that choose together (default :func:`batch_size`; 1: the sequential heuristic).
     progress : callable, optional
@@ -66,6 +83,8 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
     >>> demand_aware_heuristic(t, d, diverse_paths(t, d, k=4), unit=1000).tolist()
     [1000, 1000, 1000, 1000]
     """
+    if unit is None:
+        unit = default_unit(demands.nbytes)
     if unit < 1:
         raise PlanError(f"the unit of Heuristic 2 must be at least 1 byte, got {unit}")
     if batch is not None and batch < 1:

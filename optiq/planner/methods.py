@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ParameterError, SolverError
-from ..heuristics import DEFAULT_UNIT, demand_aware_heuristic, dynamic_routing, maxload_heuristic
+from ..heuristics import default_unit, demand_aware_heuristic, dynamic_routing, maxload_heuristic
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGOptions, CGResult, CGStatus, column_generation
 from ..lp.lean import lean_plan
@@ -412,18 +412,20 @@ class MaxLoad(CandidatePlanner):
 
 @dataclass(frozen=True)
 class DemandAware(CandidatePlanner):
-    """``heu2``: Heuristic 2, placing ``unit`` bytes at a time on the least-loaded candidate."""
+    """``heu2``: Heuristic 2, placing ``unit`` bytes at a time on the least-loaded candidate
+    (default :func:`optiq.heuristics.default_unit`: 1 MiB, more for jobs over 64 MiB)."""
 
-    unit: int = DEFAULT_UNIT
+    unit: int | None = None
     name: ClassVar[str] = "heu2"
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_count("unit", self.unit, 1)
+        if self.unit is not None:
+            check_count("unit", self.unit, 1)
 
     def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
-        rec.unit = self.unit
-        return demand_aware_heuristic(ctx.topology, ctx.demands, candidates, self.unit, progress=ctx.progress)
+        rec.unit = default_unit(ctx.demands.nbytes) if self.unit is None else self.unit
+        return demand_aware_heuristic(ctx.topology, ctx.demands, candidates, rec.unit, progress=ctx.progress)
 
 
 @dataclass(frozen=True)
