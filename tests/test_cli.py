@@ -208,6 +208,27 @@ def test_usage_errors_exit_2(capsys):
     assert run(capsys, "plan", "-t", "torus:4x4", "--pattern", "disjoint", "--size", "-3", "-o", "x")[0] == 2
 
 
+def test_a_bare_small_size_a_rate_unit_and_a_misspelled_option_are_named(tmp_path, capsys):
+    """--size 8 needs a unit as a bare rate does; 25MBps is 25MB/s and a wrong unit gets an
+    example, not a garbled hint; a misspelled required option is named, with the close one."""
+    from optiq.utils.units import parse_rate
+
+    out = str(tmp_path / "p.json")
+    base = ["plan", "-t", "torus:4x4", "--pattern", "disjoint", "-m", "default", "-o", out, "-q"]
+    code, _, err = run(capsys, *base, "--size", "8")
+    assert code == 2 and "'8' has no unit: write 8B for bytes" in err
+    assert run(capsys, *base, "--size", "8B")[0] == 0 and load_plan(out).demands.nbytes.max() == 8
+    assert run(capsys, *base, "--size", "4096")[0] == 0 and load_plan(out).demands.nbytes.max() == 4096
+    assert parse_rate("25MBps") == 25e6 and parse_rate("25Mbps") == 25e6 / 8 == parse_rate("25Mb/s")
+    code, _, err = run(capsys, "testbed", "run", "-t", "torus:2x2", "--pattern", "disjoint", "--rate", "25XBps")
+    assert code == 2 and "is not a rate (examples:" in err and "PSB" not in err
+    code, _, err = run(capsys, "plan", "-t", "torus:4x4", "--patern", "disjoint", "-o", out)
+    assert code == 2 and "unrecognized arguments: --patern (did you mean --pattern?)" in err
+    assert "required" not in err
+    code, _, err = run(capsys, "plan", "-t", "torus:4x4", "-o", out)  # nothing misspelled: the old message
+    assert code == 2 and "one of the arguments --pattern --demands --traffic is required" in err
+
+
 def test_the_permutation_pattern_pairs_every_host_once_and_takes_no_ratio(tmp_path, capsys):
     out = tmp_path / "p.json"
     assert main(["plan", "-t", "fattree:k=4,n=2", "--pattern", "permutation", "--seed", "3", "-m", "default",

@@ -169,7 +169,7 @@ def test_fit_predict_bench_contract(tmp_path):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("argv, fragment", [
-    (["bench", "--size", "12"], "multiple of 8"),
+    (["bench", "--size", "12B"], "multiple of 8"),
     (["bench", "--size", "64KiB", "--algorithms", "ring,hcps:3x3"], "unknown algorithm(s) hcps:3x3"),
     (["fit", "-o", "/nonexistent/dir/p.json"], "does not exist"),
 ])

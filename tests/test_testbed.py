@@ -225,5 +225,5 @@ def test_testbed_collectives_refuses_mistakes_before_building_anything(capsys):
     assert "--ranks must be at least 2" in capsys.readouterr().err
     assert main(["testbed", "collectives", "--ranks", "20", "-t", "torus:2x2", "-q"]) == 1
     assert "has 4 hosts, fewer than 20 ranks" in capsys.readouterr().err
-    assert main(["testbed", "collectives", "--ranks", "4", "--size", "12", "-q"]) == 1
+    assert main(["testbed", "collectives", "--ranks", "4", "--size", "12B", "-q"]) == 1
     assert "multiple of 8" in capsys.readouterr().err

@@ -9,6 +9,7 @@ option's check instead of being taken for an option.
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import re
 from collections.abc import Callable
@@ -36,8 +37,35 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-\.?\d")
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._given = list(args) if args is not None else None
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
+        unknown = self._unknown_options()
+        if unknown and "required" in message:  # a misspelled option is why the required one is missing
+            close = difflib.get_close_matches(unknown[0].split("=")[0], self._long_options(), n=1)
+            message = (f"unrecognized arguments: {' '.join(unknown)}"
+                       + (f" (did you mean {close[0]}?)" if close else ""))
         raise UsageError(f"{message} (see {self.prog} --help)")
+
+    def _long_options(self) -> list[str]:
+        return [o for o in self._option_string_actions if o.startswith("--")]
+
+    def _unknown_options(self) -> list[str]:
+        """The options among the arguments this parser was given that it does not know."""
+        unknown = []
+        for token in getattr(self, "_given", None) or []:
+            if token == "--":
+                break
+            name = token.split("=", 1)[0]
+            if not name.startswith("-") or name == "-" or self._negative_number_matcher.match(name):
+                continue
+            known = name in self._option_string_actions or (
+                self.allow_abbrev and name.startswith("--") and any(o.startswith(name) for o in self._long_options()))
+            if not known:
+                unknown.append(token)
+        return unknown
 
     def _print_message(self, message: str, file: Any = None) -> None:
         if world_rank() == 0:
@@ -68,7 +96,22 @@ def int_at_least(low: int) -> Callable[[str], int]:
     return argument(parse)
 
 
-size = argument(parse_size)
+#: A size given as a bare number below this needs a unit: ``--size 8`` is more likely 8 MiB
+#: with the unit forgotten than 8 bytes (a bare rate is refused for the same reason).
+BARE_SIZE_MIN = 1024
+
+
+def _size(text: str) -> int:
+    """A byte count with a unit (``8MiB``, ``64KB``, ``12B``), or a bare number of at least
+    :data:`BARE_SIZE_MIN` bytes."""
+    value = parse_size(text)
+    if re.fullmatch(r"\s*[0-9.eE+]+\s*", text) and value < BARE_SIZE_MIN:
+        raise ValueError(f"{text.strip()!r} has no unit: write {text.strip()}B for bytes, or {text.strip()}KiB, "
+                         f"{text.strip()}MiB")
+    return value
+
+
+size = argument(_size)
 rate = argument(parse_rate)
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
@@ -108,7 +151,7 @@ def non_negative_float(text: str) -> float:
 
 @argument
 def size_list(text: str) -> list[int]:
-    sizes = [parse_size(part) for part in text.split(",") if part.strip()]
+    sizes = [_size(part) for part in text.split(",") if part.strip()]
     if not sizes:
         raise ValueError(f"{text!r} names no size")
     return sizes

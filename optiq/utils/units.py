@@ -16,6 +16,8 @@ _UNITS = {
     "K": 1000, "KB": 1000, "M": 10**6, "MB": 10**6, "G": 10**9, "GB": 10**9, "T": 10**12, "TB": 10**12,
     "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
 }
+#: What may stand before the B or b of a rate (``KiB/s``: ``Ki``).
+_PREFIXES = ("", "B", "K", "M", "G", "T", "KI", "MI", "GI", "TI")
 _SIZE = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
@@ -76,7 +78,8 @@ def parse_rate(text: str | int | float, *, what: str = "rate") -> float:
     Units in bytes end in ``B`` (``KB``, ``MB``, ``GB``, ``MiB``, ...); units in bits end in a
     lowercase ``b`` or ``bit`` (``Kb``, ``Mb``, ``Gb``, ``Tb``, ``Gbit``) and are divided by 8.
     Text must name one or the other (``"1.8"`` or ``"1.8G"`` could mean either, and the two
-    differ eightfold); a number is bytes per second.
+    differ eightfold); a number is bytes per second. ``25MBps`` and ``25Mbps`` are ``25MB/s``
+    and ``25Mb/s``.
 
     Examples
     --------
@@ -84,30 +87,34 @@ def parse_rate(text: str | int | float, *, what: str = "rate") -> float:
     1800000000.0
     >>> parse_rate("100Gb/s")
     12500000000.0
-    >>> parse_rate(2e9)
-    2000000000.0
+    >>> parse_rate(2e9), parse_rate("25Mbps"), parse_rate("1MiB/s")
+    (2000000000.0, 3125000.0, 1048576.0)
     >>> parse_rate("1.8")
     Traceback (most recent call last):
     ...
     optiq.errors.OptiqError: rate '1.8' needs a unit in bytes or bits: 1.8GB/s or 1.8Gb/s, say
     """
-    if isinstance(text, str) and (found := _SIZE.match(text.strip().removesuffix("/s"))) \
-            and not found.group(2).upper().endswith(("B", "BIT")):
-        number = found.group(1)
-        prefix = found.group(2).upper() or "G"
-        raise OptiqError(f"{what} {text!r} needs a unit in bytes or bits: {number}{prefix}B/s or "
-                         f"{number}{prefix}b/s, say")
     s = str(text).strip()
     if s.lower().endswith("/s"):
+        s = s[:-2]
+    elif s.endswith(("ps", "PS")):  # 25MBps, 100Gbps: the same as 25MB/s, 100Gb/s
         s = s[:-2]
     m = _SIZE.match(s)
     unit = m.group(2) if m else ""
     bits = unit.endswith("bit") or unit.endswith("b")
     if bits:
         unit = unit[:-3] if unit.endswith("bit") else unit[:-1]
-    if not m or unit.upper() not in _UNITS or (bits and (unit.upper() == "B" or "I" in unit.upper())):
-        raise OptiqError(f"{what} {text!r} is not a rate (examples: 1.8GB/s, 200MB/s, 100Gb/s)")
-    rate = float(m.group(1)) * _UNITS[unit.upper()] / (8 if bits else 1)
+    elif unit.upper().endswith("B"):
+        unit = unit[:-1] or "B"
+    if m and isinstance(text, str) and not bits and not m.group(2).upper().endswith("B") \
+            and unit.upper() in _PREFIXES:
+        number, prefix = m.group(1), unit.upper() or "G"
+        raise OptiqError(f"{what} {text!r} needs a unit in bytes or bits: {number}{prefix}B/s or "
+                         f"{number}{prefix}b/s, say")
+    if not m or unit.upper() not in _PREFIXES or (bits and (unit.upper() == "B" or "I" in unit.upper())):
+        raise OptiqError(f"{what} {text!r} is not a rate (examples: 1.8GB/s, 200MB/s, 100Gb/s, 25Mbps)")
+    unit = "" if unit.upper() == "B" else unit
+    rate = float(m.group(1)) * _UNITS[unit.upper() + ("B" if unit.upper().endswith("I") else "")] / (8 if bits else 1)
     if not math.isfinite(rate):
         raise OptiqError(f"{what} {text!r} is not a finite rate")
     if rate <= 0:
