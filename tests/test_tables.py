@@ -385,3 +385,37 @@ def test_tables_for_three_jobs_report_each_alone_together_and_given(tmp_path, ca
     jobs.write_text(f"job0 {names[0]},{names[1]} pattern:shuffle\n")
     assert main(argv) == 1
     assert "unknown pattern 'shuffle'" in capsys.readouterr().err
+
+
+def test_lmc_tables_are_checked_with_their_split_by_compare_and_eval(tmp_path, capsys):
+    """After optiq tables --lmc, compare and eval of the written tables with --split show the
+    tables' own figure (the base LIDs alone are slower); a wrong split is named by its line."""
+    _fabric(tmp_path, seed=2, lmc=2, parallel=2)
+    spec, job = f"ibnet:{tmp_path / 'fabric.txt'}", ["--pattern", "permutation", "--seed", "3", "-q"]
+    out = tmp_path / "job.lfts"
+    assert main(["tables", "-t", spec, "--routes", str(tmp_path / "fabric.lfts"), *job, "--lmc", "-o", str(out),
+                 "--json", str(tmp_path / "r.json")]) == 0
+    capsys.readouterr()
+    made_s = json.loads((tmp_path / "r.json").read_text())["time_s"]
+    split = f"{out}.split.csv"
+    loaded = ["-t", spec, "--routes", str(out), *job]  # the written file as the fabric's tables
+    rows = {}
+    for extra in ([], ["--split", split]):
+        assert main(["compare", *loaded, "--methods", "default", "--json", *extra]) == 0
+        rows[bool(extra)] = json.loads(capsys.readouterr().out)[0]
+    assert rows[True]["predicted_time_s"] == pytest.approx(made_s, rel=1e-12)
+    assert rows[False]["predicted_time_s"] > made_s * 1.01  # the split is what makes the tables' figure
+    plan = tmp_path / "h.json"
+    assert main(["plan", *loaded, "-m", "heu2", "-o", str(plan)]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(plan), "--json", "--split", split]) == 0
+    assert json.loads(capsys.readouterr().out)["default_time_s"] == pytest.approx(made_s, rel=1e-12)
+    lines = open(split).read().splitlines()
+    src, dst, lid, nbytes = lines[1].split(",")
+    for bad, message in ((f"{src},{dst},0x9999,{nbytes}", "line 2: LID 0x9999 is not one of"),
+                         (f"{src},nowhere,{lid},{nbytes}", "line 2: no host 'nowhere'"),
+                         (f"{src},{dst},{lid},1", "sends")):
+        (tmp_path / "bad.csv").write_text("\n".join([lines[0], bad, *lines[2:]]) + "\n")
+        assert main(["compare", *loaded, "--methods", "default", "--split", str(tmp_path / "bad.csv")]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err

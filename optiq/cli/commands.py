@@ -13,14 +13,12 @@ from collections.abc import Callable
 from dataclasses import asdict, fields, replace
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..errors import OptiqError
 from ..metrics.compute import plan_metrics
-from ..metrics.tables import jobs_table, links_table, metrics_table
+from ..metrics.tables import jobs_table, links_table, metrics_table, named_loads
 from ..mpi.launch import need_mpi, world
 from ..plan import load_plan
-from ..planner import COMPARE_METHODS, cluster_tables, compare_methods, job_tables, make_plan
+from ..planner import COMPARE_METHODS, cluster_tables, compare_methods, job_tables, make_plan, split_plan
 from ..sim import (
     ChunkModel,
     fit_chunk_model,
@@ -31,15 +29,10 @@ from ..sim import (
     simulate_flows,
 )
 from ..sim.flow import DEFAULT_BATCH
-from ..topology import from_spec
+from ..topology import capacity_classes, from_spec
 from ..utils.jsonfile import check_directory, check_writable, dumps, write_results
 from ..utils.progress import heartbeat
-from ..workloads import (
-    WorkloadSpec,
-    constant_ratio,
-    read_jobs,
-    read_qos,
-)
+from ..workloads import WorkloadSpec, constant_ratio, read_jobs, read_qos, read_split
 from . import launcher
 
 if TYPE_CHECKING:
@@ -85,15 +78,18 @@ def evaluate(args: argparse.Namespace) -> int:
     """``optiq eval``: the metrics of a plan file."""
     plan = load_plan(args.plan)
     _warn_tables(plan.topology)
-    m = plan_metrics(plan, progress=_progress(args))
+    split = read_split(args.split, plan.topology, plan.demands) if args.split else None
+    carried = None if split is None else split_plan(plan.topology, plan.demands, split).predicted_time_s
+    m = plan_metrics(plan, progress=_progress(args), default_time_s=carried)
     if args.json:
         out = m.to_dict()
         if args.links or args.jobs:
-            out.update(_named(plan, args.links, args.jobs))
+            out.update(named_loads(plan, args.links, args.jobs))
         print(dumps(out))
     else:
         print(metrics_table([m], wide=args.wide))
-        print(f"default routes: {plan.topology.default_routing}, {m.default_time_s * 1e3:.3f} ms")
+        print(f"default routes: {plan.topology.default_routing}"
+              + (f", split over the LIDs as {args.split} says" if args.split else "") + f", {m.default_time_s * 1e3:.3f} ms")
         print(_routing_line(plan, m))
         if m.fair_time_s is not None:
             print(f"links shared max-min fairly: {m.fair_time_s * 1e3:.3f} ms, {m.fair_time_s / m.predicted_time_s:.3f} "
@@ -116,8 +112,10 @@ def compare(args: argparse.Namespace) -> int:
     if unknown or not methods:
         raise OptiqError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from "
                          f"{', '.join(COMPARE_METHODS)}")
+    split = read_split(args.split, topology, demands) if args.split else None
     rows, times = _compare(topology, demands, methods, _planner_options(args), say, chunk_size=args.chunk_size,
-                           seed=args.seed, routing=args.routing, max_intermediates=args.max_intermediates or 1)
+                           seed=args.seed, routing=args.routing, max_intermediates=args.max_intermediates or 1,
+                           split=split)
     if args.json:
         print(dumps([dict(r.to_dict(), plan_s=float(t)) for r, t in zip(rows, times)]))
     else:
@@ -294,7 +292,7 @@ def _topology(args, say) -> Topology:
     if say and (time.perf_counter() - start > 1 or topology.fabric is not None or topology.dragonfly is not None
                 or spec.lower().startswith("slurm:")):
         say(f"topology {topology.name}: {topology.num_nodes:,} nodes, {topology.num_links:,} links, "
-            f"{_capacity_classes(topology)}; default routes: {topology.default_routing} "
+            f"{capacity_classes(topology)}; default routes: {topology.default_routing} "
             f"({time.perf_counter() - start:.1f} s)")
     if args.routes and args.command != "tables":  # optiq tables checks and reports them itself
         _warn_tables(topology)
@@ -328,28 +326,6 @@ def _routing_line(plan, m) -> str:
                 f"holds as the network routes; {m.copies_per_path_avg:.2f} copies per path on average")
     return (f"free: the network must route every path as planned; routed by its own rule it takes "
             f"{m.realized_time_s * 1e3:.3f} ms ({m.realized_time_s / m.predicted_time_s:.2f}x the predicted time)")
-
-
-def _named(plan, links: int, jobs: int) -> dict:
-    """The busiest links and largest jobs of a plan by name, for ``optiq eval --json``."""
-    topo, dem = plan.topology, plan.demands
-    loads = plan.link_bytes
-    busiest = np.argsort(-(loads / topo.capacity), kind="stable")[:links]
-    largest = np.argsort(-dem.nbytes, kind="stable")[:jobs]
-    names = topo.endpoint_names
-    return {"busiest_links": [{"link": int(e), "name": topo.link_label(e), "bytes": float(loads[e]),
-                               "time_s": float(loads[e] / topo.capacity[e])} for e in busiest if loads[e] > 0],
-            "largest_jobs": [{"job": int(j), "src": names[dem.src[j]], "dst": names[dem.dst[j]],
-                              "bytes": int(dem.nbytes[j])} for j in largest]}
-
-
-def _capacity_classes(topology: Topology) -> str:
-    """``"2 link speeds: 384 x 12.5 GB/s, 64 x 6.82 GB/s"``: the links' capacities, most common first."""
-    values, counts = np.unique(topology.capacity, return_counts=True)
-    order = np.argsort(-counts, kind="stable")
-    shown = ", ".join(f"{counts[i]:,} x {values[i] / 1e9:.4g} GB/s" for i in order[:4])
-    more = f", {values.size - 4} more" if values.size > 4 else ""
-    return f"{values.size} link speed{'s' if values.size > 1 else ''}: {shown}{more}"
 
 
 def _progress(args):

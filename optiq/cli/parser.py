@@ -165,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=types.non_negative_int, default=0, metavar="N",
                    help="also list the N largest jobs by host name")
     p.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    p.add_argument("--split", metavar="CSV", help="on a fabric routed with LMC > 0 (--routes its tables): the "
+                                                  "split optiq tables --lmc wrote; the default routes are then "
+                                                  "the job as those tables carry it with the senders splitting so")
     add_wide(p)
     p = sub.add_parser("compare", help="plan one workload with several methods, side by side")
     add_workload(p)
@@ -173,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"comma-separated, from {','.join(COMPARE_METHODS)} (default default,heu1,heu2,opt; tables: "
                         f"the job on forwarding tables written for it, on an InfiniBand fabric)")
     p.add_argument("--json", action="store_true", help="a JSON list instead of a table")
+    p.add_argument("--split", metavar="CSV", help="on a fabric routed with LMC > 0 (--routes its tables): the "
+                                                  "split optiq tables --lmc wrote; the default routes are then "
+                                                  "the job as those tables carry it with the senders splitting so")
     add_wide(p)
     p = sub.add_parser("tables", help="write a fabric's forwarding tables that carry one job, for OpenSM",
                        description="Forwarding tables for every switch and every LID of an InfiniBand fabric "

@@ -94,14 +94,15 @@ class Metrics:
 
 
 def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
-                 progress: Callable[[str], None] | None = None) -> Metrics:
+                 progress: Callable[[str], None] | None = None, default_time_s: float | None = None) -> Metrics:
     """Compute the :class:`Metrics` of a plan.
 
     ``check_bound=False`` takes the plan's stored lower bound as it is: for a plan this
     process has just made (the planner computed that bound), where recomputing the cut
     bound would only repeat the work. ``fair=False`` skips the max-min fair flow
     simulation of ``fair_time_s`` (seconds for a plan of tens of thousands of paths;
-    ``progress`` hears about it).
+    ``progress`` hears about it). ``default_time_s`` replaces the default routes' time (for
+    a job the fabric carries otherwise, e.g. split over its LIDs).
 
     Examples
     --------
@@ -134,7 +135,7 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
         from ..sim import simulate_flows
 
         fair_s = simulate_flows(p, "equal", progress=progress).completion_time_s
-    default = p.info.get("default_time_s")
+    default = p.info.get("default_time_s") if default_time_s is None else default_time_s
     if not isinstance(default, (int, float)) or isinstance(default, bool):
         default = predicted if p.method == "default" else _default_time(p)
     return Metrics(

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..plan import Plan
     from .compute import Metrics
 
-__all__ = ["metrics_table", "links_table", "jobs_table"]
+__all__ = ["metrics_table", "links_table", "jobs_table", "named_loads"]
 
 _MB = 1e6
 #: (header, what it shows, cell, shown without ``wide``)
@@ -158,3 +160,25 @@ def jobs_table(plan: Plan, count: int) -> str:
     rows = [[names[dem.src[j]], names[dem.dst[j]], f"{dem.nbytes[j] / 1e6:.2f}", f"{per_job[j]}",
              f"{lo[j]}" if lo[j] == hi[j] else f"{lo[j]}-{hi[j]}"] for j in order]
     return _table(["source", "destination", "MB", "paths", "hops"], rows, left=2)
+
+
+def named_loads(plan: Plan, links: int, jobs: int) -> dict[str, list[dict[str, Any]]]:
+    """The ``links`` busiest links and ``jobs`` largest jobs of a plan by name, as JSON-ready
+    dicts (``optiq eval --json --links N --jobs N``).
+
+    Examples
+    --------
+    >>> from optiq import from_spec, make_plan, Demands
+    >>> plan = make_plan(from_spec("cluster:hosts=4,edges=2,cores=1"), Demands([0], [3], [10**6]), "default")
+    >>> named_loads(plan, 1, 1)["largest_jobs"]
+    [{'job': 0, 'src': 'H0', 'dst': 'H3', 'bytes': 1000000}]
+    """
+    topo, dem = plan.topology, plan.demands
+    loads = plan.link_bytes
+    busiest = np.argsort(-(loads / topo.capacity), kind="stable")[:links]
+    largest = np.argsort(-dem.nbytes, kind="stable")[:jobs]
+    names = topo.endpoint_names
+    return {"busiest_links": [{"link": int(e), "name": topo.link_label(e), "bytes": float(loads[e]),
+                               "time_s": float(loads[e] / topo.capacity[e])} for e in busiest if loads[e] > 0],
+            "largest_jobs": [{"job": int(j), "src": names[dem.src[j]], "dst": names[dem.dst[j]],
+                              "bytes": int(dem.nbytes[j])} for j in largest]}

@@ -23,9 +23,9 @@ from .methods import (
     make_candidates,
     planner_named,
 )
-from .tables import JobTables, job_tables, single_path_bound
+from .tables import JobTables, job_tables, single_path_bound, split_plan
 
 __all__ = ["make_plan", "make_candidates", "plan_memory_estimate", "METHODS", "CANDIDATE_KINDS", "PLANNERS",
            "Planner", "CandidatePlanner", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic", "SystemRoutes",
            "planner_named", "PlanRecord", "compare_methods", "MethodRun", "COMPARE_METHODS", "job_tables", "JobTables",
-           "single_path_bound", "cluster_tables", "ClusterTables", "exact_tables", "ExactTables"]
+           "single_path_bound", "cluster_tables", "ClusterTables", "exact_tables", "ExactTables", "split_plan"]

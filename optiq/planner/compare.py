@@ -14,8 +14,11 @@ from ..paths.space import PathSpace
 from ..plan import DEFAULT_CHUNK_SIZE
 from .make import METHODS, make_plan
 from .methods import CandidatePlanner, make_candidates, planner_named
+from .tables import job_tables, split_plan
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..plan import Plan
     from ..topology import Topology
     from ..workloads import Demands
@@ -45,7 +48,7 @@ class MethodRun:
 def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str], options: dict[str, Any] | None = None,
                     *, chunk_size: int = DEFAULT_CHUNK_SIZE, seed: int = 0,
                     progress: Callable[[str], None] | None = None, routing: str = FORWARDED,
-                    max_intermediates: int = 1) -> list[MethodRun]:
+                    max_intermediates: int = 1, split: np.ndarray | None = None) -> list[MethodRun]:
     """Plan ``demands`` with every method, each taking the ``options`` that apply to it.
 
     The candidate paths are searched once, as the first method that picks among candidates
@@ -71,6 +74,11 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
     routing : {"forwarded", "free"}
     max_intermediates : int
         As for :func:`optiq.planner.make_plan`.
+    split : ndarray, optional
+        On a fabric routed with LMC > 0, the bytes each pair sends to each of its
+        destination's LIDs (:func:`optiq.workloads.read_split`): ``default`` is then the job
+        as the fabric's tables carry it with the senders splitting so
+        (:func:`optiq.planner.tables.split_plan`), and every plan's ``/default`` is against it.
     progress : callable, optional
 
     Returns
@@ -111,19 +119,23 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
         start = time.perf_counter()
         if planner is None:
             plan = _tables_plan(topology, demands, progress)
+        elif split is not None and method == "default":
+            plan = split_plan(topology, demands, split)
         else:
             shared = candidates if (planner.routing or routing) == routing else None
             plan = make_plan(topology, demands, planner, progress=progress, candidates=shared, chunk_size=chunk_size,
                              seed=seed, routing=routing, max_intermediates=max_intermediates)
         runs.append(MethodRun(method, plan, time.perf_counter() - start))
+    if split is not None:
+        carried = split_plan(topology, demands, split).predicted_time_s
+        for run in runs:
+            run.plan.record.default_time_s = carried
     _share_bounds([run.plan for run in runs])
     return runs
 
 
 def _tables_plan(topology: Topology, demands: Demands, progress: Callable[[str], None] | None) -> Plan:
     """The job on tables written for it, bounded by what any such tables can do."""
-    from .tables import job_tables
-
     made = job_tables(topology, demands, progress=progress)
     plan = made.plan()
     if made.bound_s > plan.lower_bound_time_s:

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from ..topology.ibnet import Fabric
     from ..workloads import Demands
 
-__all__ = ["JobTables", "job_tables", "with_tables", "single_path_bound"]
+__all__ = ["JobTables", "job_tables", "with_tables", "single_path_bound", "split_plan"]
 
 #: Rounds of the LMC split: trees for the split, then the LP's split for the trees.
 LMC_ROUNDS = 3
@@ -193,16 +193,34 @@ class JobTables:
         from .make import make_plan
 
         routed = with_tables(self.topology, self.tables)
-        plan = make_plan(routed, self.demands, "default")
-        if self.split is not None:
-            paths, offset = _lid_routes(routed, self.demands, self.tables, self.split.shape[1])
-            nbytes = self.split[paths.job, offset]
-            keep = nbytes > 0
-            # a pair's LIDs other than the base are not the route MPI takes by default: the split is
-            # realized by the sender choosing the LID (e.g. UCX_IB_LID_PATH_BITS), so the plan is free
-            plan = replace(plan, paths=paths.select(keep), path_bytes=nbytes[keep].astype(np.int64), routing=FREE)
+        plan = make_plan(routed, self.demands, "default") if self.split is None else \
+            split_plan(routed, self.demands, self.split)
         plan.method = "tables"
         return plan
+
+
+def split_plan(topology: Topology, demands: Demands, split: np.ndarray) -> Plan:
+    """The job on the fabric's own tables, each pair's bytes over its destination's LIDs as
+    ``split`` says (``split[j, k]``: bytes of job ``j`` to the base LID + ``k``, as
+    :func:`optiq.workloads.read_split` reads them).
+
+    A pair's LIDs other than the base are not the route MPI takes by default: the split is
+    realized by the sender choosing the LID (e.g. ``UCX_IB_LID_PATH_BITS``), so the plan is
+    free (``default`` by method: the network's own routes, nothing planned).
+    """
+    from .make import make_plan
+
+    fabric = topology.fabric
+    if fabric is None or fabric.forwarding is None:
+        raise TopologyError(f"a split over LIDs needs a fabric with its forwarding tables (--routes), not {topology.name}")
+    if split.shape != (demands.num_jobs, 1 << fabric.lmc):
+        raise PlanError(f"the split is for {split.shape[0]} jobs and {split.shape[1]} LIDs per port; the workload "
+                        f"has {demands.num_jobs} jobs and the fabric {1 << fabric.lmc} LIDs per port")
+    plan = make_plan(topology, demands, "default")
+    paths, offset = _lid_routes(topology, demands, fabric.forwarding, split.shape[1])
+    nbytes = split[paths.job, offset]
+    keep = nbytes > 0
+    return replace(plan, paths=paths.select(keep), path_bytes=nbytes[keep].astype(np.int64), routing=FREE)
 
 
 def with_tables(topology: Topology, tables: ForwardingTables, spec: str | None = None) -> Topology:

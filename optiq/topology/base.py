@@ -23,7 +23,23 @@ if TYPE_CHECKING:
     from .dragonfly import DragonflyShape
     from .ibnet import Fabric
 
-__all__ = ["Topology", "spec_rate"]
+__all__ = ["Topology", "spec_rate", "capacity_classes"]
+
+
+def capacity_classes(topology: Topology) -> str:
+    """``"2 link speeds: 384 x 12.5 GB/s, 64 x 6.82 GB/s"``: the links' capacities, most common first.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> capacity_classes(torus((2, 2), bandwidth=2e9))
+    '1 link speed: 16 x 2 GB/s'
+    """
+    values, counts = np.unique(topology.capacity, return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    shown = ", ".join(f"{counts[i]:,} x {values[i] / 1e9:.4g} GB/s" for i in order[:4])
+    more = f", {values.size - 4} more" if values.size > 4 else ""
+    return f"{values.size} link speed{'s' if values.size > 1 else ''}: {shown}{more}"
 
 
 def spec_rate(key: str, rate: float, default: float) -> str:

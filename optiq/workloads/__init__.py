@@ -12,10 +12,11 @@ from .placement import PLACEMENTS, SELECTIONS, HostTraffic, host_demands
 from .qos import QoSClasses, read_qos
 from .sizes import random_sizes
 from .spec import WorkloadSpec
+from .split import read_split
 from .traffic import milc_traffic, nas_cg_traffic, read_traffic
 
 __all__ = ["Demands", "constant_ratio", "distance_sweep", "destination_sweep", "random_pairing", "permutation",
            "random_sizes", "read_demands", "write_demands", "PATTERNS", "hacc_aggregation", "cesm_coupling",
            "mxn_redistribution", "QoSClasses", "read_qos",
            "read_traffic", "nas_cg_traffic", "milc_traffic", "host_demands", "HostTraffic", "SELECTIONS",
-           "PLACEMENTS", "named_hosts", "on_hosts", "read_jobs", "ClusterJob", "WorkloadSpec"]
+           "PLACEMENTS", "named_hosts", "on_hosts", "read_jobs", "ClusterJob", "WorkloadSpec", "read_split"]
