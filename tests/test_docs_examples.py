@@ -2,7 +2,9 @@
 
 Each page's blocks run in order in one fresh directory (a block may use the files an earlier
 one wrote), with this environment's ``.venv`` linked in and its ``bin`` first on ``PATH``, and
-``scripts/``, ``examples/`` and ``benchmarks/`` linked from the repository. A bash block runs
+``scripts/``, ``examples/`` and ``benchmarks/`` linked from the repository, as docs/cli.md
+tells a reader to set one up. The README's blocks run from the repository root: every file
+they write must be one git ignores there. A bash block runs
 under ``set -euo pipefail``; a python block runs with this interpreter, or under
 ``mpiexec -n 4`` when it uses ``MPI.COMM_WORLD``. Two things are not run as written:
 
@@ -116,6 +118,19 @@ def _workdir(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def _left_in_the_checkout(here: Path) -> list[str]:
+    """Files written under ``here`` (not the links, not the blocks' scripts) that git would not
+    ignore in the repository root, where the README's blocks run."""
+    made = [os.path.relpath(os.path.join(top, name), here) for top, _, files in os.walk(here)  # links not followed
+            for name in files if not os.path.islink(os.path.join(top, name))
+            and not (top == str(here) and re.fullmatch(r"block\d+\.(sh|py)", name))]
+    if not made or shutil.which("git") is None or not (ROOT / ".git").exists():
+        return []
+    ignored = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "--no-index", "--stdin"], input="\n".join(made),
+                             capture_output=True, text=True).stdout.split()
+    return sorted(set(made) - set(ignored))
+
+
 def _command(block: Block, number: int, here: Path) -> list[str]:
     if block.language == "bash":
         script = here / f"block{number}.sh"
@@ -167,6 +182,9 @@ def test_every_block_on_the_page_runs_as_written(page, tmp_path, capsys):
                                       f"{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}")
         assert "Traceback" not in proc.stderr, f"{block}: a traceback\n{proc.stderr[-3000:]}"
         ran += 1
+    if page.name == "README.md":
+        left = _left_in_the_checkout(tmp_path)
+        assert not left, f"the README's blocks leave files git does not ignore: {left}"
     with capsys.disabled():
         print(f"\n{page.name}: {ran} blocks ran (line: seconds {', '.join(seconds)})"
               + "".join(f"\n  skipped {s}" for s in skipped))
