@@ -120,6 +120,10 @@ def trial(comm: Any, pattern: Pattern, send: Message | None, recv: Message, send
     return pattern
 
 
+#: Between the labelled options of a call's configuration string (``method='auto'; network=...``).
+CONFIG_SEPARATOR = "; "
+
+
 def gather_counts(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config: str) -> np.ndarray:
     """Every rank's send counts, as a ``ranks x ranks`` matrix (collective), once the ranks are
     known to agree: the same options, and every receive count its sender's send count.
@@ -135,8 +139,10 @@ def gather_counts(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, c
     configs = comm.allgather(config)
     if len(set(configs)) > 1:
         other = next(r for r, value in enumerate(configs) if value != configs[0])
-        raise ArgumentError(f"the ranks passed different options to alltoallv: rank 0 {configs[0]}, rank {other} "
-                            f"{configs[other]}")
+        ours, theirs = configs[0].split(CONFIG_SEPARATOR), configs[other].split(CONFIG_SEPARATOR)
+        differ = [(a, b) for a, b in zip(ours, theirs) if a != b]
+        raise ArgumentError(f"the ranks passed different options to alltoallv: rank 0 "
+                            f"{', '.join(a for a, _ in differ)}; rank {other} {', '.join(b for _, b in differ)}")
 
     def check_counts() -> None:
         wrong = np.flatnonzero(matrix[:, rank] != recv_counts)
@@ -190,7 +196,7 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
         return _compiled(comm, net, matrix, plan, planner, link_bw, f"method={method!r}", predicted_s, default_s)
     if predicted_s > default_s * (1 - MIN_GAIN):
         return Pattern("mpi", f"the {planner} plan predicts {predicted_s * 1e3:.4g} ms against the default "
-                             f"routes' {default_s * 1e3:.4g} ms: less than {MIN_GAIN:.0%} gain",
+                             f"routes' {default_s * 1e3:.4g} ms: {_too_little(predicted_s, default_s)}",
                       predicted_s=predicted_s, default_s=default_s)
     slower = _forwarding_costs_more(net, matrix, plan, topology, demands, chunk_model, link_bw)
     if slower is not None:
@@ -290,8 +296,10 @@ def _placement(comm: Any, network: Any, hosts: Any, size: int, link_bw: float | 
             else:
                 try:
                     host_of[r] = endpoint(name, f"the host of rank {r}")
-                except OptiqError:
-                    raise ArgumentError(f"rank {r} runs on {name!r}, which {topology.name} has no host of") from None
+                except OptiqError as exc:
+                    raise ArgumentError(f"rank {r} runs on {name!r} (MPI.Get_processor_name()), which is not a host "
+                                        f"of {topology.name} ({exc}); give hosts= a mapping from processor names "
+                                        f"to hosts, or a list of hosts by rank") from None
     elif callable(hosts):
         host_of = np.array([endpoint(hosts(r), f"the host of rank {r}") for r in range(size)], dtype=np.int64)
     elif isinstance(hosts, Sequence) and not isinstance(hosts, str):
@@ -303,6 +311,21 @@ def _placement(comm: Any, network: Any, hosts: Any, size: int, link_bw: float | 
     if link_bw is not None and np.unique(host_of).size < size:
         raise ArgumentError("link_bw= emulates one rank per host; several ranks share a host here")
     return topology, host_of
+
+
+def _too_little(predicted_s: float, default_s: float) -> str:
+    """Why a plan that gains less than :data:`MIN_GAIN` is not used, in words.
+
+    Examples
+    --------
+    >>> _too_little(1.5, 1.0), _too_little(0.98, 1.0), _too_little(1.0, 1.0)
+    ('50% slower', 'a gain of 2.0%, less than 5%', 'no faster')
+    """
+    if predicted_s > default_s * (1 + 1e-9):
+        return f"{predicted_s / default_s - 1:.0%} slower"
+    if predicted_s >= default_s * (1 - 1e-9):
+        return "no faster"
+    return f"a gain of {1 - predicted_s / default_s:.1%}, less than {MIN_GAIN:.0%}"
 
 
 def _processor_name() -> str:

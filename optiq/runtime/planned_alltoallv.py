@@ -91,7 +91,17 @@ from ..paths import PathSet
 from ..topology import Topology
 from ..utils.checks import check_count
 from .messages import Message, as_argument_error, read_message, spec_key
-from .patterns import AUTO_METHOD, MIN_GAIN, Pattern, check_placement, gather_counts, move, prepare, trial
+from .patterns import (
+    AUTO_METHOD,
+    CONFIG_SEPARATOR,
+    MIN_GAIN,
+    Pattern,
+    check_placement,
+    gather_counts,
+    move,
+    prepare,
+    trial,
+)
 
 __all__ = ["alltoallv", "AlltoallvResult", "clear_cache", "MIN_GAIN", "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET",
            "AUTO_METHOD"]
@@ -253,10 +263,11 @@ class _Call:
 
 def _config(network: Any, method: str, hosts: Any, link_bw: float | None, chunk_model: Any,
             planner_options: dict[str, Any], plan_budget: float = DEFAULT_PLAN_BUDGET) -> str:
-    """The options of a call, as one string every rank must agree on."""
-    return repr((method, network.spec or network.name if isinstance(network, Topology) else network,
-                 hosts if isinstance(hosts, (str, type(None))) else "given", link_bw,
-                 sorted(planner_options.items()), chunk_model, plan_budget))
+    """The options of a call, labelled, as one string every rank must agree on."""
+    given = {"method": method, "network": network.spec or network.name if isinstance(network, Topology) else network,
+             "hosts": hosts if isinstance(hosts, (str, type(None))) else "given", "link_bw": link_bw,
+             "options": dict(sorted(planner_options.items())), "chunk_model": chunk_model, "plan_budget": plan_budget}
+    return CONFIG_SEPARATOR.join(f"{name}={value!r}" for name, value in given.items())
 
 
 #: Weights of the count checksums: the pair (sender, receiver) weighs ``(sender * size + receiver + 1) * _MIX``.

@@ -17,6 +17,7 @@ from mpi4py import MPI
 from optiq.errors import ArgumentError, OptiqError
 from optiq.runtime import alltoallv, alltoallv_init, clear_cache, ialltoallv
 from optiq.runtime.planned_alltoallv import _context
+from optiq.topology import from_spec
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -305,7 +306,11 @@ same_error_everywhere("host not in the map",
                       "which the hosts= map does not name")
 same_error_everywhere("different options", lambda: a2a(send, sc, sd, recv, rc, rd, network=ring,
                                                        method="opt" if rank == 0 else "heu2"),
-                      "different options")
+                      "different options to alltoallv: rank 0 method='opt'; rank 1 method='heu2'")
+same_error_everywhere("a processor name that is no host",
+                      lambda: a2a(send, sc, sd, recv, rc, rd, network=ring, hosts="processor"),
+                      f"rank 0 runs on {MPI.Get_processor_name()!r} (MPI.Get_processor_name()), which is not a host "
+                      f"of {from_spec(ring).name} (")
 # one rank's argument makes MPI itself raise (a null datatype), or numpy (an object array): every rank raises
 same_error_everywhere("a null datatype on rank 0", lambda: alltoallv(
     comm, [send, (sc, sd), MPI.DATATYPE_NULL if rank == 0 else MPI.BYTE], [recv, (rc, rd), MPI.BYTE], network=ring),
