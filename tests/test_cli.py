@@ -91,7 +91,7 @@ def test_one_cut_bound_per_workload_in_compare_eval_and_plan(tmp_path, capsys):
     assert code == 0 and "cut bound" in out
     code, evaluated, _ = run(capsys, "eval", str(plan))
     evaluated = evaluated.splitlines()
-    assert _cell(evaluated[0], evaluated[2], "/cut") == compared["default"]
+    assert _cell(evaluated[1], evaluated[3], "/cut") == compared["default"]
     cut = cut_lower_bound(from_spec("fattree:k=4"),
                           random_pairing(constant_ratio(64, "disjoint", num_sources=32, ratio=1), seed=0)).time_s
     code, out, _ = run(capsys, "eval", str(plan), "--json")
@@ -227,6 +227,29 @@ def test_a_bare_small_size_a_rate_unit_and_a_misspelled_option_are_named(tmp_pat
     assert "required" not in err
     code, _, err = run(capsys, "plan", "-t", "torus:4x4", "-o", out)  # nothing misspelled: the old message
     assert code == 2 and "one of the arguments --pattern --demands --traffic is required" in err
+
+
+def test_what_the_commands_print_reads_at_any_scale_and_says_what_it_means(tmp_path, capsys):
+    """One workload line in compare, eval and demo's form; times in s or us where ms would read
+    as 2443359.173 or 0.000; copies explained; plan and eval describe themselves and -m its default."""
+    big = ["-t", "torus:4x4", "--pattern", "disjoint", "--sources", "2", "--ratio", "4", "--size", "1TiB"]
+    code, out, _ = run(capsys, "compare", *big, "--methods", "default,opt", "-q")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "torus 4x4, disjoint 2x4 on 16: 8 pairs, 8 TiB in all"
+    assert "time s" in lines[1] and "time ms" not in lines[1] and "cut bound on the completion time: 814.453 s" in out
+    plan = tmp_path / "p.json"
+    assert run(capsys, "plan", *big, "-m", "opt", "-o", str(plan), "-q")[0] == 0
+    code, out, _ = run(capsys, "eval", str(plan))
+    assert code == 0 and out.splitlines()[0] == lines[0]  # the same line in eval, from the plan file
+    assert "copied" in out and "received and sent on by the ranks between its legs" in out
+    code, out, _ = run(capsys, "plan", "-t", "torus:4x4", "--pattern", "disjoint", "--size", "64B", "-m", "default",
+                       "-o", str(plan), "-q")
+    assert code == 0 and " us (cut bound " in out and "0.000" not in out
+    assert main(["plan", "--help"]) == 0
+    helped = " ".join(capsys.readouterr().out.split())
+    assert "write the plan file: every pair's paths" in helped and "opt (default): column generation" in helped
+    assert main(["eval", "--help"]) == 0
+    assert "against the workload's cut bound" in " ".join(capsys.readouterr().out.split())
 
 
 def test_the_permutation_pattern_pairs_every_host_once_and_takes_no_ratio(tmp_path, capsys):

@@ -282,6 +282,7 @@ def test_paced_paths_replay_byte_exact_and_never_beat_their_rates(tmp_path):
     report = json.loads(out.read_text())
     assert report["verified"] is True
     assert report["elapsed_s"] >= plan.predicted_time_s * 0.999  # every path at most at its planned rate
+    assert "caution: the prediction is for the modelled links" in proc.stdout  # no link runs at their rates
 
 
 @pytest.mark.mpi
@@ -294,6 +295,7 @@ def test_paced_run_is_never_faster_than_its_links(tmp_path):
     assert report["predicted_time_s"] == pytest.approx(predicted_time(plan, 50e6)[0])
     assert predicted_time(plan, 50e6)[0] == pytest.approx(plan.link_bytes.max() / 50e6)  # one-hop paths
     assert report["elapsed_min_s"] >= report["predicted_time_s"]
+    assert "caution" not in proc.stdout  # emulated links: the prediction is for them
 
 
 def _corrupt(tmp_path, path, what):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import OptiqError
 from ..metrics.compute import plan_metrics
-from ..metrics.tables import jobs_table, links_table, metrics_table, named_loads
+from ..metrics.tables import jobs_table, links_table, metrics_table, named_loads, workload_line
 from ..mpi.launch import need_mpi, world
 from ..plan import load_plan
 from ..planner import COMPARE_METHODS, cluster_tables, compare_methods, job_tables, make_plan, split_plan
@@ -32,6 +32,7 @@ from ..sim.flow import DEFAULT_BATCH
 from ..topology import capacity_classes, from_spec
 from ..utils.jsonfile import check_directory, check_writable, dumps, write_results
 from ..utils.progress import heartbeat
+from ..utils.units import format_seconds
 from ..workloads import WorkloadSpec, constant_ratio, read_jobs, read_qos, read_split
 from . import launcher
 
@@ -65,12 +66,12 @@ def plan(args: argparse.Namespace) -> int:
                                              for name, rate in rates.items()))
     m = plan_metrics(plan, check_bound=False, fair=False)
     print(f"wrote {args.output}: {args.method}, {plan.routing}, {m.jobs} jobs, {m.total_paths} paths, predicted "
-          f"{m.predicted_time_s * 1e3:.3f} ms (cut bound {m.cut_bound_s * 1e3:.3f} ms"
-          + (f", proven for {plan.routing} plans {m.lower_bound_time_s * 1e3:.3f} ms)"
+          f"{format_seconds(m.predicted_time_s)} (cut bound {format_seconds(m.cut_bound_s)}"
+          + (f", proven for {plan.routing} plans {format_seconds(m.lower_bound_time_s)})"
              if m.lower_bound_time_s > m.cut_bound_s * (1 + 1e-9) else ")"))
     if plan.routing == "free":
         print(f"free plan: the network must route every path as planned; routed by its own rule "
-              f"({topology.default_routing}) it takes {plan.realized_time_s * 1e3:.3f} ms")
+              f"({topology.default_routing}) it takes {format_seconds(plan.realized_time_s)}")
     return 0
 
 
@@ -87,12 +88,13 @@ def evaluate(args: argparse.Namespace) -> int:
             out.update(named_loads(plan, args.links, args.jobs))
         print(dumps(out))
     else:
+        print(workload_line(plan.topology.name, plan.demands))
         print(metrics_table([m], wide=args.wide))
         print(f"default routes: {plan.topology.default_routing}"
-              + (f", split over the LIDs as {args.split} says" if args.split else "") + f", {m.default_time_s * 1e3:.3f} ms")
+              + (f", split over the LIDs as {args.split} says" if args.split else "") + f", {format_seconds(m.default_time_s)}")
         print(_routing_line(plan, m))
         if m.fair_time_s is not None:
-            print(f"links shared max-min fairly: {m.fair_time_s * 1e3:.3f} ms, {m.fair_time_s / m.predicted_time_s:.3f} "
+            print(f"links shared max-min fairly: {format_seconds(m.fair_time_s)}, {m.fair_time_s / m.predicted_time_s:.3f} "
                   f"x predicted (optiq run --pace-paths sends every path at its planned rate, which keeps the "
                   f"predicted time)")
         for count, table in ((args.links, links_table), (args.jobs, jobs_table)):
@@ -119,7 +121,7 @@ def compare(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps([dict(r.to_dict(), plan_s=float(t)) for r, t in zip(rows, times)]))
     else:
-        print(f"{topology.name}, {demands.name}, {demands.total_bytes / 2**20:.0f} MiB in all")
+        print(workload_line(topology.name, demands))
         print(metrics_table(rows, {"plan s": times}, wide=args.wide))
     return 0
 
@@ -170,7 +172,7 @@ def demo(args: argparse.Namespace) -> int:
     """``optiq demo``: the main job, methods compared on Blue Gene/Q 1024."""
     topology = from_spec(args.topology)
     demands = constant_ratio(topology.num_endpoints, "disjoint")
-    print(f"{topology.name}: disjoint 1:8 pattern, {demands.num_jobs} pairs x 8 MiB")
+    print(workload_line(topology.name, demands))
     rows, times = _compare(topology, demands, ["default", "heu1", "heu2", "opt"], dict(k=16), _progress(args))
     print(metrics_table(rows, {"plan s": times}, wide=args.wide))
     print(f"optimised plan vs default routing: {rows[0].predicted_time_s / rows[-1].predicted_time_s:.2f}x "
@@ -204,8 +206,8 @@ def simulate(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(out))
     else:
-        print(f"{plan.method} plan, {plan.demands.num_jobs} jobs: completes at {completion * 1e3:.4f} ms "
-              f"({args.model} model; busiest-link prediction {plan.predicted_time_s * 1e3:.4f} ms)")
+        print(f"{plan.method} plan, {plan.demands.num_jobs} jobs: completes at {format_seconds(completion)} "
+              f"({args.model} model; busiest-link prediction {format_seconds(plan.predicted_time_s)})")
     return 0
 
 
@@ -323,9 +325,10 @@ def _routing_line(plan, m) -> str:
     """What the plan's routing means for its time, in one line."""
     if plan.routing == "forwarded":
         return (f"forwarded: every leg is the network's own route ({plan.topology.default_routing}), so the plan "
-                f"holds as the network routes; {m.copies_per_path_avg:.2f} copies per path on average")
+                f"holds as the network routes; a path's chunks are copied {m.copies_per_path_avg:.2f} times on "
+                f"average (received and sent on by the ranks between its legs)")
     return (f"free: the network must route every path as planned; routed by its own rule it takes "
-            f"{m.realized_time_s * 1e3:.3f} ms ({m.realized_time_s / m.predicted_time_s:.2f}x the predicted time)")
+            f"{format_seconds(m.realized_time_s)} ({m.realized_time_s / m.predicted_time_s:.2f}x the predicted time)")
 
 
 def _progress(args):

@@ -8,6 +8,7 @@ rank; a rank failing during the transfer prints its message and aborts them all.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..mpi.launch import abort_on_failure, command_main, need_mpi, together
@@ -89,6 +90,10 @@ def replay(args: argparse.Namespace) -> int:
     failed = [t.name for t in (report.plan, report.baseline) if t is not None and t.verified is False]
     if rank == 0:
         print(report, flush=True)
+        if not args.link_bw and not os.environ.get("OPTIQ_TESTBED"):
+            print("caution: the prediction is for the modelled links; without --link-bw no link runs at their "
+                  "rates here (the ranks share this machine's memory and cores), so measured / predicted does not "
+                  "check the plan (--link-bw RATE emulates the links; optiq testbed run builds a network)", flush=True)
         if args.json:
             write_results(args.json, report.to_dict(), "--json")
         if failed:

@@ -150,14 +150,25 @@ def build_parser() -> argparse.ArgumentParser:
                                      "interconnects (tori, fat-trees, InfiniBand fabrics, dragonflies).")
     parser.add_argument("--version", action="version", version=f"optiq {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("plan", help="plan one workload with one method and write the plan file")
+    p = sub.add_parser("plan", help="plan one workload with one method and write the plan file",
+                       description="Plan one workload (a pattern, a demand file or rank traffic, on -t's network) "
+                                   "with one method and write the plan file: every pair's paths and bytes, the "
+                                   "lower bound, and what the planner did. optiq eval reads it, optiq run (under "
+                                   "mpiexec) replays it.")
     add_workload(p)
     add_planning(p)
-    p.add_argument("--method", "-m", choices=METHODS, default="opt")
+    p.add_argument("--method", "-m", choices=METHODS, default="opt",
+                   help="opt (default): column generation to a proven gap; lp: the LP over k candidates; heu1, heu2: "
+                        "the heuristics; dynamic: heaviest pair first on its least-loaded shortest path; default: "
+                        "the network's own routes")
     p.add_argument("--qos", metavar="FILE", help='opt/lp: QoS classes, JSON {"shares": {"gold": 0.7, "bronze": 0.3}, '
                                                  '"classes": ["gold", ...]} with one class per job')
     p.add_argument("--output", "-o", required=True, help="plan file to write (JSON)")
-    p = sub.add_parser("eval", help="print the metrics of a plan file")
+    p = sub.add_parser("eval", help="print the metrics of a plan file",
+                       description="The metrics of a plan file: its predicted time against the workload's cut bound "
+                                   "(/cut) and the network's default routes (/default), paths, hops and copies, the "
+                                   "time if links are shared max-min fairly, and the busiest links and largest jobs "
+                                   "by name (--links, --jobs).")
     p.add_argument("plan")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.add_argument("--links", type=types.non_negative_int, default=0, metavar="N",

@@ -8,25 +8,28 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..utils.units import format_bytes, format_seconds, time_unit
+
 if TYPE_CHECKING:
     from typing import Any
 
     from ..plan import Plan
     from .compute import Metrics
 
-__all__ = ["metrics_table", "links_table", "jobs_table", "named_loads"]
+__all__ = ["metrics_table", "links_table", "jobs_table", "named_loads", "workload_line"]
 
 _MB = 1e6
+#: The columns of times (seconds in the cells).
+_TIMES = ("time", "real", "fair")
 #: (header, what it shows, cell, shown without ``wide``)
-_COLUMNS: list[tuple[str, str, Callable[[Metrics], str], bool]] = [
+#: The cells of the time columns are seconds (or None), shown in one unit per table.
+_COLUMNS: list[tuple[str, str, Callable[[Metrics], str | float | None], bool]] = [
     ("method", "method", lambda m: m.method, True),
     ("routing", "forwarded: legs of the network's routes; free: routed as planned", lambda m: m.routing, True),
     ("GB/s", "predicted throughput", lambda m: f"{m.throughput_Bps / 1e9:.2f}", True),
-    ("time ms", "predicted completion time", lambda m: f"{m.predicted_time_s * 1e3:.3f}", True),
-    ("real ms", "completion time with every leg on the network's own route",
-     lambda m: f"{m.realized_time_s * 1e3:.3f}", True),
-    ("fair ms", "completion time when links share max-min fairly",
-     lambda m: "-" if m.fair_time_s is None else f"{m.fair_time_s * 1e3:.3f}", True),
+    ("time", "predicted completion time", lambda m: m.predicted_time_s, True),
+    ("real", "completion time with every leg on the network's own route", lambda m: m.realized_time_s, True),
+    ("fair", "completion time when links share max-min fairly", lambda m: m.fair_time_s, True),
     ("/cut", "time over the workload's cut bound", lambda m: f"{m.predicted_time_s / m.cut_bound_s:.3f}"
      if m.cut_bound_s > 0 else "-", True),
     ("/default", "time over the default routes' time", lambda m: f"{m.predicted_time_s / m.default_time_s:.3f}"
@@ -51,7 +54,8 @@ def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None
     The columns most read (times, the bound, the default routes, paths) fit a terminal of
     100 characters; ``wide`` adds those of the OPTIQ evaluation table (hop-bytes, copies,
     paths and bytes per link). ``extra`` adds columns (header -> one cell per row), e.g.
-    planning time. ``/cut`` divides by the workload's cut bound, one bound for every row and
+    planning time. Times are in one unit per table, ms unless the slowest plan takes 10 s or
+    more (s) or less than 10 us (us). ``/cut`` divides by the workload's cut bound, one bound for every row and
     in every command; a footer gives it, and the tighter bounds proven for some rows' kind
     of plan (``Metrics.lower_bound_time_s``), naming the rows.
 
@@ -69,8 +73,15 @@ def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None
     cut bound on the completion time: 0.262 ms (throughput at most 4.00 GB/s)
     """
     columns = [c for c in _COLUMNS if wide or c[3]]
-    headers = [h for h, _, _, _ in columns] + list(extra or {})
-    cells = [[str(f(m)) for _, _, f, _ in columns] + [col[i] for col in (extra or {}).values()]
+    unit, scale = time_unit(max((m.predicted_time_s for m in rows), default=0.0))
+
+    def cell(value: str | float | None) -> str:
+        if value is None:
+            return "-"
+        return value if isinstance(value, str) else f"{value / scale:.3f}"
+
+    headers = [f"{h} {unit}" if h in _TIMES else h for h, _, _, _ in columns] + list(extra or {})
+    cells = [[cell(f(m)) for _, _, f, _ in columns] + [col[i] for col in (extra or {}).values()]
              for i, m in enumerate(rows)]
     widths = [max(len(h), *(len(r[c]) for r in cells)) for c, h in enumerate(headers)]
 
@@ -86,13 +97,26 @@ def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None
 _BOUND_KINDS = {"forwarded": "forwarded plans", "free": "every plan", "tables": "tables of one LID per port"}
 
 
+def workload_line(topology_name: str, demands: Any) -> str:
+    """The one line every command prints above a workload's table: network, workload, pairs, bytes.
+
+    Examples
+    --------
+    >>> from optiq.workloads import constant_ratio
+    >>> workload_line("torus 4x4", constant_ratio(16, nbytes=2**40, num_sources=2, ratio=4))
+    'torus 4x4, disjoint 2x4 on 16: 8 pairs, 8 TiB in all'
+    """
+    return (f"{topology_name}, {demands.name}: {demands.num_jobs:,} pair{'s' if demands.num_jobs != 1 else ''}, "
+            f"{format_bytes(demands.total_bytes)} in all")
+
+
 def _bound_lines(rows: list[Metrics]) -> list[str]:
     """The cut bound, then each tighter bound proven for some rows, with the rows it bounds."""
     cuts = sorted({m.cut_bound_s for m in rows if m.cut_bound_s > 0})
     if not cuts:
         return []
     cut = cuts[-1]
-    lines = [f"cut bound on the completion time: {cut * 1e3:.3f} ms (throughput at most "
+    lines = [f"cut bound on the completion time: {format_seconds(cut)} (throughput at most "
              f"{rows[0].total_bytes / cut / 1e9:.2f} GB/s)"]
     tighter: dict[tuple[str, float], list[Metrics]] = {}
     for m in rows:
@@ -100,7 +124,7 @@ def _bound_lines(rows: list[Metrics]) -> list[str]:
             tighter.setdefault((m.routing, m.lower_bound_time_s), []).append(m)
     for (routing, bound), bounded in sorted(tighter.items(), key=lambda kv: kv[0][1]):
         ratios = ", ".join(f"{m.method} {m.predicted_time_s / bound:.3f}" for m in bounded)
-        lines.append(f"proven for {_BOUND_KINDS.get(routing, routing + ' plans')}: {bound * 1e3:.3f} ms "
+        lines.append(f"proven for {_BOUND_KINDS.get(routing, routing + ' plans')}: {format_seconds(bound)} "
                      f"(time over it: {ratios})")
     return lines
 

@@ -267,7 +267,7 @@ class Plan:
                          "paths": [{"stops": ps.stop_nodes(p, topo), "links": ps.path(p).tolist(),
                                     "bytes": int(self.path_bytes[p])} for p in range(jo[j], jo[j + 1])]})
         return {"format": PLAN_FORMAT, "version": PLAN_VERSION, "topology": topo_json, "routing": self.routing,
-                "method": self.method, "chunk_size": int(self.chunk_size),
+                "method": self.method, "workload": dem.name, "chunk_size": int(self.chunk_size),
                 "lower_bound_time_s": float(self.lower_bound_time_s),
                 "lower_bound_cut": self.lower_bound_cut, "ranks": self.ranks.tolist(), "info": self.info,
                 "jobs": jobs}
@@ -324,7 +324,9 @@ class Plan:
             for i, path in enumerate(jp):
                 paths.append(_path_spec(topology, path, f"{where} path {i}", j, version, routing))
         try:
-            demands = Demands(np.asarray(src), np.asarray(dst), np.asarray(size), name="plan")
+            workload = data.get("workload")
+            demands = Demands(np.asarray(src), np.asarray(dst), np.asarray(size),
+                              name=workload if isinstance(workload, str) and workload else "plan")
         except OptiqError as exc:
             raise PlanError(str(exc)) from None
         ps = _path_set(topology, paths, len(jobs), routing)

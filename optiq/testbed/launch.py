@@ -30,8 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MPI_ENVIRONMENT", "find_mpiexec", "write_launcher", "mpiexec_argv", "start"]
 
-#: MPICH's data on the data network: the OFI ``tcp`` provider bound to each host's data address.
-MPI_ENVIRONMENT = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", "FI_TCP_IFACE": DATA_DEVICE}
+#: MPICH's data on the data network: the OFI ``tcp`` provider bound to each host's data address;
+#: ``OPTIQ_TESTBED`` tells optiq's own commands that their links are the emulated ones.
+MPI_ENVIRONMENT = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", "FI_TCP_IFACE": DATA_DEVICE,
+                   "OPTIQ_TESTBED": "1"}
 
 
 def find_mpiexec() -> str:

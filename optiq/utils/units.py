@@ -120,3 +120,50 @@ def parse_rate(text: str | int | float, *, what: str = "rate") -> float:
     if rate <= 0:
         raise OptiqError(f"{what} {text!r} must be positive")
     return rate
+
+
+_BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
+def format_bytes(nbytes: float) -> str:
+    """A byte count in the largest binary unit that keeps it at 1 or more, to 3 significant digits.
+
+    Examples
+    --------
+    >>> format_bytes(8 * 2**40), format_bytes(512 * 2**20), format_bytes(1536), format_bytes(12)
+    ('8 TiB', '512 MiB', '1.5 KiB', '12 B')
+    """
+    value, unit = float(nbytes), 0
+    while abs(value) >= 1024 and unit < len(_BINARY) - 1:
+        value, unit = value / 1024, unit + 1
+    return f"{value:.3g} {_BINARY[unit]}"
+
+
+#: Time units, largest first: (name, seconds).
+TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    """The unit to show times up to ``seconds`` in: ``ms`` from 10 us to 10 s, else ``s`` or ``us``
+    (so that a column of times keeps a few digits and never grows past a few).
+
+    Examples
+    --------
+    >>> time_unit(0.0093), time_unit(2443.4), time_unit(4e-6)
+    (('ms', 0.001), ('s', 1.0), ('us', 1e-06))
+    """
+    if seconds >= 10:
+        return TIME_UNITS[0]
+    return TIME_UNITS[1] if seconds >= 1e-5 else TIME_UNITS[2]
+
+
+def format_seconds(seconds: float) -> str:
+    """A time in the unit of :func:`time_unit`, to 3 decimals.
+
+    Examples
+    --------
+    >>> format_seconds(0.0093207), format_seconds(2443.359173), format_seconds(4.66e-6)
+    ('9.321 ms', '2443.359 s', '4.660 us')
+    """
+    name, scale = time_unit(seconds)
+    return f"{seconds / scale:.3f} {name}"
