@@ -1,16 +1,18 @@
 """The allreduce cost model on an emulated switch, as the seed evaluates it.
 
     python benchmarks/testbed_collectives.py [--cases 12:4MiB,15:4MiB,12:32KiB,12:4MiB:TREE]
-        [--rate 20Mb/s] [--size 256KiB] [--repeat 3]
+        [--rate 20Mb/s] [--size 256KiB] [--repeat 3] [--figure breakdown.png]
 
-Each case ``RANKS:QUEUE[:SPEC]`` runs ``optiq testbed collectives --ranks RANKS --queue QUEUE
+Each case ``RANKS:QUEUE[:SPEC][@RATE]`` runs ``optiq testbed collectives --ranks RANKS --queue QUEUE
 [-t SPEC]``: a star of RANKS hosts (or the network SPEC; ``TREE`` is a two-level tree,
 ``cluster:hosts=12,edges=2,cores=1``: two switches of 6 hosts joined through a third by one
 cable each) with links at ``--rate`` and tail-drop queues of QUEUE bytes, both
 models fitted there from the micro-benchmarks and every algorithm measured (``--size``
 bytes per rank, medians of ``--repeat``) beside their predictions, with the packets the
-queues dropped. Printed: each case's table, then one line per case: both models' mean and
-largest error, the model's choice against the fastest measured. Needs root.
+queues dropped (``@RATE``: the links at RATE instead). Printed: each case's table, then one
+line per case: both models' mean and largest error, the model's choice against the fastest
+measured. ``--figure`` draws the seed's break-down: per algorithm, the measured time (the
+calculation, timed apart, and the rest) beside both models' terms. Needs root.
 """
 
 from __future__ import annotations
@@ -33,29 +35,79 @@ def main() -> None:
     ap.add_argument("--rate", default="20Mb/s")
     ap.add_argument("--size", default="256KiB")
     ap.add_argument("--repeat", default="3")
+    ap.add_argument("--figure", metavar="PNG", help="also draw the break-down of every case")
     args = ap.parse_args()
-    summary = []
+    summary, reports = [], []
     with tempfile.TemporaryDirectory(prefix="optiq-tbc-") as tmp:
         for case in args.cases.split(","):
+            case, _, rate = case.partition("@")
+            rate = rate or args.rate
             ranks, queue, *spec = case.split(":", 2)
             network = ["-t", TREE if spec == ["TREE"] else spec[0]] if spec else []
             out = Path(tmp) / f"{ranks}-{queue}-{len(summary)}.json"
             run = subprocess.run([OPTIQ, "testbed", "collectives", "--ranks", ranks, "--queue", queue, *network,
-                                  "--rate", args.rate, "--size", args.size, "--repeat", args.repeat, "--json",
+                                  "--rate", rate, "--size", args.size, "--repeat", args.repeat, "--json",
                                   str(out), "-q"], capture_output=True, text=True)
             if run.returncode != 0:
                 raise SystemExit(f"case {case} failed:\n{run.stderr[-2000:]}")
-            print(f"== {ranks} ranks, queues of {queue}" + (f", {network[1]}" if network else ", a star"))
+            print(f"== {ranks} ranks, queues of {queue}, links at {rate}" + (f", {network[1]}" if network else ", a star"))
             print(run.stdout.strip(), flush=True)
             r = json.loads(out.read_text())
-            summary.append(f"{ranks:>5} {queue:>7} {'tree' if network else 'star':>5} {r['model_error_mean']:8.1%} {r['model_error_max']:8.1%} "
-                           f"{r['abg_error_mean']:8.1%} {r['abg_error_max']:8.1%} {r['model_choice']:>10} "
-                           f"{r['abg_choice']:>10} {r['measured_best']:>10} {r['drops']:7,}")
+            reports.append((f"{ranks} ranks, {'tree' if network else 'star'}, {rate}, queue {queue}", r))
+            summary.append(f"{ranks:>5} {queue:>7} {'tree' if network else 'star':>5} {rate:>8} {r['model_error_mean']:8.1%} "
+                           f"{r['model_error_max']:8.1%} {r['abg_error_mean']:8.1%} {r['abg_error_max']:8.1%} "
+                           f"{r['model_choice']:>10} {r['abg_choice']:>10} {r['measured_best']:>10} {r['drops']:7,}")
     print("== summary: relative errors of the contention model and of alpha-beta-gamma, the algorithm each picks, "
           "the fastest measured")
-    print(f"{'ranks':>5} {'queue':>7} {'net':>5} {'model':>8} {'max':>8} {'abg':>8} {'max':>8} {'model':>10} {'abg':>10} "
-          f"{'measured':>10} {'drops':>7}")
+    print(f"{'ranks':>5} {'queue':>7} {'net':>5} {'rate':>8} {'model':>8} {'max':>8} {'abg':>8} {'max':>8} {'model':>10} "
+          f"{'abg':>10} {'measured':>10} {'drops':>7}")
     print("\n".join(summary))
+    if args.figure:
+        draw(reports, args.figure)
+        print(f"wrote {args.figure}")
+
+
+#: The parts of a bar, bottom to top, and their colours.
+PARTS = {"calculation": "#4c72b0", "latency": "#dd8452", "bandwidth": "#55a868", "contention": "#c44e52",
+         "communication (measured)": "#8c8c8c"}
+
+
+def draw(reports: list[tuple[str, dict]], path: str) -> None:
+    """The seed's break-down: for every algorithm three bars, measured (the calculation timed
+    apart, the rest communication), the contention model and alpha-beta-gamma (their terms;
+    calculation = reduction + memory)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(reports), 1, figsize=(11, 3.2 * len(reports)), squeeze=False)
+    for ax, (title, report) in zip(axes[:, 0], reports):
+        rows = sorted(report["rows"], key=lambda r: r["measured_s"])
+        for i, row in enumerate(rows):
+            model, abg = row["terms"].get("contention", {}), row["terms"].get("abg", {})
+            bars = [
+                {"calculation": row["compute_s"], "communication (measured)": row["measured_s"] - row["compute_s"]},
+                {"calculation": model.get("reduction", 0) + model.get("memory", 0), "latency": model.get("latency", 0),
+                 "bandwidth": model.get("bandwidth", 0), "contention": model.get("contention", 0)},
+                {"calculation": abg.get("reduction", 0) + abg.get("memory", 0), "latency": abg.get("latency", 0),
+                 "bandwidth": abg.get("bandwidth", 0)},
+            ]
+            for j, parts in enumerate(bars):
+                x, bottom = i * 4 + j, 0.0
+                for name, colour in PARTS.items():
+                    value = parts.get(name, 0.0) * 1e3
+                    if value > 0:
+                        ax.bar(x, value, bottom=bottom, color=colour, width=0.9,
+                               label=name if (i, j) == (0, 0) or (i == 0 and j == 1 and name not in bars[0]) else None)
+                        bottom += value
+                ax.text(x, bottom, "MCA"[j], ha="center", va="bottom", fontsize=7)
+        ax.set_xticks([i * 4 + 1 for i in range(len(rows))], [r["algorithm"] for r in rows])
+        ax.set_ylabel("ms")
+        ax.set_title(f"{title}: M measured, C contention model, A alpha-beta-gamma", fontsize=9)
+    axes[0, 0].legend(fontsize=7, ncol=5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

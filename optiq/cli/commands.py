@@ -249,7 +249,7 @@ def collectives(args: argparse.Namespace) -> int:
         print(dumps(report.to_dict()) if args.json else report)
         return 0
     MPI = need_mpi("optiq collectives fit/bench")
-    from ..collectives.session import bench_on_ranks, fit_on_ranks
+    from ..collectives.session import bench_on_ranks, fit_on_ranks, trace_on_ranks
 
     comm = MPI.COMM_WORLD
     leader = comm.Get_rank() == 0
@@ -263,6 +263,13 @@ def collectives(args: argparse.Namespace) -> int:
             print(f"wrote {args.output} ({len(fit.samples)} timings, {fit.ranks} ranks)")
         return 0
     names = [n.strip() for n in args.algorithms.split(",") if n.strip()] if args.algorithms else None
+    if args.trace:
+        traced = trace_on_ranks(comm, args.size[0], names=names, check=(lambda: check_writable(args.trace, "--trace"))
+                                if leader else None, say=say)
+        if traced is not None:
+            write_results(args.trace, traced, "--trace")
+            print(f"wrote {args.trace}: {sum(map(len, traced.values())):,} exchanges of {len(traced)} algorithms")
+        return 0
     reports = bench_on_ranks(comm, args.size, names=names, repeat=args.repeat, params=args.params, check=check,
                              say=say)
     wrong = sorted({name for r in reports for name in r.wrong})

@@ -294,6 +294,9 @@ def add_collectives(sub: Any) -> None:
     a.add_argument("--params", help="also show the predictions of this fitted parameter file")
     a.add_argument("--algorithms", help="comma list (default: all for this rank count)")
     a.add_argument("--repeat", type=types.positive_int, default=5, help="timed runs per algorithm (default 5)")
+    a.add_argument("--trace", metavar="FILE", help="instead of timing: run each algorithm once with its exchanges "
+                                                   "apart in time and write when each ran on each rank (JSON; "
+                                                   "optiq testbed collectives counts drops per step with it)")
     a.add_argument("--quiet", "-q", action="store_true", help="no progress output")
 
 
@@ -343,8 +346,9 @@ def add_testbed(sub: Any) -> None:
                                             "(cluster:hosts=12,edges=2,cores=1): ranks on its first hosts")
     a.add_argument("--size", type=types.size, default=COLLECTIVES_SIZE,
                    help=f"bytes per rank of the allreduce measured (default {COLLECTIVES_SIZE:,})")
-    a.add_argument("--fit-sizes", type=types.size_list, default=list(FIT_SIZES),
-                   help=f"message sizes of the micro-benchmarks (default {','.join(str(s) for s in FIT_SIZES)})")
+    a.add_argument("--fit-sizes", type=types.size_list,
+                   help=f"message sizes of the micro-benchmarks (default: --size over 16, 8 and 4, the blocks the "
+                        f"algorithms send; {','.join(str(s) for s in FIT_SIZES)} for the default size)")
     a.add_argument("--repeat", type=types.positive_int, default=5, help="timed runs per measurement (default 5)")
     a.add_argument("--json", metavar="FILE", help="write the measurements and predictions as JSON")
     add_network(a)

@@ -84,7 +84,7 @@ def _collectives(args: argparse.Namespace) -> int:
         check_writable(args.json, "--json")
     topology = from_spec(args.topology) if args.topology else None
     run = run_collectives(args.ranks, rate=args.rate, size=args.size, queue=args.queue, congestion=args.congestion,
-                          fit_sizes=tuple(args.fit_sizes), repeat=args.repeat, name=args.name, offloads=args.offloads,
+                          fit_sizes=tuple(args.fit_sizes) if args.fit_sizes else None, repeat=args.repeat, name=args.name, offloads=args.offloads,
                           topology=topology, progress=_progress(args))
     print(run)
     if args.json:

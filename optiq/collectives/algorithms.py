@@ -21,6 +21,8 @@ each algorithm is modelled in :mod:`optiq.collectives.cost`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -76,8 +78,40 @@ def block_bounds(n: int, parts: int) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(sizes)))
 
 
+#: Every exchange's tag of the algorithms, by the phase it is (the parts of the cost model's steps).
+PHASES = {_TAG: "reduce-scatter", _TAG + 1: "allgather", _TAG + 2: "fold in", _TAG + 3: "halving",
+          _TAG + 4: "doubling", _TAG + 5: "hand back", _TAG + 10: "reduce-scatter in groups",
+          _TAG + 11: "reduce-scatter across groups", _TAG + 12: "allgather across groups",
+          _TAG + 13: "allgather in groups"}
+#: While set, what :func:`exchange` does instead (:func:`exchanges_by`).
+_EXCHANGE: list[Callable[..., None] | None] = [None]
+
+
+@contextmanager
+def exchanges_by(how: Callable[[Any, Any, Any, int], None]) -> Iterator[None]:
+    """Within the block, every exchange of the algorithms is ``how(comm, sends, recvs, tag)``:
+    a no-op leaves the local work alone to be timed (the seed times calculation apart), a
+    wrapper around :func:`send_and_receive` records when each exchange ran."""
+    _EXCHANGE[0] = how
+    try:
+        yield
+    finally:
+        _EXCHANGE[0] = None
+
+
 def exchange(comm: Any, sends: Sequence[tuple[np.ndarray, int]], recvs: Sequence[tuple[np.ndarray, int]], tag: int) -> None:
-    """Post every receive ``(buffer, source)`` and send ``(buffer, dest)``, then wait for all."""
+    """Post every receive ``(buffer, source)`` and send ``(buffer, dest)``, then wait for all
+    (or what :func:`exchanges_by` says)."""
+    how = _EXCHANGE[0]
+    if how is not None:
+        how(comm, sends, recvs, tag)
+    else:
+        send_and_receive(comm, sends, recvs, tag)
+
+
+def send_and_receive(comm: Any, sends: Sequence[tuple[np.ndarray, int]], recvs: Sequence[tuple[np.ndarray, int]],
+                     tag: int) -> None:
+    """The exchange itself: every receive and send posted at once, then waited for."""
     from mpi4py import MPI
 
     reqs = [comm.Irecv([buf, MPI.DOUBLE], source=src, tag=tag) for buf, src in recvs]

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..errors import OptiqError
 from ..mpi.waiting import allreduce_asleep, start_together
-from .algorithms import allreduce, exchange
+from ..utils.resources import cpu_times, idle_share
+from .algorithms import PHASES, allreduce, exchange, exchanges_by, send_and_receive
 from .cost import algorithms
 from .fit import Sample
 from .report import AlgorithmTiming
@@ -23,21 +24,26 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["run_microbenchmarks", "bench_algorithms"]
+__all__ = ["run_microbenchmarks", "bench_algorithms", "trace_exchanges", "TRACE_GAP_S"]
 
 
-def _timed(comm, run: Callable[[], object], repeat: int, warmup: int) -> tuple[float, list[float]]:
-    """Median (and all) of the slowest rank's time of ``run``."""
+def _timed(comm, run: Callable[[], object], repeat: int, warmup: int) -> tuple[float, list[float], float | None]:
+    """Median (and all) of the slowest rank's time of ``run``, and the machine's idle share of
+    its CPU over the timed runs (rank 0; None elsewhere)."""
     from mpi4py import MPI
 
     times = []
+    before = cpu_times()
     for i in range(warmup + repeat):
         t0 = start_together(comm)
+        if i == warmup:
+            before = cpu_times()
         run()
         elapsed = allreduce_asleep(comm, time.perf_counter() - t0, MPI.MAX)
         if i >= warmup:
             times.append(elapsed)
-    return float(np.median(times)), times
+    idle = idle_share(before, cpu_times()) if comm.Get_rank() == 0 else None
+    return float(np.median(times)), times, idle
 
 
 def run_microbenchmarks(comm: Any, sizes: Sequence[int] = (16384, 131072, 1048576), *, repeat: int = 5, warmup: int = 1,
@@ -127,13 +133,54 @@ def bench_algorithms(comm: Any, nbytes: int, *, names: Sequence[str] | None = No
     data = np.random.default_rng([seed, rank]).integers(-2**20, 2**20, nbytes // 8).astype(np.float64)
     expected = np.empty_like(data)
     comm.Allreduce(data, expected, op=MPI.SUM)
-    mpi_time, _ = _timed(comm, lambda: comm.Allreduce(data, expected, op=MPI.SUM), repeat, warmup)
+    mpi_time = _timed(comm, lambda: comm.Allreduce(data, expected, op=MPI.SUM), repeat, warmup)[0]
     timings = []
     result = np.empty_like(data)
     for name in names or algorithms(N):
         say(f"{name}, {nbytes} B")
         result.fill(np.nan)
         correct = comm.allreduce(bool(np.array_equal(allreduce(comm, data, name, result), expected)), op=MPI.LAND)
-        median, times = _timed(comm, lambda: allreduce(comm, data, name, result), repeat, warmup)
-        timings.append(AlgorithmTiming(name, median, tuple(times), correct))
+        median, times, idle = _timed(comm, lambda: allreduce(comm, data, name, result), repeat, warmup)
+        with exchanges_by(lambda *exchange: None):  # the reductions and copies alone: the calculation
+            compute = _timed(comm, lambda: allreduce(comm, data, name, result), repeat, warmup)[0]
+        timings.append(AlgorithmTiming(name, median, tuple(times), correct, compute_s=compute, cpu_idle=idle))
     return timings, mpi_time
+
+
+#: Seconds every rank waits after each exchange of a traced run, so that the exchanges are
+#: apart in time and what the network did (drops) can be told apart by when it happened.
+TRACE_GAP_S = 0.25
+
+
+def trace_exchanges(comm: Any, nbytes: int, name: str, *, gap_s: float = TRACE_GAP_S, seed: int = 0
+                    ) -> list[dict[str, Any]] | None:
+    """Run ``name`` once, every rank waiting ``gap_s`` after each of its exchanges, and say when
+    each exchange ran on each rank (``time.monotonic()``, one clock for every process of the
+    machine).
+
+    Returns
+    -------
+    list of dict or None
+        On rank 0: ``{"rank", "tag", "phase", "start", "end"}`` per exchange of every rank
+        (phases: :data:`optiq.collectives.algorithms.PHASES`); None on the other ranks.
+    """
+    rank = comm.Get_rank()
+    data = np.random.default_rng([seed, rank]).integers(-2**20, 2**20, nbytes // 8).astype(np.float64)
+    result = np.empty_like(data)
+    windows: list[dict[str, Any]] = []
+
+    def timed(c: Any, sends: Any, recvs: Any, tag: int) -> None:
+        if not sends and not recvs:  # a group of one (CPS's second level): nothing moves
+            return
+        start = time.monotonic()
+        send_and_receive(c, sends, recvs, tag)
+        windows.append({"rank": rank, "tag": tag, "phase": PHASES.get(tag, str(tag)), "start": start,
+                        "end": time.monotonic()})
+        time.sleep(gap_s)
+
+    allreduce(comm, data, name, result)  # connections made before the traced run
+    start_together(comm)
+    with exchanges_by(timed):
+        allreduce(comm, data, name, result)
+    gathered = comm.gather(windows, root=0)
+    return None if gathered is None else [w for per_rank in gathered for w in per_rank]

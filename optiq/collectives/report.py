@@ -75,11 +75,21 @@ class AlgorithmTiming:
     times_s: tuple[float, ...] = field(repr=False)
     correct: bool
     predicted_s: dict[str, float] | None = None
+    #: The same algorithm's reductions and copies alone, every exchange left out (median).
+    compute_s: float | None = None
+    #: The machine's idle share of its CPU over the timed runs: near 0, the cores set the time.
+    cpu_idle: float | None = None
+    #: Each model's prediction split into its terms (seconds): latency, bandwidth, reduction,
+    #: memory, contention.
+    predicted_terms: dict[str, dict[str, float]] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"time_s": self.time_s, "times_s": list(self.times_s), "correct": self.correct}
+        out: dict[str, Any] = {"time_s": self.time_s, "times_s": list(self.times_s), "correct": self.correct,
+                               "compute_s": self.compute_s, "cpu_idle": self.cpu_idle}
         if self.predicted_s is not None:
             out["predicted_s"] = dict(self.predicted_s)
+        if self.predicted_terms is not None:
+            out["predicted_terms"] = {m: dict(terms) for m, terms in self.predicted_terms.items()}
         return out
 
 
@@ -127,6 +137,7 @@ def bench_report(timings: Iterable[AlgorithmTiming], mpi_time_s: float, ranks: i
     """The report of :func:`optiq.collectives.bench.bench_algorithms`'s timings (medians of
     the slowest rank), with each model's prediction when ``models`` is given."""
     algs = {t.algorithm: t if models is None else
-            replace(t, predicted_s={m: predict(t.algorithm, ranks, nbytes, models[m]).total for m in MODELS})
+            replace(t, predicted_s={m: predict(t.algorithm, ranks, nbytes, models[m]).total for m in MODELS},
+                    predicted_terms={m: asdict(predict(t.algorithm, ranks, nbytes, models[m])) for m in MODELS})
             for t in timings}
     return BenchReport(ranks, nbytes, repeat, mpi_time_s, algs)

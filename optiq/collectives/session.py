@@ -16,12 +16,12 @@ from typing import Any
 
 from ..errors import OptiqError
 from ..mpi.launch import abort_on_failure, together
-from .bench import bench_algorithms, run_microbenchmarks
+from .bench import bench_algorithms, run_microbenchmarks, trace_exchanges
 from .cost import algorithms, load_params, save_params
 from .fit import FitResult, Sample, fit_allreduce_model
 from .report import BenchReport, bench_report
 
-__all__ = ["FitRun", "fit_on_ranks", "bench_on_ranks", "check_sizes", "check_algorithms"]
+__all__ = ["FitRun", "fit_on_ranks", "bench_on_ranks", "trace_on_ranks", "check_sizes", "check_algorithms"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,42 @@ def fit_on_ranks(comm: Any, sizes: Sequence[int], *, repeat: int = 5, check: Cal
         return FitRun(fit_allreduce_model(samples), samples, work.Get_size())
     finally:
         work.Free()
+
+
+def trace_on_ranks(comm: Any, size: int, *, names: Sequence[str] | None = None, check: Callable[[], Any] | None = None,
+                   say: Callable[[str], None] | None = None) -> dict[str, list[dict[str, Any]]] | None:
+    """Each algorithm (or ``names``) run once with its exchanges apart in time, and when each
+    exchange ran on each rank (:func:`optiq.collectives.bench.trace_exchanges`): what
+    ``optiq testbed collectives`` needs to count the network's drops per step.
+
+    Collective; ``check`` as in :func:`fit_on_ranks`.
+
+    Returns
+    -------
+    dict or None
+        On rank 0, algorithm -> exchanges; None on the other ranks.
+    """
+    N = comm.Get_size()
+
+    def checks() -> None:
+        _checked(comm, "bench", [size], check)
+        if names:
+            check_algorithms(names, N)
+
+    together(comm, checks)
+    traced: dict[str, list[dict[str, Any]]] = {}
+    work = comm.Dup()
+    try:
+        with abort_on_failure(work):
+            for name in names or algorithms(N):
+                if say:
+                    say(f"{name}: traced, {size} B")
+                windows = trace_exchanges(work, size, name)
+                if windows is not None:
+                    traced[name] = windows
+    finally:
+        work.Free()
+    return traced if comm.Get_rank() == 0 else None
 
 
 def bench_on_ranks(comm: Any, sizes: Sequence[int], *, names: Sequence[str] | None = None, repeat: int = 5,

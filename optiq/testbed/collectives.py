@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,20 +34,39 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import TestbedError
+from ..utils.resources import cpu_times
 from .launch import MPI_ENVIRONMENT, find_mpiexec, mpiexec_argv, write_launcher
 from .network import DEFAULT_QUEUE, Testbed, terminated_as_interrupt
-from .session import cpu_times
 from .system import check_privileges, kill_namespace_processes
 
 if TYPE_CHECKING:
     from ..topology import Topology
 
-__all__ = ["CollectivesRow", "CollectivesRun", "run_collectives", "FIT_SIZES", "COLLECTIVES_SIZE"]
+__all__ = ["CollectivesRow", "CollectivesRun", "run_collectives", "attribute_drops", "fit_sizes_for", "FIT_SIZES", "COLLECTIVES_SIZE"]
 
-#: Message sizes of the micro-benchmarks on the emulated network (bytes)...
-FIT_SIZES = (16384, 65536, 262144)
-#: ... and the allreduce's bytes per rank, by default.
+#: The allreduce's bytes per rank, by default.
 COLLECTIVES_SIZE = 262144
+#: The micro-benchmarks' message sizes, as fractions of the allreduce's bytes (:func:`fit_sizes_for`).
+FIT_FRACTIONS = (16, 8, 4)
+
+
+def fit_sizes_for(size: int) -> tuple[int, ...]:
+    """The micro-benchmarks' message sizes for an allreduce of ``size`` bytes per rank: ``size``
+    over 16, 8 and 4 (multiples of 8 bytes, at least 8), the blocks the algorithms send (``S/N``
+    for ring and CPS, ``S/a`` and ``S/2`` for hierarchical CPS and RHD's halving). On the
+    emulated network a step's time is not linear in its bytes over a wide range (TCP's windows,
+    the cores' scheduling), so the model is fitted where it is used.
+
+    Examples
+    --------
+    >>> fit_sizes_for(262144)
+    (16384, 32768, 65536)
+    """
+    return tuple(sorted({max(8, size // f // 8 * 8) for f in FIT_FRACTIONS}))
+
+
+#: The micro-benchmarks' sizes for the default allreduce.
+FIT_SIZES = fit_sizes_for(COLLECTIVES_SIZE)
 
 
 @dataclass(frozen=True)
@@ -59,10 +79,19 @@ class CollectivesRow:
     abg_s: float
     drops: int
     correct: bool
+    #: The reductions and copies alone, timed apart (the measured calculation).
+    compute_s: float = float("nan")
+    #: The machine's idle share of its CPU over the timed runs.
+    cpu_idle: float | None = None
+    #: Each model's terms (latency, bandwidth, reduction, memory, contention), seconds.
+    terms: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: Packets the queues dropped in each phase of one traced run (:data:`PHASES` order).
+    step_drops: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"algorithm": self.algorithm, "measured_s": self.measured_s, "model_s": self.model_s,
-                "abg_s": self.abg_s, "drops": self.drops, "correct": self.correct}
+                "abg_s": self.abg_s, "drops": self.drops, "correct": self.correct, "compute_s": self.compute_s,
+                "cpu_idle": self.cpu_idle, "terms": self.terms, "step_drops": self.step_drops}
 
 
 @dataclass
@@ -100,6 +129,12 @@ class CollectivesRun:
         return self._errors([(r.measured_s, r.abg_s) for r in self.rows])
 
     @property
+    def timed_idle(self) -> float:
+        """The least idle share of the machine's CPU over any algorithm's timed runs (nan: unknown)."""
+        shares = [r.cpu_idle for r in self.rows if r.cpu_idle is not None]
+        return min(shares) if shares else float("nan")
+
+    @property
     def model_choice(self) -> str:
         return min(self.rows, key=lambda r: r.model_s).algorithm
 
@@ -121,6 +156,7 @@ class CollectivesRun:
                 "model_choice": self.model_choice, "abg_choice": self.abg_choice,
                 "measured_best": self.measured_best, "drops": int(sum(r.drops for r in self.rows)),
                 "fit_drops": self.fit_drops, "fit_s": self.fit_s, "fit_error": self.fit_error, "cpu_idle": self.cpu_idle,
+                "cpu_idle_timed": self.timed_idle,
                 "seconds": self.seconds, "params": self.params}
 
     def __str__(self) -> str:
@@ -128,24 +164,36 @@ class CollectivesRun:
                  f"{self.rate * 8 / 1e6:g} Mbit/s, queues of {self.queue_bytes:,} B, TCP {self.congestion}; "
                  f"MPI_Allreduce {self.mpi_s * 1e3:.2f} ms",
                  f"{'algorithm':12} {'measured ms':>11} {'model ms':>9} {'error':>7} {'abg ms':>9} {'error':>7} "
-                 f"{'drops':>7}"]
+                 f"{'drops':>7} {'calc ms':>8} {'model calc':>10} {'idle':>5}"]
         for r in sorted(self.rows, key=lambda r: r.measured_s):
+            calc = r.terms.get("contention", {})
+            model_calc = calc.get("reduction", float("nan")) + calc.get("memory", float("nan"))
+            idle = "-" if r.cpu_idle is None else f"{r.cpu_idle:.0%}"
             lines.append(f"{r.algorithm:12} {r.measured_s * 1e3:11.2f} {r.model_s * 1e3:9.2f} "
                          f"{(r.model_s - r.measured_s) / r.measured_s:+7.1%} {r.abg_s * 1e3:9.2f} "
-                         f"{(r.abg_s - r.measured_s) / r.measured_s:+7.1%} {r.drops:7,}"
-                         + ("" if r.correct else "  WRONG"))
+                         f"{(r.abg_s - r.measured_s) / r.measured_s:+7.1%} {r.drops:7,} {r.compute_s * 1e3:8.2f} "
+                         f"{model_calc * 1e3:10.2f} {idle:>5}" + ("" if r.correct else "  WRONG"))
         (mm, mx), (am, ax) = self.model_error, self.abg_error
         lines.append(f"model error: mean {mm:.1%}, max {mx:.1%}; alpha-beta-gamma: mean {am:.1%}, max {ax:.1%}")
         lines.append(f"fastest measured: {self.measured_best}; the model picks {self.model_choice}, "
                      f"alpha-beta-gamma {self.abg_choice}")
+        traced = [r for r in self.rows if any(r.step_drops.values())]
+        if traced:
+            lines.append("drops per phase of one traced run (exchanges apart in time): " + "; ".join(
+                f"{r.algorithm} " + ", ".join(f"{phase} {n:,}" for phase, n in r.step_drops.items() if n)
+                for r in traced))
+        elif self.rows and all(r.step_drops for r in self.rows):
+            lines.append("drops per phase of one traced run: none in any phase")
         lines.append(f"the fit: {len(self.params.get('samples', [])):,} timings in {self.fit_s:.0f} s, {self.fit_drops:,} "
-                     f"packets dropped; CPU idle {self.cpu_idle:.0%} "
-                     f"over the run (every MPI job's start included); {self.seconds:.0f} s in all")
+                     f"packets dropped; CPU idle {self.cpu_idle:.0%} over the whole run (MPI jobs' starts "
+                     f"included), {self.timed_idle:.0%} at least over any algorithm's timed runs"
+                     f" (calc: the reductions alone, timed apart; idle: the machine's over the timed runs); "
+                     f"{self.seconds:.0f} s in all")
         return "\n".join(lines)
 
 
 def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_QUEUE, congestion: str = "reno",
-                    fit_sizes: tuple[int, ...] = FIT_SIZES, repeat: int = 5, name: str | None = None,
+                    fit_sizes: tuple[int, ...] | None = None, repeat: int = 5, name: str | None = None,
                     offloads: bool = False, topology: Topology | None = None,
                     progress: Callable[[str], None] | None = None) -> CollectivesRun:
     """Fit both allreduce models on an emulated star of ``ranks`` hosts and check them (module
@@ -165,6 +213,7 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
         raise TestbedError(f"the allreduce needs at least 2 ranks, got {ranks}")
     if topology is not None and ranks > topology.num_endpoints:
         raise TestbedError(f"{topology.name} has {topology.num_endpoints} hosts, fewer than {ranks} ranks")
+    fit_sizes = fit_sizes_for(size) if fit_sizes is None else tuple(fit_sizes)
     for s in (size, *fit_sizes):
         if s < 8 or s % 8:
             raise TestbedError(f"size {s} B must be a positive multiple of 8 bytes (float64 elements)")
@@ -195,15 +244,70 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
             report = json.loads(out.read_text())
             timing = report["algorithms"][algorithm]
             mpi_s = float(report["mpi_allreduce_s"])
+            step_drops = _drops_by_phase(bed, launcher, ranks, algorithm, size, work)
             rows.append(CollectivesRow(algorithm, float(timing["time_s"]), float(timing["predicted_s"]["contention"]),
-                                       float(timing["predicted_s"]["abg"]), drops, bool(timing["correct"])))
+                                       float(timing["predicted_s"]["abg"]), drops, bool(timing["correct"]),
+                                       float(timing["compute_s"]), timing.get("cpu_idle"),
+                                       timing.get("predicted_terms", {}), step_drops))
             say(f"{algorithm}: {rows[-1].measured_s * 1e3:.2f} ms (model {rows[-1].model_s * 1e3:.2f}, abg "
-                f"{rows[-1].abg_s * 1e3:.2f}), {drops:,} drops")
+                f"{rows[-1].abg_s * 1e3:.2f}), {drops:,} drops"
+                + (f"; traced: {', '.join(f'{k} {v:,}' for k, v in step_drops.items())}" if step_drops else ""))
         idle1, total1 = cpu_times()
         saved = json.loads(params.read_text())
     return CollectivesRun(ranks, size, rate, queue, congestion, rows, mpi_s, saved.get("fit_error", {}), fit_drops,
                           (idle1 - idle0) / max(total1 - total0, 1e-9), time.perf_counter() - start, saved,
                           "a star" if star else topology.name, fit_s)
+
+
+def _drops_by_phase(bed: Testbed, launcher: Path, ranks: int, algorithm: str, size: int, work: Path) -> dict[str, int]:
+    """One traced run of ``algorithm`` (its exchanges apart in time) while the queues' drop
+    counters are read over and over: the drops of each phase (``reduce-scatter``, ...), by when
+    they happened; ``between`` for drops outside every exchange."""
+    trace = work / "trace.json"
+    samples: list[tuple[float, int]] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            begin = time.monotonic()
+            drops = int(bed.counters().drops.sum())
+            samples.append(((begin + time.monotonic()) / 2, drops))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        _run(bed, launcher, ranks, ["collectives", "bench", "--size", str(size), "--algorithms", algorithm,
+                                    "--trace", str(trace), "-q"])
+    finally:
+        stop.set()
+        sampler.join()
+    windows = json.loads(trace.read_text()).get(algorithm, [])
+    return attribute_drops(samples, windows)
+
+
+def attribute_drops(samples: list[tuple[float, int]], windows: list[dict[str, Any]], *,
+                    grace_s: float = 0.05) -> dict[str, int]:
+    """The drops between consecutive ``(time, total drops)`` samples, each interval's given to
+    the phase whose exchanges (``start`` .. ``end`` + ``grace_s``, any rank) overlap it most.
+
+    Examples
+    --------
+    >>> windows = [{"phase": "reduce-scatter", "start": 1.0, "end": 1.1}, {"phase": "allgather", "start": 1.4, "end": 1.5}]
+    >>> attribute_drops([(0.95, 0), (1.12, 7), (1.3, 7), (1.52, 9), (1.6, 9), (1.9, 10)], windows)
+    {'reduce-scatter': 7, 'allgather': 2, 'between': 1}
+    """
+    found: dict[str, int] = {w["phase"]: 0 for w in sorted(windows, key=lambda w: w["start"])}
+    for (a, before), (b, after) in zip(samples, samples[1:]):
+        if after <= before:
+            continue
+        overlap: dict[str, float] = {}
+        for w in windows:
+            span = min(b, w["end"] + grace_s) - max(a, w["start"])
+            if span > 0:
+                overlap[w["phase"]] = overlap.get(w["phase"], 0.0) + span
+        phase = max(overlap, key=lambda k: overlap[k]) if overlap else "between"
+        found[phase] = found.get(phase, 0) + after - before
+    return found
 
 
 def _run(bed: Testbed, launcher: Path, ranks: int, argv: list[str]) -> int:

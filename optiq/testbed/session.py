@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import TestbedError
+from ..utils.resources import cpu_times
 from .launch import describe, mpiexec_argv, start, write_launcher
 from .network import Counters
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from .methods import Method
     from .network import Testbed
 
-__all__ = ["StepResult", "Goodput", "measure_goodput", "measure_methods", "cpu_times", "STEP_GRACE_S"]
+__all__ = ["StepResult", "Goodput", "measure_goodput", "measure_methods", "STEP_GRACE_S"]
 
 #: Seconds a step may take beyond ten times its predicted time before it is called hung.
 STEP_GRACE_S = 60.0
@@ -39,13 +40,6 @@ STEP_GRACE_S = 60.0
 STARTUP_S = 300.0
 #: The one flow that measures goodput lasts about this long.
 GOODPUT_S = 1.5
-
-
-def cpu_times() -> tuple[float, float]:
-    """``(idle, total)`` CPU time of the machine so far, from ``/proc/stat`` (in clock ticks)."""
-    with open("/proc/stat") as f:
-        fields = [float(x) for x in f.readline().split()[1:]]
-    return fields[3] + fields[4], sum(fields[:8])
 
 
 @dataclass

@@ -62,3 +62,20 @@ def check_memory(estimate: float, what: str, hint: str = "") -> None:
     if estimate > free:
         raise ResourceError(f"{what} would need about {estimate / 1e9:.3g} GB of memory, and {free / 1e9:.3g} GB "
                             f"are available{'; ' + hint if hint else ''}")
+
+
+def cpu_times() -> tuple[float, float]:
+    """``(idle, total)`` CPU time of the whole machine so far, from ``/proc/stat`` (clock ticks);
+    ``(0, 0)`` where there is no such file."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [float(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return 0.0, 0.0
+    return fields[3] + fields[4], sum(fields[:8])
+
+
+def idle_share(before: tuple[float, float], after: tuple[float, float]) -> float | None:
+    """The machine's idle share of its CPU time between two :func:`cpu_times` (None: unknown)."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else None
