@@ -98,14 +98,15 @@ def draw(reports: list[tuple[str, dict]], path: str) -> None:
                 for name, colour in PARTS.items():
                     value = parts.get(name, 0.0) * 1e3
                     if value > 0:
-                        ax.bar(x, value, bottom=bottom, color=colour, width=0.9,
-                               label=name if (i, j) == (0, 0) or (i == 0 and j == 1 and name not in bars[0]) else None)
+                        ax.bar(x, value, bottom=bottom, color=colour, width=0.9)
                         bottom += value
                 ax.text(x, bottom, "MCA"[j], ha="center", va="bottom", fontsize=7)
         ax.set_xticks([i * 4 + 1 for i in range(len(rows))], [r["algorithm"] for r in rows])
         ax.set_ylabel("ms")
         ax.set_title(f"{title}: M measured, C contention model, A alpha-beta-gamma", fontsize=9)
-    axes[0, 0].legend(fontsize=7, ncol=5)
+    from matplotlib.patches import Patch
+
+    axes[0, 0].legend(handles=[Patch(color=c, label=n) for n, c in PARTS.items()], fontsize=7, ncol=5)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

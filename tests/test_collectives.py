@@ -7,6 +7,8 @@ import pytest
 from conftest import MPI_SCRIPTS, launch
 
 from optiq.cli import main
+from optiq.collectives.algorithms import PHASES
+from optiq.collectives.bench import TRACE_GAP_S
 from optiq.collectives.cost import (
     AllreduceParams,
     algorithm_steps,
@@ -165,6 +167,23 @@ def test_fit_predict_bench_contract(tmp_path):
     assert set(report["algorithms"]) == set(algorithms(4)) and report["fastest"] in report["algorithms"]
     for entry in report["algorithms"].values():
         assert entry["correct"] is True and entry["time_s"] > 0 and set(entry["predicted_s"]) == {"contention", "abg"}
+        assert 0 < entry["compute_s"] and 0 <= entry["cpu_idle"] <= 1  # the calculation alone; the machine's idle
+        for model in ("contention", "abg"):
+            assert sum(entry["predicted_terms"][model].values()) == pytest.approx(entry["predicted_s"][model])
+    trace = tmp_path / "trace.json"
+    proc, _ = launch(4, *cli, "collectives", "bench", "--size", "64KiB", "--algorithms", "ring,rhd,hcps:2x2",
+                     "--trace", trace)
+    assert proc.returncode == 0, proc.stderr
+    traced = json.loads(trace.read_text())
+    assert set(traced) == {"ring", "rhd", "hcps:2x2"}
+    ring = traced["ring"]  # 4 ranks x (3 reduce-scatter + 3 allgather) exchanges, apart in time
+    assert len(ring) == 24 and {w["rank"] for w in ring} == set(range(4))
+    assert sorted({w["phase"] for w in ring}) == ["allgather", "reduce-scatter"]
+    for rank in range(4):
+        mine = sorted((w for w in ring if w["rank"] == rank), key=lambda w: w["start"])
+        assert all(b["start"] - a["end"] >= TRACE_GAP_S * 0.9 for a, b in zip(mine, mine[1:]))
+    assert {w["phase"] for w in traced["rhd"]} == {"halving", "doubling"}  # 4 ranks: a power of two, no fold
+    assert {w["phase"] for w in traced["hcps:2x2"]} == set(PHASES[t] for t in range(7110, 7114))
 
 
 @pytest.mark.mpi

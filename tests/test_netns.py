@@ -197,3 +197,11 @@ def test_testbed_collectives_fits_both_models_and_measures_every_algorithm_on_a_
     assert report["drops"] == sum(r["drops"] for r in rows) >= 0
     assert report["rate_bps"] == pytest.approx(20e6) and report["ranks"] == 4
     assert "fastest measured" in capsys.readouterr().out
+    for r in rows:  # the break-down: the calculation timed apart, each model's terms adding up to its prediction
+        assert 0 < r["compute_s"] < r["measured_s"] and 0 <= r["cpu_idle"] <= 1
+        assert sum(r["terms"]["contention"].values()) == pytest.approx(r["model_s"])
+        assert sum(r["terms"]["abg"].values()) == pytest.approx(r["abg_s"])
+        # every phase of the traced run is named, and a phase's drops are never negative
+        assert r["step_drops"] and all(n >= 0 for n in r["step_drops"].values())
+    phases = {phase for r in rows for phase in r["step_drops"]}
+    assert {"reduce-scatter", "allgather", "halving", "doubling"} <= phases

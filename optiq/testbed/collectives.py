@@ -288,17 +288,19 @@ def _drops_by_phase(bed: Testbed, launcher: Path, ranks: int, algorithm: str, si
 def attribute_drops(samples: list[tuple[float, int]], windows: list[dict[str, Any]], *,
                     grace_s: float = 0.05) -> dict[str, int]:
     """The drops between consecutive ``(time, total drops)`` samples, each interval's given to
-    the phase whose exchanges (``start`` .. ``end`` + ``grace_s``, any rank) overlap it most.
+    the phase whose exchanges (``start`` .. ``end`` + ``grace_s``, any rank) overlap it most;
+    drops before the first exchange are not the traced run's and are left out.
 
     Examples
     --------
     >>> windows = [{"phase": "reduce-scatter", "start": 1.0, "end": 1.1}, {"phase": "allgather", "start": 1.4, "end": 1.5}]
-    >>> attribute_drops([(0.95, 0), (1.12, 7), (1.3, 7), (1.52, 9), (1.6, 9), (1.9, 10)], windows)
+    >>> attribute_drops([(0.5, 0), (0.95, 4), (1.12, 11), (1.3, 11), (1.52, 13), (1.6, 13), (1.9, 14)], windows)
     {'reduce-scatter': 7, 'allgather': 2, 'between': 1}
     """
     found: dict[str, int] = {w["phase"]: 0 for w in sorted(windows, key=lambda w: w["start"])}
+    first = min((w["start"] for w in windows), default=float("inf"))
     for (a, before), (b, after) in zip(samples, samples[1:]):
-        if after <= before:
+        if after <= before or b <= first:  # before the traced run (the job's start, its untraced warm-up run)
             continue
         overlap: dict[str, float] = {}
         for w in windows:
