@@ -46,6 +46,10 @@ class WorkloadSpec:
     Traceback (most recent call last):
     ...
     optiq.errors.OptiqError: --pattern distance needs --position
+    >>> WorkloadSpec().make(torus((4, 4)))
+    Traceback (most recent call last):
+    ...
+    optiq.errors.OptiqError: a workload is one of --pattern, --demands and --traffic
     """
 
     pattern: str | None = None
@@ -66,7 +70,16 @@ class WorkloadSpec:
     placement: str | None = None
 
     def check(self) -> None:
-        """Raise :class:`OptiqError` for options that apply only to rank traffic without it."""
+        """Raise :class:`OptiqError` unless exactly one source of demands is given (a known
+        pattern, a demand file or traffic), or for options that apply only to rank traffic
+        without it."""
+        given = [name for name in ("pattern", "demands", "traffic") if getattr(self, name)]
+        if len(given) != 1:
+            raise OptiqError("a workload is one of --pattern, --demands and --traffic"
+                             + (f", not {' and '.join('--' + g for g in given)}" if given else ""))
+        known = (*PATTERNS, "permutation", "distance", "destsize")
+        if self.pattern and self.pattern not in known:
+            raise OptiqError(f"unknown pattern {self.pattern!r}; choose from {', '.join(known)}")
         stray = [name for name in TRACE_OPTIONS if getattr(self, name) is not None]
         if stray and not self.traffic:
             named = ", ".join("--" + s.replace("_", "-") for s in stray)
