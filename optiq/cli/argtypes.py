@@ -96,8 +96,8 @@ def int_at_least(low: int) -> Callable[[str], int]:
     return argument(parse)
 
 
-#: A size given as a bare number below this needs a unit: ``--size 8`` is more likely 8 MiB
-#: with the unit forgotten than 8 bytes (a bare rate is refused for the same reason).
+#: A size given as a bare number below this needs a unit: so small a number is more likely a
+#: forgotten unit than a byte count (a bare rate is refused for the same reason).
 BARE_SIZE_MIN = 1024
 
 

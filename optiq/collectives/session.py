@@ -62,13 +62,16 @@ def check_algorithms(names: Sequence[str], ranks: int) -> None:
                          f"{', '.join(algorithms(ranks))}")
 
 
-def _checked(comm: Any, what: str, sizes: Sequence[int], check: Callable[[], Any] | None) -> None:
+def _checked(comm: Any, what: str, sizes: Sequence[int], check: Callable[[], Any] | None,
+             names: Sequence[str] | None = None) -> None:
     N = comm.Get_size()
     if N < 2:
         raise OptiqError(f"optiq collectives {what} runs under mpiexec -n N with N >= 2 (got {N} rank)")
     if check is not None:
         check()
     check_sizes(sizes)
+    if names:
+        check_algorithms(names, N)
 
 
 def fit_on_ranks(comm: Any, sizes: Sequence[int], *, repeat: int = 5, check: Callable[[], Any] | None = None,
@@ -116,12 +119,7 @@ def trace_on_ranks(comm: Any, size: int, *, names: Sequence[str] | None = None, 
     """
     N = comm.Get_size()
 
-    def checks() -> None:
-        _checked(comm, "bench", [size], check)
-        if names:
-            check_algorithms(names, N)
-
-    together(comm, checks)
+    together(comm, lambda: _checked(comm, "bench", [size], check, names))
     traced: dict[str, list[dict[str, Any]]] = {}
     work = comm.Dup()
     try:
@@ -159,9 +157,7 @@ def bench_on_ranks(comm: Any, sizes: Sequence[int], *, names: Sequence[str] | No
     N = comm.Get_size()
 
     def checks() -> dict | None:
-        _checked(comm, "bench", sizes, check)
-        if names:
-            check_algorithms(names, N)
+        _checked(comm, "bench", sizes, check, names)
         return load_params(params) if params else None
 
     models = together(comm, checks)

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 __all__ = ["demand_aware_heuristic", "default_unit", "DEFAULT_UNIT", "MAX_UNITS_PER_JOB"]
 
-#: Default unit of Heuristic 2: 1 MiB (8 units for an 8 MiB message), unless a job would then
-#: need more than :data:`MAX_UNITS_PER_JOB` units.
+#: Default unit of Heuristic 2 (bytes), unless a job would then need more than
+#: :data:`MAX_UNITS_PER_JOB` units.
 DEFAULT_UNIT = 2**20
 #: The most units the default unit gives any job: beyond it the unit grows with the largest job.
 MAX_UNITS_PER_JOB = 64

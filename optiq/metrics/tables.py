@@ -54,8 +54,8 @@ def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None
     The columns most read (times, the bound, the default routes, paths) fit a terminal of
     100 characters; ``wide`` adds those of the OPTIQ evaluation table (hop-bytes, copies,
     paths and bytes per link). ``extra`` adds columns (header -> one cell per row), e.g.
-    planning time. Times are in one unit per table, ms unless the slowest plan takes 10 s or
-    more (s) or less than 10 us (us). ``/cut`` divides by the workload's cut bound, one bound for every row and
+    planning time. Times are in one unit per table, the slowest plan's
+    (:func:`optiq.utils.units.time_unit`). ``/cut`` divides by the workload's cut bound, one bound for every row and
     in every command; a footer gives it, and the tighter bounds proven for some rows' kind
     of plan (``Metrics.lower_bound_time_s``), naming the rows.
 

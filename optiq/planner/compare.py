@@ -113,6 +113,7 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
                                      hop_limit=first.hop_limit,
                                      seed=seed, progress=progress, space=space)
     runs = []
+    carried: Plan | None = None  # the job as the tables carry it with the split (the default row)
     for method, planner in zip(methods, planners):
         if progress:
             progress(f"planning with {method}")
@@ -120,16 +121,16 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
         if planner is None:
             plan = _tables_plan(topology, demands, progress)
         elif split is not None and method == "default":
-            plan = split_plan(topology, demands, split)
+            plan = carried = split_plan(topology, demands, split)
         else:
             shared = candidates if (planner.routing or routing) == routing else None
             plan = make_plan(topology, demands, planner, progress=progress, candidates=shared, chunk_size=chunk_size,
                              seed=seed, routing=routing, max_intermediates=max_intermediates)
         runs.append(MethodRun(method, plan, time.perf_counter() - start))
     if split is not None:
-        carried = split_plan(topology, demands, split).predicted_time_s
+        carried_s = (carried or split_plan(topology, demands, split)).predicted_time_s
         for run in runs:
-            run.plan.record.default_time_s = carried
+            run.plan.record.default_time_s = carried_s
     _share_bounds([run.plan for run in runs])
     return runs
 

@@ -27,7 +27,7 @@ __all__ = ["Topology", "spec_rate", "capacity_classes"]
 
 
 def capacity_classes(topology: Topology) -> str:
-    """``"2 link speeds: 384 x 12.5 GB/s, 64 x 6.82 GB/s"``: the links' capacities, most common first.
+    """The links' capacities in one line: how many links run at each, most common first.
 
     Examples
     --------

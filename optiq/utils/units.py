@@ -97,7 +97,7 @@ def parse_rate(text: str | int | float, *, what: str = "rate") -> float:
     s = str(text).strip()
     if s.lower().endswith("/s"):
         s = s[:-2]
-    elif s.endswith(("ps", "PS")):  # 25MBps, 100Gbps: the same as 25MB/s, 100Gb/s
+    elif s.endswith(("ps", "PS")):  # "per second" written as in MBps and Gbps
         s = s[:-2]
     m = _SIZE.match(s)
     unit = m.group(2) if m else ""
@@ -144,8 +144,8 @@ TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
 
 
 def time_unit(seconds: float) -> tuple[str, float]:
-    """The unit to show times up to ``seconds`` in: ``ms`` from 10 us to 10 s, else ``s`` or ``us``
-    (so that a column of times keeps a few digits and never grows past a few).
+    """The unit to show times up to ``seconds`` in: ``ms`` in the middle range, ``s`` above it
+    and ``us`` below (so that a column of times keeps a few digits and never grows past a few).
 
     Examples
     --------
