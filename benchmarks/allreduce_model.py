@@ -57,7 +57,7 @@ def main() -> None:
                       f"{p['gamma'] * 1e9:6.3f}  delta {p['delta'] * 1e9:6.3f}  epsilon {p['epsilon'] * 1e9:6.3f} "
                       f"ns/B  w {p['threshold']}   fit error mean/max {fitted['fit_error'][model][0]:.1%}/"
                       f"{fitted['fit_error'][model][1]:.1%}")
-            optiq_mpi(n, "bench", "--size", ",".join(map(str, sizes)), "--params", str(params), "--json", str(bench),
+            optiq_mpi(n, "bench", "--size", ",".join(f"{s}B" for s in sizes), "--params", str(params), "--json", str(bench),
                       "--repeat", str(args.repeat))
             reports = json.loads(bench.read_text())
             for rep in reports if isinstance(reports, list) else [reports]:

@@ -209,7 +209,8 @@ class Message:
 def spec_key(spec: Any) -> tuple[Any, ...] | None:
     """What a message specification's checks depend on, when cheap to tell (a numpy buffer,
     counts and displacements as numpy arrays, lists or integers, a predefined or no datatype):
-    two specifications with equal keys read alike. None: read it every time."""
+    two specifications with equal keys read alike and pass or fail the same checks, whatever
+    buffers of that size and type they name. None: read it every time."""
     from mpi4py import MPI
 
     if isinstance(spec, np.ndarray):
@@ -218,8 +219,8 @@ def spec_key(spec: Any) -> tuple[Any, ...] | None:
         buf, rest = spec[0], tuple(spec[1:])
     else:
         return None
-    parts: list[Any] = [id(buf), buf.__array_interface__["data"][0], buf.nbytes, buf.dtype.str, buf.flags.writeable,
-                        buf.flags.c_contiguous, buf.flags.f_contiguous, type(spec), len(rest)]
+    parts: list[Any] = [buf.nbytes, buf.dtype.str, buf.flags.writeable, buf.flags.c_contiguous,
+                        buf.flags.f_contiguous, type(spec), len(rest)]
     item: Any
     for item in rest:
         if isinstance(item, tuple):

@@ -17,13 +17,16 @@ it together; it works on a duplicate of ``comm``. :func:`optiq.runtime.ialltoall
 **What a call does.**
 
 1. *Checks and a fingerprint.* Every rank reads its two messages as mpi4py reads them and
-   hashes their byte counts; one small ``Allreduce`` sums the hashes into the pattern's
-   fingerprint and counts the ranks whose arguments are wrong, and those whose buffers this
-   module does not read (device memory, ``MPI.BOTTOM`` with data). A wrong argument on any
-   rank raises the same error on every rank, before any data moves, as the same type
-   mpi4py raises (``TypeError``, ``ValueError``, ``KeyError``, ``BufferError``). A buffer
-   that is not read here on any rank hands the call to ``comm.Alltoallv`` with the
-   caller's own arguments, on every rank; so does an intercommunicator.
+   hashes their byte counts; one small ``Iallreduce`` (the *agreement*) sums the hashes into
+   the pattern's fingerprint and counts the ranks whose arguments are wrong, and those whose
+   buffers this module does not read (device memory, ``MPI.BOTTOM`` with data). A wrong
+   argument on any rank raises the same error on every rank, as the same type mpi4py raises
+   (``TypeError``, ``ValueError``, ``KeyError``, ``BufferError``): before any data moves,
+   or, for a call ``method="auto"`` sent ahead (below), once the transfer has ended, every
+   rank having taken part in it (a rank whose own arguments are wrong stands in with
+   scratch bytes of the sizes its peers send and expect). A buffer that is not read here on
+   any rank hands the call to ``comm.Alltoallv`` with the caller's own arguments, on every
+   rank; so does an intercommunicator.
 2. *A plan, once per pattern.* A fingerprint the cache does not hold gathers every rank's
    send counts, checks them against the receive counts (a mismatch is named on every rank),
    places the ranks on the network (``hosts=``), plans the bytes between hosts with
@@ -45,7 +48,12 @@ the cache has no plan for is handed to ``comm.Alltoallv`` until the calls with t
 time (5% by default): the time spent planning a shape, and trying its plan, never exceeds
 that fraction of the time its calls took, so counts that change from call to call (a sample
 sort, a mixture-of-experts layer) cost what ``comm.Alltoallv`` costs, and counts that repeat
-reach the plan's gain once they have run long enough (``result.reason`` says how long). New
+reach the plan's gain once they have run long enough (``result.reason`` says how long). A
+call whose counts belong to no shape about to be planned (each rank can tell from its own
+counts) is sent *ahead*: its bytes go to ``comm.Ialltoallv`` at once, and the agreement
+travels beside them, so that such a call waits for no other rank before its transfer
+(``result.ahead``); the call after the one that makes a shape's planning pay waits for the
+agreement, and plans. New
 counts of a shape planned before are re-split over that shape's candidate paths
 (:func:`optiq.runtime.patterns.prepare`). A shape whose plan measured slower than MPI is not
 planned again. The planning time is
@@ -75,9 +83,9 @@ fabric file names hosts), or a mapping from processor names to endpoint names or
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -87,7 +95,6 @@ import numpy as np
 from ..errors import ArgumentError, ArgumentTypeError, OptiqError
 from ..mpi.comms import cached_on, forget
 from ..mpi.launch import together
-from ..paths import PathSet
 from ..topology import Topology
 from ..utils.checks import check_count
 from .messages import Message, as_argument_error, read_message, spec_key
@@ -102,6 +109,7 @@ from .patterns import (
     prepare,
     trial,
 )
+from .shapes import Shapes
 
 __all__ = ["alltoallv", "AlltoallvResult", "clear_cache", "MIN_GAIN", "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET",
            "AUTO_METHOD"]
@@ -110,10 +118,6 @@ __all__ = ["alltoallv", "AlltoallvResult", "clear_cache", "MIN_GAIN", "DEFAULT_C
 DEFAULT_CACHE_SIZE = 16
 #: ``method="auto"`` plans a shape once planning costs at most this fraction of its calls' time.
 DEFAULT_PLAN_BUDGET = 0.05
-#: Before a communicator has planned: the planning time guessed per host pair, and on top.
-PLAN_S_PER_PAIR, PLAN_S_FIXED = 1e-3, 0.05
-#: Shapes whose calls' time is remembered per communicator (the least recently used leave).
-SHAPES_KEPT = 256
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,9 @@ class AlltoallvResult:
         Plans made on this communicator so far (this call's included).
     planning_s : float
         Seconds this rank spent making them.
+    ahead : bool
+        Whether the bytes moved by ``comm.Alltoallv`` while the ranks were still agreeing on
+        the call (``method="auto"``, a pattern of no shape it may plan).
     """
 
     method: str
@@ -156,11 +163,12 @@ class AlltoallvResult:
     fingerprint: str
     plans_made: int = 0
     planning_s: float = 0.0
+    ahead: bool = False
 
     def __repr__(self) -> str:
-        extra = ""
+        extra = ", sent ahead" if self.ahead else ""
         if self.predicted_s is not None and self.default_s is not None:
-            extra = f", predicted {self.predicted_s * 1e3:.3f} ms, default routes {self.default_s * 1e3:.3f} ms"
+            extra += f", predicted {self.predicted_s * 1e3:.3f} ms, default routes {self.default_s * 1e3:.3f} ms"
         return (f"AlltoallvResult({self.method}, {'cached' if self.cached else 'planned'}, plan {self.plan_s:.4f} s, "
                 f"overhead {self.overhead_s * 1e3:.3f} ms, transfer {self.transfer_s:.4f} s{extra}: {self.reason})")
 
@@ -170,22 +178,20 @@ class _Context:
 
     def __init__(self, comm: Any) -> None:
         self.comm = comm.Dup()
+        #: where the ranks tell each other their counts when one failed while others went ahead
+        #: (a transfer may be pending on ``comm`` then, so it cannot be ``comm``)
+        self.side = self.comm.Dup()
         self.entries: OrderedDict[tuple[int, int], Pattern] = OrderedDict()
         self.generation = 0  # changes with every insertion and clearing, alike on every rank
-        #: what the last call's checks found on this rank, what they depend on, and weak
-        #: references to its buffers: a repeated call with the same live numpy buffers and counts
-        #: is not checked again. Weak, so that the caller's freed buffers are freed (held, they
-        #: keep the allocator from reusing their pages, and every call faults fresh ones in).
-        self.last: tuple[tuple[Any, ...], tuple[Any, ...], tuple[np.ndarray, bool, int]] | None = None
+        #: what the last call's checks found on this rank, and what they depend on: a call with
+        #: the same counts and displacements, on numpy buffers of the same sizes and types, is not
+        #: checked again. Its buffers are not held (held, they would keep the allocator from
+        #: reusing their pages, and every call would fault fresh ones in).
+        self.last: tuple[tuple[Any, ...], tuple[np.ndarray, bool, int, np.ndarray]] | None = None
         #: ``method="auto"``: what every shape's calls took and cost (the same on every rank)
-        self.shapes: OrderedDict[tuple[int, int], _Shape] = OrderedDict()
+        self.shapes = Shapes()
         #: this rank's time of its last call and of its planning since, told at the next call
         self.pending: tuple[tuple[int, int] | None, float, float] = (None, 0.0, 0.0)
-        self.plans_made = 0
-        self.planning_s = 0.0
-        #: planning seconds per host pair, measured on this communicator (the ranks' mean)
-        self.plan_s_per_pair: float | None = None
-        self.last_pairs = 0  # the rank pairs of the last pattern auto considered (every rank's sum)
         self.placed: set[str] = set()  # the options whose placement of the ranks has been checked
 
     def close(self) -> None:
@@ -197,6 +203,7 @@ class _Context:
     def release(self) -> None:
         """Close the cached executors and free the duplicate (collective)."""
         self.close()
+        self.side.Free()
         self.comm.Free()
 
 
@@ -232,19 +239,6 @@ def clear_cache(comm: Any | None = None) -> None:
 
 
 @dataclass
-class _Shape:
-    """``method="auto"``'s account of one shape: the time its calls took, what planning it cost,
-    and whether its plan measured slower than MPI (then it is not planned again)."""
-
-    calls_s: float = 0.0
-    spent_s: float = 0.0
-    calls: int = 0
-    mpi_faster: str = ""
-    #: the candidates and paths of the shape's last plan: its next counts re-split over them
-    last: tuple[PathSet, PathSet] | None = None
-
-
-@dataclass
 class _Call:
     """One call, checked on every rank: its messages, and how its pattern's bytes move."""
 
@@ -252,13 +246,21 @@ class _Call:
     sendbuf: Any
     recvbuf: Any
     send: Message | None        # None: MPI.IN_PLACE
-    recv: Message
+    recv: Message | None        # None only for a call sent ahead, which moved its bytes already
     pattern: Pattern
     key: tuple[int, int]
     fingerprint: str
     plan_s: float
     checked_s: float            # when the checks ended (perf_counter)
     shape: tuple[int, int] | None = None  # method="auto": the shape's key
+    moved: bool = False         # the bytes went ahead by comm.Alltoallv, before the agreement
+    moved_s: float = 0.0        # this rank's part in that, when it joined the ranks that went ahead
+
+    @property
+    def received(self) -> Message:
+        """The receive message of a call that has still to move its bytes."""
+        assert self.recv is not None, "a call sent ahead has moved its bytes"
+        return self.recv
 
 
 def _config(network: Any, method: str, hosts: Any, link_bw: float | None, chunk_model: Any,
@@ -274,47 +276,43 @@ def _config(network: Any, method: str, hosts: Any, link_bw: float | None, chunk_
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
+@functools.lru_cache(maxsize=64)
+def _weights(rank: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The checksum weights of this rank's send and receive counts, per peer."""
+    peers = np.arange(size, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        sent = ((np.uint64(rank) * np.uint64(size) + peers + np.uint64(1)) * _MIX).astype(np.uint64)
+        got = ((peers * np.uint64(size) + np.uint64(rank) + np.uint64(1)) * _MIX).astype(np.uint64)
+    return sent, got
+
+
+@functools.lru_cache(maxsize=64)
+def _config_words(rank: int, size: int, config: str) -> tuple[bytes, int]:
+    """What the fingerprints hash before the counts, and the options' hash of the agreement."""
+    h = int.from_bytes(hashlib.blake2b(config.encode(), digest_size=3).digest(), "little")
+    return np.array([rank, size], dtype=np.int64).tobytes() + config.encode(), h
+
+
 def _agreement(rank: int, size: int, send_counts: np.ndarray, recv_counts: np.ndarray, config: str) -> np.ndarray:
     """Four words whose sums over the ranks show, without gathering the counts, that the ranks
     agree: every pair's send count weighed as its receiver's receive count is (two checksums,
     equal when every receive count is its sender's send count), and the options (a hash ``h``
     and ``h**2``: ``size * sum(h**2) == sum(h)**2`` exactly when all ``h`` are equal)."""
-    peers = np.arange(size, dtype=np.uint64)
+    sent, got = _weights(rank, size)
     with np.errstate(over="ignore"):
-        sent = ((np.uint64(rank) * np.uint64(size) + peers + np.uint64(1)) * _MIX).astype(np.uint64)
-        got = ((peers * np.uint64(size) + np.uint64(rank) + np.uint64(1)) * _MIX).astype(np.uint64)
-        a = np.sum(np.asarray(send_counts).astype(np.uint64) * sent, dtype=np.uint64)
-        b = np.sum(np.asarray(recv_counts).astype(np.uint64) * got, dtype=np.uint64)
-    h = int.from_bytes(hashlib.blake2b(config.encode(), digest_size=3).digest(), "little")
+        a = np.dot(send_counts.astype(np.uint64), sent)
+        b = np.dot(recv_counts.astype(np.uint64), got)
+    h = _config_words(rank, size, config)[1]
     return np.array([a, b, h, h * h], dtype=np.uint64)
 
 
 def _fingerprint(rank: int, size: int, send_counts: np.ndarray, recv_counts: np.ndarray, config: str) -> np.ndarray:
     """Four words: the hash of the counts (the pattern) and of which counts are not zero (its shape)."""
-    words = []
-    for send, recv in ((send_counts, recv_counts), (np.asarray(send_counts) > 0, np.asarray(recv_counts) > 0)):
-        h = hashlib.blake2b(digest_size=16)
-        h.update(np.array([rank, size], dtype=np.int64).tobytes())
-        h.update(np.ascontiguousarray(send, dtype=np.int64).tobytes())
-        h.update(np.ascontiguousarray(recv, dtype=np.int64).tobytes())
-        h.update(config.encode())
-        words.append(np.frombuffer(h.digest(), dtype=np.uint64))
-    digest: np.ndarray = np.concatenate(words)
+    both = np.concatenate((send_counts, recv_counts)).astype(np.int64, copy=False)
+    prefix = _config_words(rank, size, config)[0]
+    words = b"".join(hashlib.blake2b(prefix + data.tobytes(), digest_size=16).digest() for data in (both, both > 0))
+    digest: np.ndarray = np.frombuffer(words, dtype=np.uint64).copy()
     return digest
-
-
-def _array_of(spec: Any) -> np.ndarray:
-    """The numpy buffer of a message specification that :func:`spec_key` keys."""
-    return spec if isinstance(spec, np.ndarray) else spec[0]
-
-
-def _alive(refs: tuple[Any, ...], buffers: tuple[Any, Any]) -> bool:
-    """Whether the memo's buffers are these very arrays, still alive (so their ids and addresses
-    in its key are theirs)."""
-    from mpi4py import MPI
-
-    arrays = [_array_of(spec) for spec in buffers if spec is not MPI.IN_PLACE]
-    return len(arrays) == len(refs) and all(ref() is array for ref, array in zip(refs, arrays))
 
 
 def _read_call(rank: int, size: int, sendbuf: Any, recvbuf: Any, method: str, network: Any,
@@ -345,11 +343,41 @@ def _read_call(rank: int, size: int, sendbuf: Any, recvbuf: Any, method: str, ne
     return send, recv, words, readable, pairs
 
 
-def _resolve(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, hosts: Any, link_bw: float | None,
-             cache_size: int, chunk_model: Any, planner_options: dict[str, Any], cached: bool = True,
-             plan_budget: float = DEFAULT_PLAN_BUDGET) -> _Call:
-    """Check a call on every rank and find (or make) its pattern (collective); with ``cached``
-    False a new pattern of the caller's own, left out of the cache (persistent requests)."""
+#: The words of a call's agreement (one ``Iallreduce``, summed over the ranks).
+_PATTERN, _SHAPE, _GENERATION, _FAILED, _UNREAD, _PAIRS, _LAST_S, _PLANNED_S, _AGREE, _AHEAD = (
+    slice(0, 2), slice(2, 4), slice(4, 6), 6, 7, 8, 9, 10, slice(11, 15), 15)
+
+
+@dataclass
+class _Start:
+    """A call's checks on this rank, and its agreement under way (started, not yet waited for)."""
+
+    ctx: _Context
+    config: str
+    send: Message | None
+    recv: Message | None
+    failure: tuple[type[OptiqError], str] | None
+    vec: np.ndarray          # the agreement's words (summed in place)
+    table: np.ndarray        # per peer: the bytes this rank sends it, and expects from it
+    agreement: Any           # the request of the agreement's Iallreduce
+    last_shape: tuple[int, int] | None
+    row: tuple[int, int]     # this rank's row of the call's shape, hashed
+    ahead: bool              # this rank hands the call to MPI before the agreement ends
+    data: Any = None         # the transfer by comm.Ialltoallv, once posted
+    posted: float = 0.0      # when (perf_counter)
+    scratch: list[np.ndarray] | None = None  # a failing rank's stand-in buffers
+
+    def post(self, sendbuf: Any, recvbuf: Any) -> None:
+        self.posted = time.perf_counter()
+        self.data = self.ctx.comm.Ialltoallv(sendbuf, recvbuf)
+
+
+def _begin(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, hosts: Any, link_bw: float | None,
+           cache_size: int, chunk_model: Any, planner_options: dict[str, Any], cached: bool = True,
+           plan_budget: float = DEFAULT_PLAN_BUDGET, go_ahead: bool = False) -> _Start:
+    """Check a call on this rank and start the ranks' agreement on it (a non-blocking
+    ``Iallreduce``, started alike by every rank's call of every form). ``go_ahead``: the blocking
+    call, which may hand a pattern of no hot shape to MPI before the agreement ends."""
     from mpi4py import MPI
 
     ctx = _context(comm)
@@ -360,6 +388,7 @@ def _resolve(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
     send: Message | None = None
     recv: Message | None = None
     words, readable, pairs = np.zeros(8, np.uint64), False, 0
+    eligible = (go_ahead and cached and method == "auto" and network is not None and plan_budget != float("inf"))
     try:
         check_count("cache_size", cache_size, 1)
         if isinstance(plan_budget, bool) or not isinstance(plan_budget, (int, float, np.number)) \
@@ -367,58 +396,140 @@ def _resolve(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
             raise ArgumentError(f"plan_budget must be a fraction of the calls' time of 0 or more, got {plan_budget!r}")
         send_key, recv_key = spec_key(sendbuf) if sendbuf is not MPI.IN_PLACE else ("in place",), spec_key(recvbuf)
         memo = None if send_key is None or recv_key is None else (send_key, recv_key, method, config)
-        buffers = (sendbuf, recvbuf)
-        if memo is not None and ctx.last is not None and ctx.last[0] == memo and _alive(ctx.last[1], buffers):
-            words, readable, pairs = ctx.last[2]
-            recv = read_message(recvbuf, readonly=False, blocks=size)
-            send = None if sendbuf is MPI.IN_PLACE else read_message(sendbuf, readonly=True, blocks=size)
+        if memo is not None and ctx.last is not None and ctx.last[0] == memo:
+            words, readable, pairs, table = ctx.last[1]
+            if not (eligible and readable and pairs > 0 and not ctx.shapes.is_hot((int(words[2]), int(words[3])))):
+                send, recv = _messages(sendbuf, recvbuf, size)  # else read only if the call needs them
         else:
             ctx.last = None
             send, recv, words, readable, pairs = _read_call(rank, size, sendbuf, recvbuf, method, network, config)
+            table = _table(send, recv, size)
             if memo is not None:
-                ctx.last = (memo, tuple(weakref.ref(_array_of(spec)) for spec in buffers if spec is not MPI.IN_PLACE),
-                            (words, readable, pairs))
+                ctx.last = (memo, (words, readable, pairs, table))
     except Exception as exc:  # any mistake, typed as mpi4py types it, fails every rank together
         error = as_argument_error(exc)
         text = str(error)
         failure = (type(error), text if text.startswith("rank ") else f"rank {rank}: {text}")
+        table = np.zeros((size, 2), np.int64)  # a failing rank claims nothing: its peers' claims size what it moves
+    row = (int(words[2]), int(words[3]))
+    # ahead: a pattern of no hot shape cannot be planned, so it goes to comm.Alltoallv now
+    ahead = eligible and failure is None and readable and pairs > 0 and not ctx.shapes.is_hot(row)
     # the last call's time and this rank's planning since ride along, in microseconds: every rank
     # then keeps the same account of every shape
     last_shape, last_s, planned_s = ctx.pending
     ctx.pending = (None, 0.0, 0.0)
     vec = np.array([*words[:4], ctx.generation, ctx.generation ** 2, failure is not None, not readable, pairs,
-                    round(last_s * 1e6), round(planned_s * 1e6), *words[4:]], dtype=np.uint64)
-    # blocking, as comm.Alltoallv's own wait: a polite wait (sleeping between tests) delays every
-    # step of the reduction by the sleeps of the ranks it passes through
-    c.Allreduce(MPI.IN_PLACE, vec, op=MPI.SUM)
-    if vec[6]:
+                    round(last_s * 1e6), round(planned_s * 1e6), *words[4:], ahead], dtype=np.uint64)
+    agreement = c.Iallreduce(MPI.IN_PLACE, vec, op=MPI.SUM)
+    return _Start(ctx, config, send, recv, failure, vec, table, agreement, last_shape, row, ahead)
+
+
+def _messages(sendbuf: Any, recvbuf: Any, size: int) -> tuple[Message | None, Message]:
+    """The call's two messages, read (``None`` for ``MPI.IN_PLACE``)."""
+    from mpi4py import MPI
+
+    recv = read_message(recvbuf, readonly=False, blocks=size)
+    return None if sendbuf is MPI.IN_PLACE else read_message(sendbuf, readonly=True, blocks=size), recv
+
+
+def _table(send: Message | None, recv: Message, size: int) -> np.ndarray:
+    """What this rank sends each peer and expects from it, in bytes (zeros where it cannot tell)."""
+    table = np.zeros((size, 2), np.int64)
+    try:
+        table[:, 0] = (recv if send is None else send).byte_counts
+        table[:, 1] = recv.byte_counts
+    except (ValueError, TypeError, AttributeError):  # counts this module does not read
+        table[:] = 0
+    return table
+
+
+def _join(start: _Start, sendbuf: Any, recvbuf: Any, failed: bool) -> None:
+    """Take part in the ``comm.Ialltoallv`` other ranks went ahead to: with the caller's
+    arguments, or, for a rank whose arguments failed, with scratch bytes of the sizes its peers
+    send and expect, so that no peer waits for it (``failed``: some rank failed, and every rank
+    tells the others its counts first)."""
+    from mpi4py import MPI
+
+    ctx = start.ctx
+    if failed:
+        got = np.empty_like(start.table)
+        ctx.side.Alltoall(start.table, got)
+        if start.failure is not None:
+            counts = [got[:, 1], got[:, 0]]  # what the peers expect from it, and send it
+            buffers = [np.zeros(int(n.sum()), np.uint8) for n in counts]
+            displs = [np.concatenate(([0], np.cumsum(n)[:-1])) for n in counts]
+            start.posted = time.perf_counter()
+            start.data = ctx.comm.Ialltoallv([buffers[0], (counts[0], displs[0]), MPI.BYTE],
+                                             [buffers[1], (counts[1], displs[1]), MPI.BYTE])
+            start.scratch = buffers  # held until the transfer ends
+            return
+    if start.data is None:
+        start.post(sendbuf, recvbuf)
+
+
+def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, hosts: Any,
+           link_bw: float | None, cache_size: int, chunk_model: Any, planner_options: dict[str, Any],
+           cached: bool = True, plan_budget: float = DEFAULT_PLAN_BUDGET) -> _Call:
+    """Wait for the agreement and find (or make) the call's pattern (collective). When any rank
+    went ahead (its bytes posted to ``comm.Ialltoallv``), every rank takes part in that transfer,
+    and the call's errors are raised after it; MPI's own error on this rank is raised if the
+    ranks found none."""
+    from mpi4py import MPI
+
+    ctx, c, config, vec = start.ctx, start.ctx.comm, start.config, start.vec
+    send, recv, failure = start.send, start.recv, start.failure
+    size = c.Get_size()
+    start.agreement.Wait()
+    ahead = int(vec[_AHEAD]) > 0
+    moved_s, mpi_error = 0.0, None
+    if ahead:
+        if vec[_FAILED] or start.data is None:
+            _join(start, sendbuf, recvbuf, failed=bool(vec[_FAILED]))
+        try:
+            start.data.Wait()
+        except MPI.Exception as exc:  # mismatched counts (MPI says truncated): named below on every rank
+            mpi_error = exc
+        moved_s = time.perf_counter() - start.posted
+    if vec[_FAILED]:
         together(c, lambda: _raise(failure))
-    assert recv is not None
-    if size * int(vec[5]) != int(vec[4]) ** 2:
+    if size * int(vec[_GENERATION][1]) != int(vec[_GENERATION][0]) ** 2:
         raise OptiqError("the ranks' alltoallv caches differ (clear_cache must be called on every rank together)")
-    _account(ctx, last_shape, int(vec[9]) / 1e6 / size, int(vec[10]) / 1e6 / size)
-    if vec[7]:  # device memory or MPI.BOTTOM with data on some rank: MPI moves the caller's own arguments
-        return _Call(c, sendbuf, recvbuf, send, recv, Pattern("mpi", "device memory or MPI.BOTTOM with data: handed "
-                     "to comm.Alltoallv"), (0, 0), "", 0.0, time.perf_counter())
+    ctx.shapes.book(start.last_shape, int(vec[_LAST_S]) / 1e6 / size, int(vec[_PLANNED_S]) / 1e6 / size)
     key, shape_key = (int(vec[0]), int(vec[1])), (int(vec[2]), int(vec[3]))
+    fingerprint = f"{key[0]:016x}{key[1]:016x}"
+    agreement = vec[_AGREE]
+    agreed = agreement[0] == agreement[1] and size * int(agreement[3]) == int(agreement[2]) ** 2
+    if recv is None and not (ahead and agreed):  # a call sent ahead reads its messages only if it needs them
+        send, recv = _messages(sendbuf, recvbuf, size)
+    if vec[_UNREAD]:  # device memory or MPI.BOTTOM with data on some rank: MPI moves the caller's own arguments
+        return _Call(c, sendbuf, recvbuf, send, recv, Pattern("mpi", "device memory or MPI.BOTTOM with data: handed "
+                     "to comm.Alltoallv"), (0, 0), "", 0.0, time.perf_counter(), moved=ahead, moved_s=moved_s)
+    if ahead:
+        if not agreed:  # the bytes moved as MPI moves mismatched counts; the mismatch is named
+            assert recv is not None
+            gather_counts(c, (recv if send is None else send).byte_counts, recv.byte_counts, config)
+        if mpi_error is not None:
+            raise mpi_error
+        return _Call(c, sendbuf, recvbuf, send, recv, _after(ctx, c, network, hosts, link_bw, config, shape_key,
+                     start.row, int(vec[_PAIRS]), plan_budget), key, fingerprint, 0.0, time.perf_counter(), shape_key,
+                     moved=True, moved_s=moved_s)
+    assert recv is not None
+    source = recv if send is None else send
     pattern = ctx.entries.get(key) if cached else None
     plan_s = 0.0
-    auto = method == "auto" and cached and network is not None and int(vec[8]) > 0  # else: local, or no network
+    auto = method == "auto" and cached and network is not None and int(vec[_PAIRS]) > 0  # else: local, or no network
     if pattern is None and auto:
-        source = recv if send is None else send
-        agreed = vec[11] == vec[12] and size * int(vec[14]) == int(vec[13]) ** 2
         if not agreed:  # gathering the counts and options names the rank that differs, on every rank
             gather_counts(c, source.byte_counts, recv.byte_counts, config)
         if config not in ctx.placed:  # where the ranks run is checked once, as a plan would check it
             check_placement(c, network, hosts, link_bw)
             ctx.placed.add(config)
-        pattern = _not_yet(ctx, shape_key, int(vec[8]), plan_budget)
+        pattern = ctx.shapes.decide(shape_key, start.row, int(vec[_PAIRS]), plan_budget)
         if pattern is not None:  # comm.Alltoallv for now: nothing to cache
-            return _Call(c, sendbuf, recvbuf, send, recv, pattern, key, f"{key[0]:016x}{key[1]:016x}", 0.0,
-                         time.perf_counter(), shape_key)
+            return _Call(c, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, 0.0, time.perf_counter(),
+                         shape_key)
     if pattern is None:
         begin = time.perf_counter()
-        source = recv if send is None else send
         shape = ctx.shapes.get(shape_key) if auto else None
         pattern = prepare(c, source.byte_counts, recv.byte_counts, config, network=network, method=method, hosts=hosts,
                           link_bw=link_bw, chunk_model=chunk_model, options=planner_options,
@@ -426,8 +537,7 @@ def _resolve(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
         if shape is not None and pattern.candidates is not None and pattern.paths is not None:
             shape.last = (pattern.candidates, pattern.paths)
         plan_s = time.perf_counter() - begin
-        ctx.plans_made += 1
-        ctx.planning_s += plan_s
+        ctx.shapes.planned(plan_s)
         ctx.pending = (None, 0.0, plan_s)
         if cached:
             ctx.entries[key] = pattern
@@ -436,51 +546,29 @@ def _resolve(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
                 ctx.entries.popitem(last=False)[1].close()  # the same entry on every rank: a collective free
     else:
         ctx.entries.move_to_end(key)
-    return _Call(c, sendbuf, recvbuf, send, recv, pattern, key, f"{key[0]:016x}{key[1]:016x}", plan_s,
-                 time.perf_counter(), shape_key if auto else None)
+    return _Call(c, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, plan_s, time.perf_counter(),
+                 shape_key if auto else None)
 
 
-def _account(ctx: _Context, shape_key: tuple[int, int] | None, call_s: float, planned_s: float) -> None:
-    """Book the last call's time and planning (the ranks' means) to its shape, and learn the
-    planning time per pair."""
-    if planned_s > 0 and ctx.last_pairs:
-        per_pair = planned_s / ctx.last_pairs
-        ctx.plan_s_per_pair = per_pair if ctx.plan_s_per_pair is None else max(per_pair, 0.5 * ctx.plan_s_per_pair)
-    shape = ctx.shapes.get(shape_key) if shape_key is not None else None
-    if shape is not None:
-        shape.calls_s += call_s
-        shape.spent_s += planned_s
-        shape.calls += 1
+def _after(ctx: _Context, c: Any, network: Any, hosts: Any, link_bw: float | None, config: str,
+           shape_key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float) -> Pattern:
+    """What a call handed to ``comm.Alltoallv`` ahead of the agreement did, and whether its
+    shape is now to be planned (then its next call waits for the agreement, and plans)."""
+    if config not in ctx.placed:
+        check_placement(c, network, hosts, link_bw)
+        ctx.placed.add(config)
+    pattern = ctx.shapes.decide(shape_key, row, pairs, budget)
+    if pattern is None:
+        return Pattern("mpi", "comm.Alltoallv; the next call of these pairs plans them (planning now costs at most "
+                              f"{budget:.0%} of their calls' time)")
+    return pattern
 
 
-def _estimate(ctx: _Context, pairs: int) -> float:
-    """The planning time of a pattern of ``pairs`` rank pairs with bytes, as every rank guesses it alike."""
-    per_pair = PLAN_S_PER_PAIR if ctx.plan_s_per_pair is None else ctx.plan_s_per_pair
-    return PLAN_S_FIXED + per_pair * pairs
-
-
-def _not_yet(ctx: _Context, shape_key: tuple[int, int], pairs: int, budget: float) -> Pattern | None:
-    """``method="auto"``'s decision on a pattern it has no plan for: a reason to hand it to
-    ``comm.Alltoallv`` (a Pattern), or None: plan it now (the same on every rank)."""
-    shape = ctx.shapes.get(shape_key)
-    if shape is None:
-        shape = ctx.shapes[shape_key] = _Shape()
-        while len(ctx.shapes) > SHAPES_KEPT:
-            ctx.shapes.popitem(last=False)
-    ctx.shapes.move_to_end(shape_key)
-    ctx.last_pairs = pairs
-    if shape.mpi_faster:
-        return Pattern("mpi", f"comm.Alltoallv: {shape.mpi_faster}")
-    if budget == float("inf"):
-        return None
-    estimate = _estimate(ctx, pairs)
-    trial = shape.calls_s / shape.calls if shape.calls else 0.0  # trying a plan moves the bytes once more
-    if shape.spent_s + estimate + trial <= budget * shape.calls_s:
-        return None
-    need = (shape.spent_s + estimate + trial) / budget if budget > 0 else float("inf")
-    return Pattern("mpi", f"comm.Alltoallv until calls of these pairs have taken {need:.3g} s, when planning them "
-                          f"(about {estimate:.3g} s) costs at most {budget:.0%} of their time: {shape.calls_s:.3g} s "
-                          f"in {shape.calls} calls so far")
+def _resolve(comm: Any, sendbuf: Any, recvbuf: Any, **options: Any) -> _Call:
+    """Check a call on every rank and find (or make) its pattern, before any byte moves
+    (collective); with ``cached`` False a new pattern of the caller's own, left out of the
+    cache (persistent requests)."""
+    return _agree(_begin(comm, sendbuf, recvbuf, **options), sendbuf, recvbuf, **options)
 
 
 def _raise(failure: tuple[type[OptiqError], str] | None) -> None:
@@ -559,27 +647,34 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
                                 f"for each side")
     if comm.Is_inter():
         return _intercomm(comm, sendbuf, recvbuf, start)
-    call = _resolve(comm, sendbuf, recvbuf, network=network, method=method, hosts=hosts, link_bw=link_bw,
-                    cache_size=cache_size, chunk_model=chunk_model, planner_options=planner_options,
-                    plan_budget=plan_budget)
+    options: dict[str, Any] = dict(network=network, method=method, hosts=hosts, link_bw=link_bw,
+                                   cache_size=cache_size, chunk_model=chunk_model, planner_options=planner_options,
+                                   plan_budget=plan_budget)
+    begun = _begin(comm, sendbuf, recvbuf, go_ahead=True, **options)
+    if begun.ahead:  # no plan can be made for it: the bytes move while the ranks agree
+        begun.post(sendbuf, recvbuf)
+    call = _agree(begun, sendbuf, recvbuf, **options)
     pattern = call.pattern
-    ready = time.perf_counter()
-    if pattern.trial and call.send is not None:  # in place, the first move would overwrite what the second sends
-        pattern = _context(comm).entries[call.key] = trial(call.comm, pattern, call.send, call.recv, sendbuf, recvbuf,
-                                                           timeout)
+    if call.moved:
+        done = time.perf_counter()
+        ready = done - call.moved_s
     else:
-        move(call.comm, pattern, call.send, call.recv, sendbuf, recvbuf, timeout)
-    done = time.perf_counter()
+        ready = time.perf_counter()
+        if pattern.trial and call.send is not None:  # in place, the first move would overwrite what the second sends
+            pattern = _context(comm).entries[call.key] = trial(call.comm, pattern, call.send, call.received, sendbuf,
+                                                               recvbuf, timeout)
+        else:
+            move(call.comm, pattern, call.send, call.received, sendbuf, recvbuf, timeout)
+        done = time.perf_counter()
     ctx = _context(comm)
     if call.shape is not None:  # auto: this call's time goes to its shape's account at the next call
         ctx.pending = (call.shape, done - ready, call.plan_s)
         if call.plan_s and pattern.method == "mpi":  # planned, and MPI kept: not planned again
-            shape = ctx.shapes.get(call.shape)
-            if shape is not None:
-                shape.mpi_faster = pattern.reason
+            ctx.shapes.mpi_faster(call.shape, pattern.reason)
     return AlltoallvResult(method=pattern.method, cached=call.plan_s == 0.0 and call.fingerprint != "",
                            plan_s=call.plan_s, overhead_s=(ready - start) - call.plan_s, transfer_s=done - ready,
                            reason=pattern.reason, predicted_s=pattern.predicted_s, default_s=pattern.default_s,
-                           fingerprint=call.fingerprint, plans_made=ctx.plans_made, planning_s=ctx.planning_s)
+                           fingerprint=call.fingerprint, plans_made=ctx.shapes.plans_made,
+                           planning_s=ctx.shapes.planning_s, ahead=call.moved)
 
 

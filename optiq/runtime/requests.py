@@ -65,10 +65,10 @@ def ialltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any = None, me
     if call.pattern.method == "mpi":
         return call.comm.Ialltoallv(sendbuf, recvbuf)
     if call.pattern.trial and call.send is not None:
-        _context(comm).entries[call.key] = trial(call.comm, call.pattern, call.send, call.recv, sendbuf, recvbuf,
+        _context(comm).entries[call.key] = trial(call.comm, call.pattern, call.send, call.received, sendbuf, recvbuf,
                                                  timeout)
     else:
-        move(call.comm, call.pattern, call.send, call.recv, sendbuf, recvbuf, timeout)
+        move(call.comm, call.pattern, call.send, call.received, sendbuf, recvbuf, timeout)
     return _complete()
 
 
@@ -121,12 +121,12 @@ class AlltoallvRequest:
             raise ValueError("this request has been freed")
         start = time.perf_counter()
         if self._trial:  # the first start measures the plan against MPI, and keeps the faster
-            call.pattern = trial(call.comm, call.pattern, call.send, call.recv, call.sendbuf, call.recvbuf,
+            call.pattern = trial(call.comm, call.pattern, call.send, call.received, call.sendbuf, call.recvbuf,
                                  self.timeout)
             self._trial = False
             self.method, self.reason = call.pattern.method, call.pattern.reason
         else:
-            move(call.comm, call.pattern, call.send, call.recv, call.sendbuf, call.recvbuf, self.timeout)
+            move(call.comm, call.pattern, call.send, call.received, call.sendbuf, call.recvbuf, self.timeout)
         self._started = True
         self.result = AlltoallvResult(method=call.pattern.method, cached=True, plan_s=0.0, overhead_s=0.0,
                                       transfer_s=time.perf_counter() - start, reason=call.pattern.reason,

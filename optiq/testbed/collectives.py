@@ -233,12 +233,12 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
         say(f"fit: micro-benchmarks at {', '.join(f'{s:,}' for s in fit_sizes)} B on {ranks} ranks")
         fit_start = time.perf_counter()
         fit_drops = _run(bed, launcher, ranks, ["collectives", "fit", "-o", str(params), "--sizes",
-                                                ",".join(str(s) for s in fit_sizes), "--repeat", str(repeat), "-q"])
+                                                ",".join(f"{s}B" for s in fit_sizes), "--repeat", str(repeat), "-q"])
         fit_s = time.perf_counter() - fit_start
         rows, mpi_s = [], float("nan")
         for algorithm in algorithms(ranks):
             out = work / f"{algorithm.replace(':', '-')}.json"
-            drops = _run(bed, launcher, ranks, ["collectives", "bench", "--size", str(size), "--params", str(params),
+            drops = _run(bed, launcher, ranks, ["collectives", "bench", "--size", f"{size}B", "--params", str(params),
                                                 "--algorithms", algorithm, "--repeat", str(repeat), "--json", str(out),
                                                 "-q"])
             report = json.loads(out.read_text())
@@ -276,7 +276,7 @@ def _drops_by_phase(bed: Testbed, launcher: Path, ranks: int, algorithm: str, si
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     try:
-        _run(bed, launcher, ranks, ["collectives", "bench", "--size", str(size), "--algorithms", algorithm,
+        _run(bed, launcher, ranks, ["collectives", "bench", "--size", f"{size}B", "--algorithms", algorithm,
                                     "--trace", str(trace), "-q"])
     finally:
         stop.set()

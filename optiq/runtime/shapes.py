@@ -1,0 +1,118 @@
+"""``method="auto"``'s account of the shapes its calls had, kept alike on every rank.
+
+A call's *shape* is which ranks send bytes to which, whatever the amounts. :class:`Shapes`
+books every call's time to its shape and decides, from the same figures on every rank, when
+a shape's calls have taken long enough that planning them costs at most the plan budget of
+that time. A shape so decided is *hot*: its calls wait for the ranks' agreement before any
+byte moves, because one of them may be planned. A call whose shape is not hot goes to
+``comm.Alltoallv`` at once, with the agreement travelling beside the transfer; every rank
+can tell that alone, from its own row of the shape (the counts it sends and receives).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from ..paths import PathSet
+from .patterns import Pattern
+
+__all__ = ["Shapes", "PLAN_S_PER_PAIR", "PLAN_S_FIXED", "SHAPES_KEPT"]
+
+#: Before a communicator has planned: the planning time guessed per host pair, and on top.
+PLAN_S_PER_PAIR, PLAN_S_FIXED = 1e-3, 0.05
+#: Shapes whose calls' time is remembered per communicator (the least recently used leave).
+SHAPES_KEPT = 256
+
+
+@dataclass
+class _Shape:
+    """One shape: the time its calls took, what planning it cost, whether it is hot, and
+    whether its plan measured slower than MPI (then it is not planned again)."""
+
+    row: tuple[int, int]  # this rank's own row of the shape, hashed (differs from rank to rank)
+    calls_s: float = 0.0
+    spent_s: float = 0.0
+    calls: int = 0
+    hot: bool = False
+    mpi_faster: str = ""
+    #: the candidates and paths of the shape's last plan: its next counts re-split over them
+    last: tuple[PathSet, PathSet] | None = None
+
+
+class Shapes:
+    """The shapes of one communicator's ``method="auto"`` calls (the same on every rank but
+    for each rank's own rows)."""
+
+    def __init__(self) -> None:
+        self.shapes: OrderedDict[tuple[int, int], _Shape] = OrderedDict()
+        self.plans_made = 0
+        self.planning_s = 0.0
+        #: planning seconds per host pair, measured on this communicator (the ranks' mean)
+        self.plan_s_per_pair: float | None = None
+        self.last_pairs = 0  # the rank pairs of the last pattern considered (every rank's sum)
+        self._hot_rows: set[tuple[int, int]] = set()
+
+    def get(self, key: tuple[int, int] | None) -> _Shape | None:
+        return None if key is None else self.shapes.get(key)
+
+    def is_hot(self, row: tuple[int, int]) -> bool:
+        """Whether this rank's row belongs to a hot shape (so the call may be planned)."""
+        return row in self._hot_rows
+
+    def _refresh(self) -> None:
+        self._hot_rows = {s.row for s in self.shapes.values() if s.hot and not s.mpi_faster}
+
+    def book(self, key: tuple[int, int] | None, call_s: float, planned_s: float) -> None:
+        """Book the last call's time and planning (the ranks' means) to its shape, and learn the
+        planning time per pair."""
+        if planned_s > 0 and self.last_pairs:
+            per_pair = planned_s / self.last_pairs
+            self.plan_s_per_pair = per_pair if self.plan_s_per_pair is None else max(per_pair,
+                                                                                      0.5 * self.plan_s_per_pair)
+        shape = self.get(key)
+        if shape is not None:
+            shape.calls_s += call_s
+            shape.spent_s += planned_s
+            shape.calls += 1
+
+    def planned(self, seconds: float) -> None:
+        self.plans_made += 1
+        self.planning_s += seconds
+
+    def estimate(self, pairs: int) -> float:
+        """The planning time of a pattern of ``pairs`` rank pairs with bytes, as every rank guesses it alike."""
+        per_pair = PLAN_S_PER_PAIR if self.plan_s_per_pair is None else self.plan_s_per_pair
+        return PLAN_S_FIXED + per_pair * pairs
+
+    def mpi_faster(self, key: tuple[int, int], reason: str) -> None:
+        """The shape's plan measured slower than MPI: it is not planned again."""
+        shape = self.get(key)
+        if shape is not None:
+            shape.mpi_faster = reason
+            self._refresh()
+
+    def decide(self, key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float) -> Pattern | None:
+        """A reason to hand a pattern without a plan to ``comm.Alltoallv`` (a Pattern), or None:
+        plan it now (the same on every rank; the shape is hot from then on)."""
+        shape = self.shapes.get(key)
+        if shape is None:
+            shape = self.shapes[key] = _Shape(row)
+            while len(self.shapes) > SHAPES_KEPT:
+                if self.shapes.popitem(last=False)[1].hot:
+                    self._refresh()
+        self.shapes.move_to_end(key)
+        self.last_pairs = pairs
+        if shape.mpi_faster:
+            return Pattern("mpi", f"comm.Alltoallv: {shape.mpi_faster}")
+        estimate = self.estimate(pairs)
+        trial = shape.calls_s / shape.calls if shape.calls else 0.0  # trying a plan moves the bytes once more
+        if budget == float("inf") or shape.spent_s + estimate + trial <= budget * shape.calls_s:
+            if not shape.hot:
+                shape.hot = True
+                self._hot_rows.add(shape.row)
+            return None
+        need = (shape.spent_s + estimate + trial) / budget if budget > 0 else float("inf")
+        return Pattern("mpi", f"comm.Alltoallv until calls of these pairs have taken {need:.3g} s, when planning "
+                              f"them (about {estimate:.3g} s) costs at most {budget:.0%} of their time: "
+                              f"{shape.calls_s:.3g} s in {shape.calls} calls so far")
