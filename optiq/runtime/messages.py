@@ -277,7 +277,7 @@ def _read(spec: Any, readonly: bool, blocks: int) -> Message:
     from mpi4py import MPI
 
     o_buf = o_counts = o_displs = o_type = None
-    if _is_buffer(spec):
+    if not isinstance(spec, (list, tuple)) and _is_buffer(spec):  # a list or tuple is never a buffer
         o_buf = spec
     elif isinstance(spec, (list, tuple)):
         if len(spec) == 2:
@@ -299,9 +299,7 @@ def _read(spec: Any, readonly: bool, blocks: int) -> Message:
     else:
         raise TypeError("message: expecting buffer or list/tuple")
     place, data, datatype = _buffer(o_buf, o_type, readonly)
-    size = datatype.Get_size() if datatype != MPI.DATATYPE_NULL else 0
-    lb, extent = datatype.Get_extent() if datatype != MPI.DATATYPE_NULL else (0, 0)
-    true_lb, true_extent = datatype.Get_true_extent() if datatype != MPI.DATATYPE_NULL else (0, 0)
+    size, lb, extent, true_lb, true_extent = _type_bounds(datatype)
     nbytes = 0 if data is None else data.size
     if place == DEVICE:
         nbytes = _device_nbytes(o_buf)
@@ -331,8 +329,29 @@ def _read(spec: Any, readonly: bool, blocks: int) -> Message:
         raise ValueError(f"message: negative count {int(counts.min())}")
     if datatype == MPI.DATATYPE_NULL and counts.any():
         raise ValueError(f"message: datatype is null, with a count of {int(counts.max())}")
-    return Message(spec, o_buf, place, data, counts, displs, datatype, int(size), int(lb), int(extent), int(true_lb),
-                   int(true_extent))
+    return Message(spec, o_buf, place, data, counts, displs, datatype, size, lb, extent, true_lb, true_extent)
+
+
+#: The size and bounds of the predefined datatypes met so far, by handle.
+_PREDEFINED_BOUNDS: dict[int, tuple[int, int, int, int, int]] = {}
+
+
+def _type_bounds(datatype: Any) -> tuple[int, int, int, int, int]:
+    """A datatype's size, lower bound, extent, true lower bound and true extent, in bytes
+    (zeros for ``MPI.DATATYPE_NULL``); remembered for the predefined types, which never change."""
+    from mpi4py import MPI
+
+    if datatype == MPI.DATATYPE_NULL:
+        return 0, 0, 0, 0, 0
+    known = _PREDEFINED_BOUNDS.get(datatype.handle)
+    if known is not None:
+        return known
+    lb, extent = datatype.Get_extent()
+    true_lb, true_extent = datatype.Get_true_extent()
+    bounds = int(datatype.Get_size()), int(lb), int(extent), int(true_lb), int(true_extent)
+    if datatype.is_predefined:
+        _PREDEFINED_BOUNDS[datatype.handle] = bounds
+    return bounds
 
 
 def _buffer(o_buf: Any, o_type: Any, readonly: bool) -> tuple[str, np.ndarray | None, Any]:
