@@ -82,6 +82,8 @@ def _bytes_off(data):
 def _break_path(data):
     p = next(p for job in data["jobs"] for p in job["paths"] if len(p["links"]) >= 3)
     p["links"] = p["links"][:1] + p["links"][2:]  # skip a link: the path breaks
+    if "stops" in p:  # one leg, so that the break is what the check meets first
+        p["stops"] = [p["stops"][0], p["stops"][-1]]
 
 
 def _leave_the_route(data):

@@ -66,8 +66,10 @@ __all__ = ["CGOptions", "CGResult", "CGStatus", "CGIteration", "column_generatio
 
 #: Stop when the plan is within 1% of the best proven lower bound.
 DEFAULT_GAP = 0.01
-#: Priced paths may be this many hops longer than the job's shortest route.
-DEFAULT_HOP_SLACK = 2
+#: Priced paths may be this many hops longer than the job's shortest route. With two, the LP
+#: of a torus of unequal sides (the full Blue Gene/Q) stays above the default gap from the cut
+#: bound; with four, column generation reaches it (benchmarks/RESULTS.md).
+DEFAULT_HOP_SLACK = 4
 #: Before the first solve, links loaded to this fraction of the busiest (every job split
 #: evenly over its initial columns) get rows; the others join when a solve overloads them.
 INITIAL_BUSY = 0.5
