@@ -277,9 +277,7 @@ def _read(spec: Any, readonly: bool, blocks: int) -> Message:
     from mpi4py import MPI
 
     o_buf = o_counts = o_displs = o_type = None
-    if not isinstance(spec, (list, tuple)) and _is_buffer(spec):  # a list or tuple is never a buffer
-        o_buf = spec
-    elif isinstance(spec, (list, tuple)):
+    if isinstance(spec, (list, tuple)):  # never a buffer itself: no export is tried
         if len(spec) == 2:
             o_buf, o_counts = spec
             if _is_datatype(o_counts):
@@ -294,7 +292,7 @@ def _read(spec: Any, readonly: bool, blocks: int) -> Message:
             o_buf, o_counts, o_displs, o_type = spec
         else:
             raise ValueError("message: expecting 2 to 4 items")
-    elif hasattr(spec, "__dlpack__") or hasattr(spec, "__cuda_array_interface__"):
+    elif _is_buffer(spec) or hasattr(spec, "__dlpack__") or hasattr(spec, "__cuda_array_interface__"):
         o_buf = spec
     else:
         raise TypeError("message: expecting buffer or list/tuple")

@@ -148,7 +148,7 @@ class AlltoallvResult:
     planning_s : float
         Seconds this rank spent making them.
     ahead : bool
-        Whether the bytes moved by ``comm.Alltoallv`` while the ranks were still agreeing on
+        Whether the bytes moved by ``comm.Ialltoallv`` while the ranks were still agreeing on
         the call (``method="auto"``, a pattern of no shape it may plan).
     """
 
@@ -187,7 +187,7 @@ class _Context:
         #: the same counts and displacements, on numpy buffers of the same sizes and types, is not
         #: checked again. Its buffers are not held (held, they would keep the allocator from
         #: reusing their pages, and every call would fault fresh ones in).
-        self.last: tuple[tuple[Any, ...], tuple[np.ndarray, bool, int, np.ndarray]] | None = None
+        self.last: tuple[tuple[Any, ...], tuple[np.ndarray, bool, int]] | None = None
         #: ``method="auto"``: what every shape's calls took and cost (the same on every rank)
         self.shapes = Shapes()
         #: this rank's time of its last call and of its planning since, told at the next call
@@ -253,7 +253,7 @@ class _Call:
     plan_s: float
     checked_s: float            # when the checks ended (perf_counter)
     shape: tuple[int, int] | None = None  # method="auto": the shape's key
-    moved: bool = False         # the bytes went ahead by comm.Alltoallv, before the agreement
+    moved: bool = False         # the bytes went ahead by comm.Ialltoallv, before the agreement
     moved_s: float = 0.0        # this rank's part in that, when it joined the ranks that went ahead
 
     @property
@@ -358,7 +358,6 @@ class _Start:
     recv: Message | None
     failure: tuple[type[OptiqError], str] | None
     vec: np.ndarray          # the agreement's words (summed in place)
-    table: np.ndarray        # per peer: the bytes this rank sends it, and expects from it
     agreement: Any           # the request of the agreement's Iallreduce
     last_shape: tuple[int, int] | None
     row: tuple[int, int]     # this rank's row of the call's shape, hashed
@@ -397,23 +396,23 @@ def _begin(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, 
         send_key, recv_key = spec_key(sendbuf) if sendbuf is not MPI.IN_PLACE else ("in place",), spec_key(recvbuf)
         memo = None if send_key is None or recv_key is None else (send_key, recv_key, method, config)
         if memo is not None and ctx.last is not None and ctx.last[0] == memo:
-            words, readable, pairs, table = ctx.last[1]
-            if not (eligible and readable and pairs > 0 and not ctx.shapes.is_hot((int(words[2]), int(words[3])))):
-                send, recv = _messages(sendbuf, recvbuf, size)  # else read only if the call needs them
+            words, readable, pairs = ctx.last[1]
         else:
             ctx.last = None
             send, recv, words, readable, pairs = _read_call(rank, size, sendbuf, recvbuf, method, network, config)
-            table = _table(send, recv, size)
             if memo is not None:
-                ctx.last = (memo, (words, readable, pairs, table))
+                ctx.last = (memo, (words, readable, pairs))
     except Exception as exc:  # any mistake, typed as mpi4py types it, fails every rank together
-        error = as_argument_error(exc)
-        text = str(error)
-        failure = (type(error), text if text.startswith("rank ") else f"rank {rank}: {text}")
-        table = np.zeros((size, 2), np.int64)  # a failing rank claims nothing: its peers' claims size what it moves
-    row = (int(words[2]), int(words[3]))
-    # ahead: a pattern of no hot shape cannot be planned, so it goes to comm.Alltoallv now
+        failure = _failure(exc, rank)
+    row = _pair(words[_SHAPE])
+    # ahead: a pattern of no hot shape cannot be planned, so it goes to comm.Ialltoallv now; a
+    # memoised call sent ahead reads its messages only if it turns out to need them (_agree)
     ahead = eligible and failure is None and readable and pairs > 0 and not ctx.shapes.is_hot(row)
+    if failure is None and recv is None and not ahead:
+        try:
+            send, recv = _messages(sendbuf, recvbuf, size)
+        except Exception as exc:
+            failure = _failure(exc, rank)
     # the last call's time and this rank's planning since ride along, in microseconds: every rank
     # then keeps the same account of every shape
     last_shape, last_s, planned_s = ctx.pending
@@ -421,7 +420,14 @@ def _begin(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, 
     vec = np.array([*words[:4], ctx.generation, ctx.generation ** 2, failure is not None, not readable, pairs,
                     round(last_s * 1e6), round(planned_s * 1e6), *words[4:], ahead], dtype=np.uint64)
     agreement = c.Iallreduce(MPI.IN_PLACE, vec, op=MPI.SUM)
-    return _Start(ctx, config, send, recv, failure, vec, table, agreement, last_shape, row, ahead)
+    return _Start(ctx, config, send, recv, failure, vec, agreement, last_shape, row, ahead)
+
+
+def _failure(exc: Exception, rank: int) -> tuple[type[OptiqError], str]:
+    """A mistake on this rank, typed as mpi4py types it, with the rank named: raised on every rank."""
+    error = as_argument_error(exc)
+    text = str(error)
+    return type(error), text if text.startswith("rank ") else f"rank {rank}: {text}"
 
 
 def _messages(sendbuf: Any, recvbuf: Any, size: int) -> tuple[Message | None, Message]:
@@ -430,17 +436,6 @@ def _messages(sendbuf: Any, recvbuf: Any, size: int) -> tuple[Message | None, Me
 
     recv = read_message(recvbuf, readonly=False, blocks=size)
     return None if sendbuf is MPI.IN_PLACE else read_message(sendbuf, readonly=True, blocks=size), recv
-
-
-def _table(send: Message | None, recv: Message, size: int) -> np.ndarray:
-    """What this rank sends each peer and expects from it, in bytes (zeros where it cannot tell)."""
-    table = np.zeros((size, 2), np.int64)
-    try:
-        table[:, 0] = (recv if send is None else send).byte_counts
-        table[:, 1] = recv.byte_counts
-    except (ValueError, TypeError, AttributeError):  # counts this module does not read
-        table[:] = 0
-    return table
 
 
 def _join(start: _Start, sendbuf: Any, recvbuf: Any, failed: bool) -> None:
@@ -452,8 +447,13 @@ def _join(start: _Start, sendbuf: Any, recvbuf: Any, failed: bool) -> None:
 
     ctx = start.ctx
     if failed:
-        got = np.empty_like(start.table)
-        ctx.side.Alltoall(start.table, got)
+        size = ctx.comm.Get_size()
+        table = np.zeros((size, 2), np.int64)  # a failing rank claims nothing: its peers' claims size what it moves
+        if start.failure is None:
+            send, recv = (start.send, start.recv) if start.recv is not None else _messages(sendbuf, recvbuf, size)
+            table[:, 0], table[:, 1] = (recv if send is None else send).byte_counts, recv.byte_counts
+        got = np.empty_like(table)
+        ctx.side.Alltoall(table, got)
         if start.failure is not None:
             counts = [got[:, 1], got[:, 0]]  # what the peers expect from it, and send it
             buffers = [np.zeros(int(n.sum()), np.uint8) for n in counts]
@@ -495,7 +495,7 @@ def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: s
     if size * int(vec[_GENERATION][1]) != int(vec[_GENERATION][0]) ** 2:
         raise OptiqError("the ranks' alltoallv caches differ (clear_cache must be called on every rank together)")
     ctx.shapes.book(start.last_shape, int(vec[_LAST_S]) / 1e6 / size, int(vec[_PLANNED_S]) / 1e6 / size)
-    key, shape_key = (int(vec[0]), int(vec[1])), (int(vec[2]), int(vec[3]))
+    key, shape_key = _pair(vec[_PATTERN]), _pair(vec[_SHAPE])
     fingerprint = f"{key[0]:016x}{key[1]:016x}"
     agreement = vec[_AGREE]
     agreed = agreement[0] == agreement[1] and size * int(agreement[3]) == int(agreement[2]) ** 2
@@ -510,7 +510,7 @@ def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: s
             gather_counts(c, (recv if send is None else send).byte_counts, recv.byte_counts, config)
         if mpi_error is not None:
             raise mpi_error
-        return _Call(c, sendbuf, recvbuf, send, recv, _after(ctx, c, network, hosts, link_bw, config, shape_key,
+        return _Call(c, sendbuf, recvbuf, send, recv, _after(ctx, network, hosts, link_bw, config, shape_key,
                      start.row, int(vec[_PAIRS]), plan_budget), key, fingerprint, 0.0, time.perf_counter(), shape_key,
                      moved=True, moved_s=moved_s)
     assert recv is not None
@@ -521,9 +521,7 @@ def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: s
     if pattern is None and auto:
         if not agreed:  # gathering the counts and options names the rank that differs, on every rank
             gather_counts(c, source.byte_counts, recv.byte_counts, config)
-        if config not in ctx.placed:  # where the ranks run is checked once, as a plan would check it
-            check_placement(c, network, hosts, link_bw)
-            ctx.placed.add(config)
+        _check_placement_once(ctx, network, hosts, link_bw, config)
         pattern = ctx.shapes.decide(shape_key, start.row, int(vec[_PAIRS]), plan_budget)
         if pattern is not None:  # comm.Alltoallv for now: nothing to cache
             return _Call(c, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, 0.0, time.perf_counter(),
@@ -550,13 +548,22 @@ def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: s
                  shape_key if auto else None)
 
 
-def _after(ctx: _Context, c: Any, network: Any, hosts: Any, link_bw: float | None, config: str,
+def _pair(words: np.ndarray) -> tuple[int, int]:
+    return int(words[0]), int(words[1])
+
+
+def _check_placement_once(ctx: _Context, network: Any, hosts: Any, link_bw: float | None, config: str) -> None:
+    """Where the ranks run, checked once per set of options, as a plan would check it (collective)."""
+    if config not in ctx.placed:
+        check_placement(ctx.comm, network, hosts, link_bw)
+        ctx.placed.add(config)
+
+
+def _after(ctx: _Context, network: Any, hosts: Any, link_bw: float | None, config: str,
            shape_key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float) -> Pattern:
     """What a call handed to ``comm.Alltoallv`` ahead of the agreement did, and whether its
     shape is now to be planned (then its next call waits for the agreement, and plans)."""
-    if config not in ctx.placed:
-        check_placement(c, network, hosts, link_bw)
-        ctx.placed.add(config)
+    _check_placement_once(ctx, network, hosts, link_bw, config)
     pattern = ctx.shapes.decide(shape_key, row, pairs, budget)
     if pattern is None:
         return Pattern("mpi", "comm.Alltoallv; the next call of these pairs plans them (planning now costs at most "
