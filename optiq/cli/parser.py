@@ -20,7 +20,8 @@ from ..sim.flow import DEFAULT_BATCH
 from ..testbed import DEFAULT_QUEUE, DEFAULT_REPEAT, TESTBED_METHODS, TESTBED_RATE
 from ..testbed.collectives import COLLECTIVES_SIZE, FIT_SIZES
 from ..topology.spec import SPEC_HELP
-from ..workloads import PATTERNS, SELECTIONS
+from ..workloads import SELECTIONS
+from ..workloads.spec import WORKLOAD_PATTERNS
 from . import argtypes as types
 from . import launcher
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["build_parser", "PATTERN_CHOICES"]
 
-PATTERN_CHOICES = PATTERNS + ("distance", "destsize", "permutation")
+PATTERN_CHOICES = WORKLOAD_PATTERNS
 
 
 

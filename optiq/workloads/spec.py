@@ -26,8 +26,10 @@ if TYPE_CHECKING:
     from ..topology import Topology
     from .demands import Demands
 
-__all__ = ["WorkloadSpec", "TRACE_OPTIONS"]
+__all__ = ["WorkloadSpec", "TRACE_OPTIONS", "WORKLOAD_PATTERNS"]
 
+#: Every pattern a workload names: the fixed-ratio ones and the sweeps and permutation.
+WORKLOAD_PATTERNS = PATTERNS + ("distance", "destsize", "permutation")
 #: The options that apply only to rank traffic (``traffic``).
 TRACE_OPTIONS = ("ranks_per_node", "traffic_unit", "selection", "placement")
 
@@ -77,9 +79,8 @@ class WorkloadSpec:
         if len(given) != 1:
             raise OptiqError("a workload is one of --pattern, --demands and --traffic"
                              + (f", not {' and '.join('--' + g for g in given)}" if given else ""))
-        known = (*PATTERNS, "permutation", "distance", "destsize")
-        if self.pattern and self.pattern not in known:
-            raise OptiqError(f"unknown pattern {self.pattern!r}; choose from {', '.join(known)}")
+        if self.pattern and self.pattern not in WORKLOAD_PATTERNS:
+            raise OptiqError(f"unknown pattern {self.pattern!r}; choose from {', '.join(WORKLOAD_PATTERNS)}")
         stray = [name for name in TRACE_OPTIONS if getattr(self, name) is not None]
         if stray and not self.traffic:
             named = ", ".join("--" + s.replace("_", "-") for s in stray)
