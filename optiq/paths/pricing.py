@@ -1,27 +1,22 @@
 """Least-cost paths under one set of link costs, for many jobs at once (the pricing step).
 
 Column generation asks, for every job, for the cheapest path under the LP's dual link
-weights, no longer than the job's hop limit. One Dijkstra per distinct source (scipy, in
-C) answers it for all jobs; a small cost per hop breaks ties towards fewer hops (and keeps
-zero-cost links visible to scipy). Jobs whose answer is too long are re-solved by the
-hop-limited layered Bellman-Ford of :mod:`optiq.paths.shortest`.
+weights, no longer than the job's hop limit. One Dijkstra per distinct source, stopped once
+its jobs' targets are settled (:mod:`optiq.paths.dijkstra`), answers it for all jobs; a
+small cost per hop breaks ties towards fewer hops. Jobs whose answer is too long are
+re-solved by the hop-limited layered Bellman-Ford of :mod:`optiq.paths.shortest`.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import dijkstra
 
 from ..errors import PathError
 from ..mpi.workers import Workers, block
 from ..utils.progress import Progress, Ticker
-from .regions import region_tree_paths
 from .shortest import hop_limited_shortest_paths
-from .treewalk import walk_back
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -29,15 +24,6 @@ if TYPE_CHECKING:
     from ..topology import Topology
 
 __all__ = ["least_cost_paths", "min_hops"]
-
-
-@lru_cache(maxsize=8)
-def _pairs(topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Links sorted by (tail, head); the start of every distinct node pair among them."""
-    order = np.lexsort((topology.link_dst, topology.link_src))
-    key = topology.link_src[order] * topology.num_nodes + topology.link_dst[order]
-    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
-    return order, starts, key[starts]
 
 
 def min_hops(topology: Topology, sources: ArrayLike, targets: ArrayLike) -> np.ndarray:
@@ -147,30 +133,25 @@ def _least_cost_part(part: int, parts: int, topology, sources, targets, cost, ho
 
 def _least_cost(topology, sources, targets, cost, hop_limit, too_long, tick,
                 regions: bool = False) -> tuple[list, np.ndarray, np.ndarray]:
+    from .dijkstra import source_paths  # numba: imported when a search runs, not with optiq
+
     n = topology.num_nodes
     hop_cost = 1e-9 * max(float(cost.max()), 1e-300)
-    slack = hop_limit - topology.pair_hops(sources, targets) if regions else hop_limit
-    if regions:
-        paths = region_tree_paths(topology, sources, targets, slack, cost + hop_cost, _pairs(topology), tick)
-    else:
-        paths = _tree_paths(topology, sources, targets, cost + hop_cost, tick)
+    slack = hop_limit - topology.pair_hops(sources, targets) if regions else None
+    paths, path_cost, hops = source_paths(topology, sources, targets, cost + hop_cost, cost, hop_limit, slack, tick)
     # the tie-breaking hop cost can make a path look cheaper than one with more hops by at most
     # hop_cost * (nodes - 1): subtract that so the unlimited cost stays a lower bound
-    path_cost = _path_costs(paths, cost)
     unlimited = np.full(path_cost.size, np.nan) if regions else np.maximum(path_cost - hop_cost * n, 0.0)
-    over = np.flatnonzero(np.array([p.size for p in paths], dtype=np.int64) > hop_limit)
+    over = np.flatnonzero(hops > hop_limit)
     if too_long == "penalty" and over.size:
         positive = cost[cost > 0]
         step = 0.5 * float(positive.mean()) if positive.size else 1.0
-        if regions:
-            found = region_tree_paths(topology, sources[over], targets[over], slack[over], cost + hop_cost + step,
-                                      _pairs(topology))
-        else:
-            found = _tree_paths(topology, sources[over], targets[over], cost + hop_cost + step)
-        fits = np.array([p.size for p in found], dtype=np.int64) <= hop_limit[over]
+        found, found_cost, found_hops = source_paths(topology, sources[over], targets[over], cost + hop_cost + step,
+                                                     cost, hop_limit[over], None if slack is None else slack[over])
+        fits = found_hops <= hop_limit[over]
         for j, p in zip(over[fits], (p for p, f in zip(found, fits) if f)):
             paths[j] = p
-        path_cost[over[fits]] = _path_costs([paths[j] for j in over[fits]], cost)
+        path_cost[over[fits]] = found_cost[fits]
         over = over[~fits]
     if too_long in ("penalty", "drop"):
         for j in over:
@@ -189,43 +170,6 @@ def _least_cost(topology, sources, targets, cost, hop_limit, too_long, tick,
     return paths, path_cost, unlimited
 
 
-def _pair_graph(topology, link_weight: np.ndarray) -> tuple[csr_matrix, csr_matrix]:
-    """The weight of the cheapest link of every node pair, and that link's id plus one."""
-    n = topology.num_nodes
-    order, starts, pair_key = _pairs(topology)
-    weight = link_weight[order]
-    best = np.minimum.reduceat(weight, starts)                       # cheapest of parallel links
-    pick = order[starts + _argmin_reduceat(weight, starts)]          # and which link that is
-    graph = csr_matrix((best, (pair_key // n, pair_key % n)), shape=(n, n))
-    link_of_pair = csr_matrix((pick + 1, (pair_key // n, pair_key % n)), shape=(n, n))
-    return graph, link_of_pair
-
-
-def _tree_paths(topology, sources: np.ndarray, targets: np.ndarray, link_weight: np.ndarray,
-                tick: Ticker | None = None) -> list[np.ndarray]:
-    """Every job's least-weight path (positive weights), from one Dijkstra per distinct source."""
-    graph, link_of_pair = _pair_graph(topology, link_weight)
-    uniq, row = np.unique(sources, return_inverse=True)
-    paths: list[np.ndarray] = [np.empty(0, np.int64)] * sources.size
-    for start in range(0, uniq.size, 256):
-        block = np.flatnonzero((row >= start) & (row < start + 256))
-        _, pred = dijkstra(graph, directed=True, indices=uniq[start:start + 256], return_predecessors=True)
-        pred_rows = row[block] - start
-        cur, src = targets[block].copy(), sources[block]
-        steps = np.zeros(block.size, dtype=np.int64)
-        record = np.full((block.size, 8), -1, dtype=np.int64)
-        for live, prev, here in walk_back(pred, pred_rows, cur, src, block, sources, targets):
-            if steps.max() >= record.shape[1]:
-                record = np.concatenate([record, np.full_like(record, -1)], axis=1)
-            record[live, steps[live]] = np.asarray(link_of_pair[prev, here]).ravel() - 1
-            steps[live] += 1
-        for i, j in enumerate(block):
-            paths[j] = record[i, :steps[i]][::-1].copy()
-        if tick:
-            tick(min(start + 256, uniq.size))
-    return paths
-
-
 def _path_costs(paths: list[np.ndarray], cost: np.ndarray) -> np.ndarray:
     """Sum of ``cost`` over the links of every path (empty paths cost 0)."""
     hops = np.array([p.size for p in paths], dtype=np.int64)
@@ -233,11 +177,3 @@ def _path_costs(paths: list[np.ndarray], cost: np.ndarray) -> np.ndarray:
         return np.zeros(len(paths))
     owner = np.repeat(np.arange(len(paths)), hops)
     return np.bincount(owner, weights=cost[np.concatenate(paths)], minlength=len(paths))
-
-
-def _argmin_reduceat(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Position of the minimum within each segment ``values[starts[i]:starts[i+1]]``."""
-    seg = np.repeat(np.arange(starts.size), np.diff(np.append(starts, values.size)))
-    order = np.lexsort((values, seg))
-    first = np.concatenate(([True], seg[order][1:] != seg[order][:-1]))
-    return order[first] - starts
