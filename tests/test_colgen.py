@@ -94,7 +94,8 @@ def test_pricing_is_the_cheapest_path_within_the_hop_limit():
         best = min(sum(cost[k] for _, _, k in p)
                    for p in nx.all_simple_edge_paths(g, int(src[j]), int(dst[j]), cutoff=int(limit[j])))
         assert got[j] == pytest.approx(best)
-        assert paths[j].size <= limit[j] and t.link_src[paths[j][0]] == src[j] and t.link_dst[paths[j][-1]] == dst[j]
+        path = paths.path(j)
+        assert path.size <= limit[j] and t.link_src[path[0]] == src[j] and t.link_dst[path[-1]] == dst[j]
         assert free[j] <= got[j] + 1e-12
 
 

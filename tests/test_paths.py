@@ -14,6 +14,7 @@ from optiq.paths import (
     system_routes,
     yen_paths,
 )
+from optiq.paths.pathset import path_key
 from optiq.topology import bgq, cluster, kary_ntree, mesh, torus
 from optiq.workloads import Demands, constant_ratio
 
@@ -275,7 +276,7 @@ def test_least_cost_paths_in_regions_equal_the_whole_graph_search(spec):
         full = least_cost_paths(t, d.src, d.dst, cost, limit, too_long="exact")
         confined = least_cost_paths(t, d.src, d.dst, cost, limit, too_long="exact", regions=True)
         assert confined[1] == pytest.approx(full[1], rel=1e-9, abs=1e-12)
-        assert all(p.size <= h for p, h in zip(confined[0], limit))
+        assert (confined[0].hops <= limit).all()
         assert np.isnan(confined[2]).all()  # a confined search proves no bound
 
 
@@ -324,3 +325,21 @@ def test_chain_candidates_priced_in_slices_are_valid_distinct_chains(monkeypatch
         stops = [sliced.stop_nodes(p, t) for p in range(sliced.job_offsets[j], sliced.job_offsets[j + 1])]
         assert stops[0] == [d.src[j], d.dst[j]] and all(s[0] == d.src[j] and s[-1] == d.dst[j] for s in stops)
         assert all(d.src[j] not in s[1:-1] and d.dst[j] not in s[1:-1] for s in stops)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_repeats_are_the_paths_a_set_of_keys_has_seen_before(seed):
+    rng = np.random.default_rng(seed)
+    num_jobs = int(rng.integers(1, 5))
+    count = int(rng.integers(2, 60))
+    # few links and short paths, so that many paths repeat; empty paths too
+    paths = [rng.integers(0, 3, rng.integers(0, 4)) for _ in range(count)]
+    ps = PathSet.from_lists(paths, rng.integers(0, num_jobs, count), num_jobs)
+    seen: set = set()
+    want = []
+    for p in range(ps.num_paths):
+        key = path_key(int(ps.job[p]), ps.path(p))
+        want.append(key in seen)
+        seen.add(key)
+    assert ps.repeats().tolist() == want
+    assert ps.unique().num_paths == len(seen)

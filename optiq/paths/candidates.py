@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import PathError
 from ..mpi.workers import Workers
-from .pathset import PathSet, path_key
+from .pathset import PathSet
 from .pricing import least_cost_paths, min_hops
 from .shortest import hop_limited_shortest_records
 
@@ -181,21 +181,19 @@ def spread_paths(topology: Topology, demands: Demands, k: int = 4, *, hop_slack:
     rng = np.random.default_rng(seed)
     hop_limit = min_hops(topology, demands.src, demands.dst) + hop_slack
     uses = np.zeros(topology.num_links)
-    seen: set[tuple[int, bytes]] = set()
-    lists: list[np.ndarray] = []
-    owners: list[int] = []
+    kept = PathSet(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), demands.num_jobs)
     for rnd in range(k):
         mean = uses[uses > 0].mean() if (uses > 0).any() else 1.0
         weight = 1.0 + penalty * uses / mean + rng.random(topology.num_links) * 0.5 / max(hop_limit.max(), 1)
         found, _, _ = least_cost_paths(topology, demands.src, demands.dst, weight, hop_limit,
-                                       too_long="drop" if lists else "exact", workers=workers)  # later: skip
-        for j, p in enumerate(found):
-            key = path_key(j, p)
-            if p.size and key not in seen:
-                seen.add(key)
-                lists.append(p)
-                owners.append(j)
-                uses[p] += 1
+                                       too_long="drop" if kept.num_paths else "exact", workers=workers)  # later: skip
+        both, order = PathSet.concat([kept, found])
+        new = order >= kept.num_paths                  # this round's paths, in the job-grouped order
+        fresh = new & ~both.repeats() & (both.hops > 0)
+        taken = np.zeros(found.num_paths, bool)
+        taken[order[fresh] - kept.num_paths] = True
+        uses += np.bincount(found.select(taken).links, minlength=topology.num_links)
+        kept = both.select(~new | fresh)
         if progress:
-            progress(f"spread candidates: round {rnd + 1}/{k}, {len(lists):,} paths")
-    return PathSet.from_lists(lists, owners, demands.num_jobs)
+            progress(f"spread candidates: round {rnd + 1}/{k}, {kept.num_paths:,} paths")
+    return kept

@@ -71,14 +71,23 @@ def _geometry(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
 
 def source_paths(topology: Topology, sources: np.ndarray, targets: np.ndarray, link_weight: np.ndarray,
                  link_cost: np.ndarray, hop_limit: np.ndarray, slack: np.ndarray | None = None,
-                 tick: Ticker | None = None) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-    """Every job's least-``link_weight`` path, its cost under ``link_cost`` and its hop count.
+                 tick: Ticker | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every job's least-``link_weight`` path (CSR), its cost under ``link_cost`` and its hop count.
 
     Of parallel links the cheapest carries the path (the lowest id among equals). A path
     longer than its job's ``hop_limit`` is returned empty, with its true cost and hop count,
     so the caller can tell it is too long. With ``slack`` (tori and meshes), job ``j``'s
     search may only visit the nodes of its region: those whose per-dimension detours from
     the shortest routes add up to at most ``slack[j]``.
+
+    Returns
+    -------
+    links, offsets : ndarray
+        Job ``j``'s path is ``links[offsets[j]:offsets[j + 1]]``.
+    cost : ndarray
+        Its cost (of the path found, also when it was too long to return).
+    hops : ndarray
+        Its length (likewise).
 
     Raises
     ------
@@ -90,11 +99,11 @@ def source_paths(topology: Topology, sources: np.ndarray, targets: np.ndarray, l
     >>> from optiq.topology import torus
     >>> t = torus((6,))
     >>> w = np.ones(t.num_links); w[t.links_between(0, 1)] = 10.0          # the short way is dear
-    >>> paths, cost, hops = source_paths(t, np.array([0]), np.array([2]), w, w, np.array([4]))
-    >>> t.link_dst[paths[0]].tolist(), cost.tolist(), hops.tolist()
+    >>> links, offsets, cost, hops = source_paths(t, np.array([0]), np.array([2]), w, w, np.array([4]))
+    >>> t.link_dst[links].tolist(), cost.tolist(), hops.tolist()
     ([5, 4, 3, 2], [4.0], [4])
-    >>> paths, cost, hops = source_paths(t, np.array([0]), np.array([2]), w, w, np.array([4]), slack=np.array([0]))
-    >>> t.link_dst[paths[0]].tolist(), cost.tolist()                      # no detour allowed
+    >>> links, _, cost, _ = source_paths(t, np.array([0]), np.array([2]), w, w, np.array([4]), slack=np.array([0]))
+    >>> t.link_dst[links].tolist(), cost.tolist()                         # no detour allowed
     ([1, 2], [11.0])
     """
     sources, targets = np.asarray(sources, np.int64), np.asarray(targets, np.int64)
@@ -114,23 +123,23 @@ def source_paths(topology: Topology, sources: np.ndarray, targets: np.ndarray, l
     uniq, row = np.unique(sources, return_inverse=True)
     order = np.argsort(row, kind="stable")
     bounds = np.searchsorted(row[order], np.arange(uniq.size + 1))
-    width = int(hop_limit.max(initial=0))
-    links = np.full((sources.size, max(width, 1)), -1, np.int64)
+    width = max(min(int(hop_limit.max(initial=0)), topology.num_nodes - 1), 1)  # a Dijkstra path is simple
+    rows = np.full((sources.size, width), -1, np.int64)
     cost, hops = np.zeros(sources.size), np.zeros(sources.size, np.int64)
     work = _Work(topology.num_nodes, heads.size)
     for first in range(0, uniq.size, BLOCK):
         stop = min(first + BLOCK, uniq.size)
         _search(indptr, tails, heads, pair_weight, pair_link, np.asarray(link_cost, dtype=float), uniq[first:stop],
                 bounds[first:stop + 1], order, targets, hop_limit, job_slack, region, coords, table,
-                work.dist, work.pred, work.state, work.touched, work.heap_d, work.heap_n, links, cost, hops)
+                work.dist, work.pred, work.state, work.touched, work.heap_d, work.heap_n, rows, cost, hops)
         if tick:
             tick(stop)
     if (hops < 0).any():
         j = int(np.flatnonzero(hops < 0)[0])
         raise PathError(f"node {targets[j]} cannot be reached from node {sources[j]}")
-    kept = hops <= hop_limit
-    paths = [links[j, :hops[j]].copy() if kept[j] else np.empty(0, np.int64) for j in range(sources.size)]
-    return paths, cost, hops
+    kept = np.where(hops <= hop_limit, hops, 0)
+    offsets = np.concatenate(([0], np.cumsum(kept)))
+    return rows[np.arange(width) < kept[:, None]], offsets, cost, hops
 
 
 class _Work:

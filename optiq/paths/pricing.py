@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import PathError
 from ..mpi.workers import Workers, block
 from ..utils.progress import Progress, Ticker
+from .pathset import PathSet, csr_positions
 from .shortest import hop_limited_shortest_paths
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from ..topology import Topology
 
-__all__ = ["least_cost_paths", "min_hops"]
+__all__ = ["least_cost_paths", "min_hops", "replace_paths"]
 
 
 def min_hops(topology: Topology, sources: ArrayLike, targets: ArrayLike) -> np.ndarray:
@@ -41,7 +42,7 @@ def min_hops(topology: Topology, sources: ArrayLike, targets: ArrayLike) -> np.n
 def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike, link_cost: np.ndarray, hop_limit: np.ndarray, *,
                      too_long: str = "exact", progress: Progress | None = None, what: str = "least-cost paths",
                      workers: Workers | None = None,
-                     regions: bool = False) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+                     regions: bool = False) -> tuple[PathSet, np.ndarray, np.ndarray]:
     """The cheapest path of every job under ``link_cost``, at most ``hop_limit[j]`` links long.
 
     Parameters
@@ -73,8 +74,8 @@ def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike,
 
     Returns
     -------
-    paths : list of ndarray
-        Link ids of every job's path.
+    paths : PathSet
+        Path ``j`` is job ``j``'s (no links where none was found within the limit).
     cost : ndarray
         Its cost under ``link_cost`` (no hop term).
     unlimited : ndarray
@@ -92,10 +93,10 @@ def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike,
     >>> t = torus((6,))
     >>> cost = np.zeros(t.num_links); cost[t.links_between(0, 1)] = 1.0   # the short way costs
     >>> paths, c, _ = least_cost_paths(t, [0], [2], cost, np.array([4]))
-    >>> t.link_dst[paths[0]].tolist(), c.tolist()                       # so go round the long way
+    >>> t.link_dst[paths.path(0)].tolist(), c.tolist()                 # so go round the long way
     ([5, 4, 3, 2], [0.0])
     >>> paths, c, free = least_cost_paths(t, [0], [2], cost, np.array([2]))   # unless it is too long
-    >>> t.link_dst[paths[0]].tolist(), c.tolist(), free.tolist()
+    >>> t.link_dst[paths.path(0)].tolist(), c.tolist(), free.tolist()
     ([1, 2], [1.0], [0.0])
     """
     if too_long not in ("exact", "penalty", "drop"):
@@ -106,14 +107,42 @@ def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike,
     workers = workers or Workers()
     parts = workers.map(_least_cost_part, topology, sources, targets, cost, hop_limit, too_long,
                         regions and topology.is_torus, here={"progress": progress, "what": what})
-    paths: list[np.ndarray] = [np.empty(0, np.int64)] * sources.size
-    path_cost, unlimited = np.zeros(sources.size), np.zeros(sources.size)
-    for jobs, links, hops, part_cost, part_free in parts:
-        starts = np.concatenate(([0], np.cumsum(hops)))
-        for i, j in enumerate(jobs.tolist()):
-            paths[j] = links[starts[i]:starts[i + 1]]
+    J = sources.size
+    links, offsets = np.zeros(0, np.int64), np.zeros(J + 1, np.int64)
+    path_cost, unlimited = np.zeros(J), np.zeros(J)
+    for jobs, part_links, part_offsets, part_cost, part_free in parts:
+        links, offsets = replace_paths(links, offsets, jobs, part_links, part_offsets)
         path_cost[jobs], unlimited[jobs] = part_cost, part_free
-    return paths, path_cost, unlimited
+    return PathSet(np.arange(J), offsets, links, J), path_cost, unlimited
+
+
+def replace_paths(links: np.ndarray, offsets: np.ndarray, jobs: np.ndarray, new_links: np.ndarray,
+                  new_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One path per job in CSR (``links``, ``offsets``) with job ``jobs[i]``'s path replaced
+    by path ``i`` of (``new_links``, ``new_offsets``).
+
+    Examples
+    --------
+    >>> links, offsets = replace_paths(np.array([1, 2, 3]), np.array([0, 2, 3]), np.array([0]),
+    ...                                np.array([7]), np.array([0, 1]))
+    >>> links.tolist(), offsets.tolist()
+    ([7, 3], [0, 1, 2])
+    """
+    hops = np.diff(offsets)
+    new_hops = np.diff(new_offsets)
+    source = np.zeros(hops.size, np.int64)          # 0: the old path, 1: the new one
+    source[jobs] = 1
+    start = offsets[:-1].copy()
+    start[jobs] = new_offsets[:-1]
+    hops = hops.copy()
+    hops[jobs] = new_hops
+    out = np.concatenate(([0], np.cumsum(hops)))
+    merged = np.empty(int(out[-1]), np.int64)
+    entry_from_new = np.repeat(source, hops).astype(bool)
+    positions = csr_positions(start, hops)
+    merged[~entry_from_new] = links[positions[~entry_from_new]]
+    merged[entry_from_new] = new_links[positions[entry_from_new]]
+    return merged, out
 
 
 def _least_cost_part(part: int, parts: int, topology, sources, targets, cost, hop_limit, too_long, regions,
@@ -123,22 +152,21 @@ def _least_cost_part(part: int, parts: int, topology, sources, targets, cost, ho
     start, stop = block(uniq.size, part, parts)
     jobs = np.flatnonzero((sources >= uniq[start]) & (sources <= uniq[stop - 1])) if stop > start else \
         np.zeros(0, np.int64)
-    paths, path_cost, unlimited = _least_cost(topology, sources[jobs], targets[jobs], cost, hop_limit[jobs],
-                                              too_long, Ticker(progress, f"{what} (sources)", stop - start),
-                                              regions)
-    hops = np.array([p.size for p in paths], dtype=np.int64)
-    links = np.concatenate(paths) if paths else np.zeros(0, np.int64)
-    return jobs, links, hops, path_cost, unlimited
+    links, offsets, path_cost, unlimited = _least_cost(topology, sources[jobs], targets[jobs], cost, hop_limit[jobs],
+                                                       too_long, Ticker(progress, f"{what} (sources)", stop - start),
+                                                       regions)
+    return jobs, links, offsets, path_cost, unlimited
 
 
 def _least_cost(topology, sources, targets, cost, hop_limit, too_long, tick,
-                regions: bool = False) -> tuple[list, np.ndarray, np.ndarray]:
+                regions: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     from .dijkstra import source_paths  # numba: imported when a search runs, not with optiq
 
     n = topology.num_nodes
     hop_cost = 1e-9 * max(float(cost.max()), 1e-300)
     slack = hop_limit - topology.pair_hops(sources, targets) if regions else None
-    paths, path_cost, hops = source_paths(topology, sources, targets, cost + hop_cost, cost, hop_limit, slack, tick)
+    links, offsets, path_cost, hops = source_paths(topology, sources, targets, cost + hop_cost, cost, hop_limit,
+                                                   slack, tick)
     # the tie-breaking hop cost can make a path look cheaper than one with more hops by at most
     # hop_cost * (nodes - 1): subtract that so the unlimited cost stays a lower bound
     unlimited = np.full(path_cost.size, np.nan) if regions else np.maximum(path_cost - hop_cost * n, 0.0)
@@ -146,34 +174,25 @@ def _least_cost(topology, sources, targets, cost, hop_limit, too_long, tick,
     if too_long == "penalty" and over.size:
         positive = cost[cost > 0]
         step = 0.5 * float(positive.mean()) if positive.size else 1.0
-        found, found_cost, found_hops = source_paths(topology, sources[over], targets[over], cost + hop_cost + step,
-                                                     cost, hop_limit[over], None if slack is None else slack[over])
+        found_links, found_offsets, found_cost, found_hops = source_paths(
+            topology, sources[over], targets[over], cost + hop_cost + step, cost, hop_limit[over],
+            None if slack is None else slack[over])
+        links, offsets = replace_paths(links, offsets, over, found_links, found_offsets)
         fits = found_hops <= hop_limit[over]
-        for j, p in zip(over[fits], (p for p, f in zip(found, fits) if f)):
-            paths[j] = p
         path_cost[over[fits]] = found_cost[fits]
         over = over[~fits]
     if too_long in ("penalty", "drop"):
-        for j in over:
-            paths[j] = np.empty(0, np.int64)
-        path_cost[over] = 0.0
-        return paths, path_cost, unlimited
+        path_cost[over] = 0.0  # their paths are empty
+        return links, offsets, path_cost, unlimited
     for limit in np.unique(hop_limit[over]):
         jobs = over[hop_limit[over] == limit]
         for start in range(0, jobs.size, 64):
             batch = jobs[start:start + 64]
             w = np.broadcast_to(cost + hop_cost, (batch.size, cost.size))
             found, _ = hop_limited_shortest_paths(topology, sources[batch], targets[batch], w, int(limit))
-            for j, p in zip(batch, found):
-                paths[j] = p
-            path_cost[batch] = _path_costs([paths[j] for j in batch], cost)
-    return paths, path_cost, unlimited
-
-
-def _path_costs(paths: list[np.ndarray], cost: np.ndarray) -> np.ndarray:
-    """Sum of ``cost`` over the links of every path (empty paths cost 0)."""
-    hops = np.array([p.size for p in paths], dtype=np.int64)
-    if not hops.sum():
-        return np.zeros(len(paths))
-    owner = np.repeat(np.arange(len(paths)), hops)
-    return np.bincount(owner, weights=cost[np.concatenate(paths)], minlength=len(paths))
+            found_hops = np.array([p.size for p in found], dtype=np.int64)
+            found_links = np.concatenate(found) if found else np.zeros(0, np.int64)
+            links, offsets = replace_paths(links, offsets, batch, found_links,
+                                           np.concatenate(([0], np.cumsum(found_hops))))
+            path_cost[batch] = [cost[p].sum() for p in found]
+    return links, offsets, path_cost, unlimited

@@ -178,8 +178,6 @@ class PathSpace:
         found, path_cost, unlimited = least_cost_paths(self.topology, self.demands.src, self.demands.dst, cost,
                                                        hop_limit, too_long=too_long, progress=progress, what=what,
                                                        workers=workers, regions=regions)
-        J = self.demands.num_jobs
-        paths = PathSet.from_lists(found, np.arange(J), J)
         if twins is not None:
-            paths = PathSet(paths.job, paths.offsets, twins[paths.links], J)
-        return paths, path_cost, unlimited
+            found = PathSet(found.job, found.offsets, twins[found.links], found.num_jobs)
+        return found, path_cost, unlimited
