@@ -54,9 +54,15 @@ GAP_NOISE = 1e-6
 #: penalties, one Dijkstra per source and round), ``torus`` (from coordinates on tori and
 #: meshes: seconds for a whole Blue Gene/Q), ``valiant`` (free, on dragonflies: the minimal
 #: route and Valiant paths through random intermediate groups). ``auto``: chains where the
-#: plan needs them, else valiant on dragonflies, diverse up to 2,048 nodes, spread up to
-#: 16,384, then torus on tori and spread elsewhere.
+#: plan needs them, else valiant on dragonflies, diverse up to 2,048 nodes where sources
+#: have at most :data:`DENSE_JOBS` jobs each, spread up to 16,384 nodes (and for denser
+#: patterns), then torus on tori and spread elsewhere.
 CANDIDATE_KINDS = ("auto", "chains", "diverse", "spread", "torus", "valiant")
+#: Jobs per source above which ``auto`` takes spread candidates where it would take diverse
+#: ones: spread's one search per source and round serves all of a source's jobs, and its
+#: shared penalties spread them well, where diverse searches once per job
+#: (``benchmarks/planner_scale.py`` measures both on a full all-to-all-v).
+DENSE_JOBS = 16
 #: Paths per job an ``opt`` plan holds while it is made (its initial columns and what
 #: pricing adds), for the memory estimate before planning; ``whole_machine.py`` prints it.
 OPT_PATHS_PER_JOB = 8
@@ -118,7 +124,8 @@ def _link_candidates(topology: Topology, demands: Demands, k: int, kind: str, *,
     """Candidate link paths of ``kind`` (no stops yet)."""
     if kind == "auto":
         n = topology.num_nodes
-        kind = ("valiant" if topology.dragonfly is not None else "diverse" if n <= 2048
+        sparse = demands.num_jobs <= DENSE_JOBS * np.unique(demands.src).size
+        kind = ("valiant" if topology.dragonfly is not None else "diverse" if n <= 2048 and sparse
                 else "spread" if n <= 16384 or not topology.is_torus else "torus")
     if kind == "valiant":
         if topology.dragonfly is None:
