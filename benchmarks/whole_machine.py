@@ -206,7 +206,7 @@ def part_pricing(args) -> None:
     print("== one pricing step (cheapest path of every job under one price vector, within the default hop limit):")
     print("   the whole graph searched, and only the jobs' regions")
     print(f"{'instance':9} {'whole graph s':>13} {'regions s':>9} {'ratio':>6}  same costs", flush=True)
-    for name in args.instances:
+    for name in args.instances.split(","):
         r = child("pricing", name)
         print(f"{name:9} {r['full']:13.1f} {r['regions']:9.1f} {r['full'] / r['regions']:6.1f}  "
               f"{r['same_full'] and r['same_regions']}", flush=True)
