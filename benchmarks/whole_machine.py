@@ -13,7 +13,8 @@ memory printed is that run's (``ru_maxrss``):
              over the whole graph and within the jobs' regions (:mod:`optiq.paths.regions`),
              on both machines: seconds and the ratio.
 ``lean``     Hop-bytes of ``opt`` without and with the lean step, the lean step's proven
-             least hop-bytes at that time, and the minimal routes' hop-bytes (every job on
+             least hop-bytes at that time (0 and ``none`` where no Lagrangian bound rose
+             above 0), and the minimal routes' hop-bytes (every job on
              a shortest route: the fewest at any time), on bgq:1024 and the 4x4 demo.
 ``fair``     ``fair_time_s / predicted_time_s`` (the flow simulator with max-min fair
              sharing) of default, heu2 and opt on bgq:1024, with and without paced paths.
@@ -218,9 +219,10 @@ def part_lean(args) -> None:
           f"{'lean/bound':>10} {'lean s':>6}  status", flush=True)
     for name in ("bgq1024", "demo4x4"):
         r = child("lean", name)
+        ratio = f"{r['hop_bytes_lean'] / r['hop_bytes_bound']:10.4f}" if r["hop_bytes_bound"] > 0 else f"{'none':>10}"
         print(f"{name:9} {r['time_plain_s'] * 1e3:9.4f} {r['time_lean_s'] * 1e3:9.4f} {r['hop_bytes_plain']:10.4g} "
               f"{r['hop_bytes_lean']:10.4g} {r['hop_bytes_bound']:10.4g} {r['minimal']:10.4g} "
-              f"{r['hop_bytes_lean'] / r['hop_bytes_bound']:10.4f} {r['lean_s']:6.1f}  {r['lean_status']}", flush=True)
+              f"{ratio} {r['lean_s']:6.1f}  {r['lean_status']}", flush=True)
 
 
 def part_fair(args) -> None:
