@@ -93,3 +93,17 @@ def test_an_unreachable_target_is_named():
     t = Topology("one way", 3, np.array([0, 1]), np.array([1, 2]), np.ones(2))
     with pytest.raises(PathError, match="node 0 cannot be reached from node 2"):
         source_paths(t, np.array([0, 2]), np.array([2, 0]), np.ones(2), np.ones(2), np.array([5, 5]))
+
+
+def test_ctrl_c_during_a_compiled_call_arrives_after_it():
+    import signal
+
+    from optiq.paths.dijkstra import _interrupts_held
+
+    handler = signal.getsignal(signal.SIGINT)
+    reached_end = False
+    with pytest.raises(KeyboardInterrupt):
+        with _interrupts_held():
+            signal.raise_signal(signal.SIGINT)  # held, not raised here
+            reached_end = True
+    assert reached_end and signal.getsignal(signal.SIGINT) is handler

@@ -11,6 +11,10 @@ same cheapest path, up to the choice among equally cheap ones.
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -129,9 +133,10 @@ def source_paths(topology: Topology, sources: np.ndarray, targets: np.ndarray, l
     work = _Work(topology.num_nodes, heads.size)
     for first in range(0, uniq.size, BLOCK):
         stop = min(first + BLOCK, uniq.size)
-        _search(indptr, tails, heads, pair_weight, pair_link, np.asarray(link_cost, dtype=float), uniq[first:stop],
-                bounds[first:stop + 1], order, targets, hop_limit, job_slack, region, coords, table,
-                work.dist, work.pred, work.state, work.touched, work.heap_d, work.heap_n, rows, cost, hops)
+        with _interrupts_held():
+            _search(indptr, tails, heads, pair_weight, pair_link, np.asarray(link_cost, dtype=float), uniq[first:stop],
+                    bounds[first:stop + 1], order, targets, hop_limit, job_slack, region, coords, table,
+                    work.dist, work.pred, work.state, work.touched, work.heap_d, work.heap_n, rows, cost, hops)
         if tick:
             tick(stop)
     if (hops < 0).any():
@@ -140,6 +145,27 @@ def source_paths(topology: Topology, sources: np.ndarray, targets: np.ndarray, l
     kept = np.where(hops <= hop_limit, hops, 0)
     offsets = np.concatenate(([0], np.cumsum(kept)))
     return rows[np.arange(width) < kept[:, None]], offsets, cost, hops
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C until the compiled call returns, then deliver it to the usual handler.
+
+    numba compiles on the first call and writes its cache from ctypes callbacks; a
+    ``KeyboardInterrupt`` raised inside one is printed as a traceback and swallowed. (The
+    compiled search does not look at signals either way, so holding them costs nothing.)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        if held:
+            signal.raise_signal(signal.SIGINT)
 
 
 class _Work:
