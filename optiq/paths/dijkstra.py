@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba import njit
@@ -33,7 +33,7 @@ __all__ = ["source_paths"]
 BLOCK = 256
 
 
-def _compiled(function):
+def _compiled(function: Callable[..., Any]) -> Any:
     """``function`` compiled, its machine code kept on disk for the next process where numba
     can write a cache (beside this file or in its cache directory), else compiled anew."""
     try:
