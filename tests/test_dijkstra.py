@@ -98,12 +98,12 @@ def test_an_unreachable_target_is_named():
 def test_ctrl_c_during_a_compiled_call_arrives_after_it():
     import signal
 
-    from optiq.paths.dijkstra import _interrupts_held
+    from optiq.utils.compiled import interrupts_held
 
     handler = signal.getsignal(signal.SIGINT)
     reached_end = False
     with pytest.raises(KeyboardInterrupt):
-        with _interrupts_held():
+        with interrupts_held():
             signal.raise_signal(signal.SIGINT)  # held, not raised here
             reached_end = True
     assert reached_end and signal.getsignal(signal.SIGINT) is handler

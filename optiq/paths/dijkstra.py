@@ -11,17 +11,13 @@ same cheapest path, up to the choice among equally cheap ones.
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit
 
 from ..errors import PathError
+from ..utils.compiled import compiled, interrupts_held
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -31,15 +27,6 @@ __all__ = ["source_paths"]
 
 #: Sources per compiled call: the progress ticks between calls.
 BLOCK = 256
-
-
-def _compiled(function: Callable[..., Any]) -> Any:
-    """``function`` compiled, its machine code kept on disk for the next process where numba
-    can write a cache (beside this file or in its cache directory), else compiled anew."""
-    try:
-        return njit(cache=True, nogil=True)(function)
-    except RuntimeError:  # "no locator available": an unprivileged user of a shared install
-        return njit(nogil=True)(function)
 
 
 @lru_cache(maxsize=8)
@@ -133,7 +120,7 @@ def source_paths(topology: Topology, sources: np.ndarray, targets: np.ndarray, l
     work = _Work(topology.num_nodes, heads.size)
     for first in range(0, uniq.size, BLOCK):
         stop = min(first + BLOCK, uniq.size)
-        with _interrupts_held():
+        with interrupts_held():
             _search(indptr, tails, heads, pair_weight, pair_link, np.asarray(link_cost, dtype=float), uniq[first:stop],
                     bounds[first:stop + 1], order, targets, hop_limit, job_slack, region, coords, table,
                     work.dist, work.pred, work.state, work.touched, work.heap_d, work.heap_n, rows, cost, hops)
@@ -145,27 +132,6 @@ def source_paths(topology: Topology, sources: np.ndarray, targets: np.ndarray, l
     kept = np.where(hops <= hop_limit, hops, 0)
     offsets = np.concatenate(([0], np.cumsum(kept)))
     return rows[np.arange(width) < kept[:, None]], offsets, cost, hops
-
-
-@contextmanager
-def _interrupts_held() -> Iterator[None]:
-    """Hold Ctrl-C until the compiled call returns, then deliver it to the usual handler.
-
-    numba compiles on the first call and writes its cache from ctypes callbacks; a
-    ``KeyboardInterrupt`` raised inside one is printed as a traceback and swallowed. (The
-    compiled search does not look at signals either way, so holding them costs nothing.)
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
-        if held:
-            signal.raise_signal(signal.SIGINT)
 
 
 class _Work:
@@ -180,7 +146,7 @@ class _Work:
         self.heap_n = np.zeros(pairs + 1, np.int64)
 
 
-@_compiled
+@compiled
 def _excess(src, jobs, targets, coords, table, excess):  # pragma: no cover - compiled
     """``excess[k, d, x]``: how far coordinate ``x`` of dimension ``d`` takes job ``jobs[k]`` off its shortest routes."""
     for k in range(jobs.size):
@@ -191,7 +157,7 @@ def _excess(src, jobs, targets, coords, table, excess):  # pragma: no cover - co
                 excess[k, d, x] = table[d, s_d, x] + table[d, x, t_d] - table[d, s_d, t_d]
 
 
-@_compiled
+@compiled
 def _inside(v, jobs, job_slack, coords, excess):  # pragma: no cover - compiled
     """Whether node ``v`` lies in the region of any of ``jobs`` (their excess tables from :func:`_excess`)."""
     for k in range(jobs.size):
@@ -205,7 +171,7 @@ def _inside(v, jobs, job_slack, coords, excess):  # pragma: no cover - compiled
     return False
 
 
-@_compiled
+@compiled
 def _search(indptr, tails, heads, pair_weight, pair_link, link_cost, sources, bounds, order, targets, hop_limit,
             job_slack, region, coords, table, dist, pred, state, touched, heap_d, heap_n,
             out_links, out_cost, out_hops):  # pragma: no cover - compiled

@@ -1,9 +1,8 @@
 """Hop-limited shortest paths under per-job link weights, for many jobs at once.
 
 A layered Bellman-Ford: layer ``h`` holds, for every job and node, the least weight of a
-walk of at most ``h`` links from the job's source. Each layer is one gather over all links
-and one segmented minimum over the links entering each node, for a whole batch of jobs as
-a ``(jobs, links)`` numpy array. With positive weights the least walk is a simple path.
+walk of at most ``h`` links from the job's source (compiled, one job at a time:
+:mod:`optiq.paths.layered`). With positive weights the least walk is a simple path.
 """
 
 from __future__ import annotations
@@ -22,11 +21,9 @@ __all__ = ["hop_limited_shortest_paths", "hop_limited_shortest_records"]
 
 
 class _InLinks:
-    """A padded ``(nodes, max in-degree)`` table of the links entering each node.
-
-    Missing entries point at a sentinel link ``num_links`` (tail node 0, infinite weight), so
-    one layer of Bellman-Ford is a gather, an add and a minimum along the last axis.
-    """
+    """A padded ``(nodes, max in-degree)`` table of the links entering each node (missing
+    entries point at a sentinel link ``num_links``, tail node 0, infinite weight), and the
+    links leaving each node as CSR."""
 
     def __init__(self, link_src: np.ndarray, link_dst: np.ndarray, num_nodes: int) -> None:
         order = np.argsort(link_dst, kind="stable")
@@ -38,8 +35,8 @@ class _InLinks:
         col = np.arange(num_links) - np.repeat(starts, counts)
         self.padded[link_dst[order], col] = order
         self.src_ext = np.append(link_src, 0)
-        self.flat = self.padded.T.ravel()  # column-major: the min over in-links is over whole slabs
-        self.flat_src = self.src_ext[self.flat]
+        self.out_links = np.argsort(link_src, kind="stable")  # the links leaving each node, CSR
+        self.out_start = np.searchsorted(link_src[self.out_links], np.arange(num_nodes + 1))
 
 
 @lru_cache(maxsize=8)
@@ -90,37 +87,15 @@ def hop_limited_shortest_records(topology: Topology, sources: ArrayLike, targets
 
 def _records(topology: Topology, sources: ArrayLike, targets: ArrayLike, weights: np.ndarray,
              hop_limit: int) -> tuple[np.ndarray, np.ndarray]:
+    from ..utils.compiled import interrupts_held
+    from .layered import layered_records  # numba: imported when a search runs, not with optiq
+
     inl = _in_links(topology)
     sources = np.asarray(sources, dtype=np.int64)
     targets = np.asarray(targets, dtype=np.int64)
-    B, N = sources.size, topology.num_nodes
-    rows = np.arange(B)
-    link_src = topology.link_src
-    w_ext = np.concatenate([weights, np.full((B, 1), np.inf, dtype=weights.dtype)], axis=1)
-    w_in = np.take(w_ext, inl.flat, axis=1)
-    d = np.full((B, N), np.inf, dtype=weights.dtype)
-    d[rows, sources] = 0
-    layers = [d]
-    for _ in range(hop_limit):
-        cand = np.take(d, inl.flat_src, axis=1)
-        cand += w_in
-        nxt = np.minimum(d, cand.reshape(B, inl.width, N).min(axis=1))
-        if np.array_equal(nxt, d):
-            layers.extend([d] * (hop_limit + 1 - len(layers)))
-            break
-        layers.append(nxt)
-        d = nxt
-    cost = layers[-1][rows, targets].astype(float)
-    v = targets.copy()
-    record = np.full((B, hop_limit), -1, dtype=np.int64)
-    for h in range(hop_limit, 0, -1):
-        moved = (v != sources) & (layers[h][rows, v] < layers[h - 1][rows, v])
-        idx = rows[moved]
-        if idx.size == 0:
-            continue
-        cand_links = inl.padded[v[idx]]
-        c = layers[h - 1][idx[:, None], inl.src_ext[cand_links]] + w_ext[idx[:, None], cand_links]
-        chosen = cand_links[np.arange(idx.size), np.argmin(c, axis=1)]
-        record[idx, h - 1] = chosen
-        v[idx] = link_src[chosen]
+    record = np.full((sources.size, hop_limit), -1, dtype=np.int64)
+    cost = np.zeros(sources.size)
+    with interrupts_held():
+        layered_records(inl.out_start, inl.out_links, topology.link_dst, inl.padded, inl.src_ext, sources, targets,
+                        weights, int(hop_limit), record, cost)
     return record, cost
