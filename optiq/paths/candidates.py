@@ -190,9 +190,7 @@ def spread_paths(topology: Topology, demands: Demands, k: int = 4, *, hop_slack:
         both, order = PathSet.concat([kept, found])
         new = order >= kept.num_paths                  # this round's paths, in the job-grouped order
         fresh = new & ~both.repeats() & (both.hops > 0)
-        taken = np.zeros(found.num_paths, bool)
-        taken[order[fresh] - kept.num_paths] = True
-        uses += np.bincount(found.select(taken).links, minlength=topology.num_links)
+        uses += np.bincount(both.select(fresh).links, minlength=topology.num_links)
         kept = both.select(~new | fresh)
         if progress:
             progress(f"spread candidates: round {rnd + 1}/{k}, {kept.num_paths:,} paths")

@@ -17,7 +17,7 @@ from ..errors import PathError
 from ..mpi.workers import Workers, block
 from ..utils.progress import Progress, Ticker
 from .pathset import PathSet, csr_positions
-from .shortest import hop_limited_shortest_paths
+from .shortest import hop_limited_shortest_records
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -186,13 +186,11 @@ def _least_cost(topology, sources, targets, cost, hop_limit, too_long, tick,
         return links, offsets, path_cost, unlimited
     for limit in np.unique(hop_limit[over]):
         jobs = over[hop_limit[over] == limit]
-        for start in range(0, jobs.size, 64):
-            batch = jobs[start:start + 64]
-            w = np.broadcast_to(cost + hop_cost, (batch.size, cost.size))
-            found, _ = hop_limited_shortest_paths(topology, sources[batch], targets[batch], w, int(limit))
-            found_hops = np.array([p.size for p in found], dtype=np.int64)
-            found_links = np.concatenate(found) if found else np.zeros(0, np.int64)
-            links, offsets = replace_paths(links, offsets, batch, found_links,
-                                           np.concatenate(([0], np.cumsum(found_hops))))
-            path_cost[batch] = [cost[p].sum() for p in found]
+        record, _ = hop_limited_shortest_records(topology, sources[jobs], targets[jobs],
+                                                 np.broadcast_to(cost + hop_cost, (jobs.size, cost.size)), int(limit))
+        found = record >= 0  # each row's links in order
+        hops = found.sum(axis=1)
+        links, offsets = replace_paths(links, offsets, jobs, record[found], np.concatenate(([0], np.cumsum(hops))))
+        path_cost[jobs] = np.bincount(np.repeat(np.arange(jobs.size), hops), weights=cost[record[found]],
+                                      minlength=jobs.size)
     return links, offsets, path_cost, unlimited

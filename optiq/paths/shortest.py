@@ -30,8 +30,7 @@ class _InLinks:
         counts = np.bincount(link_dst, minlength=num_nodes)
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         num_links = link_src.size
-        self.width = int(counts.max())
-        self.padded = np.full((num_nodes, self.width), num_links, dtype=np.int64)
+        self.padded = np.full((num_nodes, int(counts.max())), num_links, dtype=np.int64)
         col = np.arange(num_links) - np.repeat(starts, counts)
         self.padded[link_dst[order], col] = order
         self.src_ext = np.append(link_src, 0)
@@ -93,7 +92,7 @@ def _records(topology: Topology, sources: ArrayLike, targets: ArrayLike, weights
     inl = _in_links(topology)
     sources = np.asarray(sources, dtype=np.int64)
     targets = np.asarray(targets, dtype=np.int64)
-    record = np.full((sources.size, hop_limit), -1, dtype=np.int64)
+    record = np.empty((sources.size, hop_limit), dtype=np.int64)  # the kernel fills every row
     cost = np.zeros(sources.size)
     with interrupts_held():
         layered_records(inl.out_start, inl.out_links, topology.link_dst, inl.padded, inl.src_ext, sources, targets,
