@@ -98,7 +98,7 @@ def source_paths(topology: Topology, sources: np.ndarray, targets: np.ndarray, l
     ([1, 2], [11.0])
     """
     sources, targets = np.asarray(sources, np.int64), np.asarray(targets, np.int64)
-    hop_limit = np.asarray(hop_limit, np.int64)
+    hop_limit, link_cost = np.asarray(hop_limit, np.int64), np.asarray(link_cost, dtype=float)
     indptr, tails, heads, pair_first, pair_links = _graph(topology)
     weight = np.asarray(link_weight, dtype=float)[pair_links]
     pair_weight = np.minimum.reduceat(weight, pair_first[:-1]) if weight.size else weight
@@ -121,7 +121,7 @@ def source_paths(topology: Topology, sources: np.ndarray, targets: np.ndarray, l
     for first in range(0, uniq.size, BLOCK):
         stop = min(first + BLOCK, uniq.size)
         with interrupts_held():
-            _search(indptr, tails, heads, pair_weight, pair_link, np.asarray(link_cost, dtype=float), uniq[first:stop],
+            _search(indptr, tails, heads, pair_weight, pair_link, link_cost, uniq[first:stop],
                     bounds[first:stop + 1], order, targets, hop_limit, job_slack, region, coords, table,
                     work.dist, work.pred, work.state, work.touched, work.heap_d, work.heap_n, rows, cost, hops)
         if tick:
