@@ -167,3 +167,54 @@ def test_mpi4py_own_vector_collective_tests_pass_through_optiq(tmp_path):
         pytest.skip(f"mpi4py's sources cannot be fetched here: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert "every call agreed with MPI_Alltoallv byte for byte" in proc.stdout
+
+
+def _general_parts(spec, blocks, readonly):
+    """What the full reading and its checks make of a message: its bytes and byte displacements, or None."""
+    from optiq.errors import OptiqError
+    from optiq.runtime.messages import read_message
+
+    try:
+        m = read_message(spec, readonly=readonly, blocks=blocks)
+        m.check_bounds("x")
+    except OptiqError:
+        return None
+    return m.byte_counts, m.displs * m.extent, m.data.size
+
+
+def test_quick_reading_agrees_with_the_full_reading_or_leaves_the_message_to_it():
+    from optiq.runtime.messages import quick_parts, spec_key
+
+    rng = np.random.default_rng(7)
+    dtypes = ["f8", "i4", "u1", "c16", ">f8" if np.little_endian else "<f8", "O", "V3"]
+    quick_seen = refused = 0
+    for _ in range(600):
+        blocks = int(rng.integers(1, 6))
+        dtype = np.dtype(dtypes[int(rng.integers(len(dtypes)))])
+        size = int(rng.integers(0, 12))
+        buf = np.zeros((size, 2) if rng.random() < 0.2 else size, dtype)
+        if rng.random() < 0.15:
+            buf = np.asfortranarray(buf) if buf.ndim == 2 else buf[::2]  # Fortran order, or not contiguous
+        readonly = bool(rng.random() < 0.5)
+        if rng.random() < 0.15:
+            buf.flags.writeable = False
+        counts = rng.integers(-1 if rng.random() < 0.1 else 0, 3, blocks).astype(rng.choice(["i8", "i4", "u2"]))
+        displs = rng.integers(-1 if rng.random() < 0.1 else 0, max(size - 1, 1) + (rng.random() < 0.2) * size, blocks)
+        spec = [buf, (counts, displs)]
+        general = _general_parts(spec, blocks, readonly)
+        quick = quick_parts(spec, blocks, readonly=readonly)
+        if quick is None:
+            simple = dtype.kind in "fiuc" and dtype.isnative and buf.flags.c_contiguous and (readonly or
+                                                                                          buf.flags.writeable)
+            # a simple buffer is left to the full reading only when the full reading refuses it
+            assert not simple or general is None, (spec, general)
+            refused += general is None
+            continue
+        quick_seen += 1
+        assert general is not None, spec
+        for ours, theirs in zip(quick, general):
+            assert np.array_equal(ours, theirs), (spec, quick, general)
+        # the memo's key tells apart what reads differently
+        other = [buf, (counts, displs + 1)]
+        assert spec_key(spec) == spec_key([buf, (counts.copy(), displs.copy())]) != spec_key(other)
+    assert quick_seen > 100 and refused > 20, (quick_seen, refused)

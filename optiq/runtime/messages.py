@@ -35,7 +35,8 @@ import numpy as np
 
 from ..errors import ArgumentBufferError, ArgumentError, ArgumentKeyError, ArgumentTypeError, OptiqError
 
-__all__ = ["Message", "read_message", "as_argument_error", "spec_key", "HOST", "DEVICE", "NONE"]
+__all__ = ["Message", "read_message", "quick_parts", "overlapping", "as_argument_error", "spec_key", "HOST", "DEVICE",
+           "NONE"]
 
 HOST, DEVICE, NONE = "host", "device", "none"
 #: DLPack's device type of host memory.
@@ -108,7 +109,7 @@ class Message:
         """Whether this module can read and write every part itself (host memory, or no data)."""
         if self.place == HOST:
             return True
-        return self.place == NONE and not self.byte_counts.any()
+        return self.place == NONE and not np.count_nonzero(self.byte_counts)
 
     def check_bounds(self, what: str) -> None:
         """Refuse a part that reaches outside the buffer.
@@ -121,14 +122,14 @@ class Message:
         if self.place != HOST or self.data is None:
             return
         live = self.counts > 0
-        if not live.any():
+        if not np.count_nonzero(live):  # count_nonzero: far cheaper than any() on arrays this small
             return
         if self.extent <= 0:
             raise ArgumentError(f"the {what} datatype's extent is {self.extent}: its parts cannot be placed")
         start = self.displs * self.extent + self.true_lb
         stop = start + (self.counts - 1) * self.extent + self.true_extent
         bad = live & ((start < 0) | (stop > self.data.size))
-        if bad.any():
+        if np.count_nonzero(bad):
             r = int(np.argmax(bad))
             raise ArgumentError(f"the {what} buffer holds {self.data.size} bytes, but rank {r}'s part spans bytes "
                                 f"{int(start[r])} to {int(stop[r])}")
@@ -137,13 +138,9 @@ class Message:
         """Refuse receive parts that share bytes (contiguous types: every byte is written)."""
         if not self.contiguous or self.place != HOST:
             return
-        c, d = self.byte_counts, self.displs * self.extent
-        order = np.argsort(d, kind="stable")
-        live = order[c[order] > 0]
-        overlap = np.flatnonzero(d[live][1:] < (d + c)[live][:-1])
-        if overlap.size:
-            a, b = live[overlap[0]], live[overlap[0] + 1]
-            raise ArgumentError(f"the {what} regions of ranks {a} and {b} overlap")
+        both = overlapping(self.byte_counts, self.displs * self.extent)
+        if both is not None:
+            raise ArgumentError(f"the {what} regions of ranks {both[0]} and {both[1]} overlap")
 
     def read(self, i: int) -> np.ndarray:
         """Rank ``i``'s part as bytes: a view of the buffer (contiguous types) or packed."""
@@ -206,6 +203,75 @@ class Message:
         self.datatype.Unpack(staging, 0, self._elements(i, False), MPI.COMM_SELF)
 
 
+def overlapping(byte_counts: np.ndarray, byte_displs: np.ndarray) -> tuple[int, int] | None:
+    """Two ranks whose parts (of bytes, not empty) share bytes, or None."""
+    order = np.argsort(byte_displs, kind="stable")
+    live = order[byte_counts[order] > 0]
+    overlap = np.flatnonzero(byte_displs[live][1:] < (byte_displs + byte_counts)[live][:-1])
+    return (int(live[overlap[0]]), int(live[overlap[0] + 1])) if overlap.size else None
+
+
+#: Itemsizes of the numpy dtypes met so far whose elements mpi4py sends as one predefined,
+#: contiguous datatype of the same size (0: a dtype the quick reading leaves to :func:`read_message`).
+_QUICK_ITEMSIZE: dict[np.dtype, int] = {}
+
+
+def quick_parts(spec: Any, blocks: int, *, readonly: bool) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The commonest message, ``[array, (counts, displs)]`` (a C-contiguous numpy array, counts
+    and displacements as numpy integer arrays), read without building a :class:`Message`:
+    every part's bytes and byte displacement, and the buffer's size in bytes. None for any other
+    form, and for one :func:`read_message` would refuse or whose parts reach outside the
+    buffer: the full reading then names the mistake.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> counts, displs = np.array([2, 1]), np.array([0, 2])
+    >>> c, d, n = quick_parts([np.zeros(3), (counts, displs)], 2, readonly=True)
+    >>> c.tolist(), d.tolist(), n
+    ([16, 8], [0, 16], 24)
+    >>> quick_parts([np.zeros(2), (counts, displs)], 2, readonly=True) is None  # rank 1's part is outside
+    True
+    """
+    if type(spec) is not list and type(spec) is not tuple or len(spec) != 2:
+        return None
+    buf, where = spec
+    if type(buf) is not np.ndarray or type(where) is not tuple or len(where) != 2:
+        return None
+    counts, displs = where
+    if type(counts) is not np.ndarray or type(displs) is not np.ndarray or counts.shape != (blocks,) \
+            or displs.shape != (blocks,) or counts.dtype.kind not in "iu" or displs.dtype.kind not in "iu":
+        return None
+    flags = buf.flags
+    if not flags.c_contiguous or not (readonly or flags.writeable):
+        return None
+    itemsize = _QUICK_ITEMSIZE.get(buf.dtype)
+    if itemsize is None:
+        itemsize = _QUICK_ITEMSIZE[buf.dtype] = _quick_itemsize(buf)
+    if not itemsize:
+        return None
+    c = counts.astype(np.int64) * itemsize
+    d = displs.astype(np.int64) * itemsize
+    nbytes = buf.nbytes
+    if np.count_nonzero((c < 0) | ((c > 0) & ((d < 0) | (d + c > nbytes)))):
+        return None
+    return c, d, nbytes
+
+
+def _quick_itemsize(buf: np.ndarray) -> int:
+    """The itemsize of ``buf``'s dtype if mpi4py sends its elements as a predefined, contiguous
+    datatype of that size, else 0."""
+    if buf.dtype.hasobject:
+        return 0
+    try:
+        datatype = _datatype_of(memoryview(buf).format)  # type: ignore[arg-type]
+    except Exception:  # a format mpi4py does not map: the full reading raises its error
+        return 0
+    size, lb, extent, true_lb, true_extent = _type_bounds(datatype)
+    simple = datatype.is_predefined and size == extent == true_extent == buf.itemsize and lb == true_lb == 0
+    return buf.itemsize if simple else 0
+
+
 def spec_key(spec: Any) -> tuple[Any, ...] | None:
     """What a message specification's checks depend on, when cheap to tell (a numpy buffer,
     counts and displacements as numpy arrays, lists or integers, a predefined or no datatype):
@@ -213,6 +279,13 @@ def spec_key(spec: Any) -> tuple[Any, ...] | None:
     buffers of that size and type they name. None: read it every time."""
     from mpi4py import MPI
 
+    if type(spec) is list and len(spec) == 2 and type(spec[0]) is np.ndarray and type(spec[1]) is tuple \
+            and len(spec[1]) == 2 and type(spec[1][0]) is np.ndarray and type(spec[1][1]) is np.ndarray:
+        buf, (counts, displs) = spec  # the commonest form, keyed without the loop below
+        flags = buf.flags
+        return ("[array, (array, array)]", buf.nbytes, buf.dtype.str, flags.writeable, flags.c_contiguous,
+                flags.f_contiguous, counts.dtype.str, counts.shape, counts.tobytes(), displs.dtype.str,
+                displs.shape, displs.tobytes())
     if isinstance(spec, np.ndarray):
         buf, rest = spec, ()
     elif isinstance(spec, (list, tuple)) and spec and isinstance(spec[0], np.ndarray):
@@ -323,9 +396,9 @@ def _read(spec: Any, readonly: bool, blocks: int) -> Message:
         displs = operator.index(o_displs) * np.arange(blocks, dtype=np.int64)
     else:
         displs = _integers(o_displs, blocks)
-    if (counts < 0).any():
+    if np.count_nonzero(counts < 0):
         raise ValueError(f"message: negative count {int(counts.min())}")
-    if datatype == MPI.DATATYPE_NULL and counts.any():
+    if datatype == MPI.DATATYPE_NULL and np.count_nonzero(counts):
         raise ValueError(f"message: datatype is null, with a count of {int(counts.max())}")
     return Message(spec, o_buf, place, data, counts, displs, datatype, size, lb, extent, true_lb, true_extent)
 

@@ -97,7 +97,7 @@ from ..mpi.comms import cached_on, forget
 from ..mpi.launch import together
 from ..topology import Topology
 from ..utils.checks import check_count
-from .messages import Message, as_argument_error, read_message, spec_key
+from .messages import Message, as_argument_error, overlapping, quick_parts, read_message, spec_key
 from .patterns import (
     AUTO_METHOD,
     CONFIG_SEPARATOR,
@@ -266,6 +266,22 @@ class _Call:
 def _config(network: Any, method: str, hosts: Any, link_bw: float | None, chunk_model: Any,
             planner_options: dict[str, Any], plan_budget: float = DEFAULT_PLAN_BUDGET) -> str:
     """The options of a call, labelled, as one string every rank must agree on."""
+    if not planner_options and isinstance(network, (str, type(None))) and isinstance(hosts, (str, type(None))) \
+            and chunk_model is None and isinstance(method, str) and isinstance(link_bw, (int, float, type(None))) \
+            and isinstance(plan_budget, (int, float)):
+        return _plain_config(network, method, hosts, link_bw, plan_budget)
+    return _config_text(network, method, hosts, link_bw, chunk_model, planner_options, plan_budget)
+
+
+@functools.lru_cache(maxsize=64, typed=True)
+def _plain_config(network: str | None, method: str, hosts: str | None, link_bw: float | None,
+                  plan_budget: float) -> str:
+    """:func:`_config` of the commonest calls (a network's spec, no planner options), remembered."""
+    return _config_text(network, method, hosts, link_bw, None, {}, plan_budget)
+
+
+def _config_text(network: Any, method: str, hosts: Any, link_bw: float | None, chunk_model: Any,
+                 planner_options: dict[str, Any], plan_budget: float) -> str:
     given = {"method": method, "network": network.spec or network.name if isinstance(network, Topology) else network,
              "hosts": hosts if isinstance(hosts, (str, type(None))) else "given", "link_bw": link_bw,
              "options": dict(sorted(planner_options.items())), "chunk_model": chunk_model, "plan_budget": plan_budget}
@@ -334,13 +350,30 @@ def _read_call(rank: int, size: int, sendbuf: Any, recvbuf: Any, method: str, ne
         if source.byte_counts[rank] != recv.byte_counts[rank]:
             raise ArgumentError(f"rank {rank} sends itself {int(source.byte_counts[rank])} bytes but expects "
                                 f"{int(recv.byte_counts[rank])}")
-    if method not in ("auto", "mpi") and network is None:
-        raise ArgumentError(f"method={method!r} needs network= (the machine to plan on)")
     words = np.concatenate([_fingerprint(rank, size, source.byte_counts, recv.byte_counts, config),
                             _agreement(rank, size, source.byte_counts, recv.byte_counts, config)]) if readable else \
         np.zeros(8, np.uint64)
     pairs = int(np.count_nonzero(source.byte_counts)) - int(source.byte_counts[rank] > 0) if readable else 0
     return send, recv, words, readable, pairs
+
+
+def _quick_call(rank: int, size: int, sendbuf: Any, recvbuf: Any, config: str) -> tuple[np.ndarray, int] | None:
+    """:func:`_read_call` for the commonest messages (:func:`~optiq.runtime.messages.quick_parts`),
+    without reading them into messages: the words and the peers, or None when any check would
+    fail (then the full reading names the mistake)."""
+    from mpi4py import MPI
+
+    recv = quick_parts(recvbuf, size, readonly=False)
+    if recv is None:
+        return None
+    send = recv if sendbuf is MPI.IN_PLACE else quick_parts(sendbuf, size, readonly=True)
+    if send is None:
+        return None
+    sent, got = send[0], recv[0]
+    if sent[rank] != got[rank] or overlapping(got, recv[1]) is not None:
+        return None
+    words = np.concatenate([_fingerprint(rank, size, sent, got, config), _agreement(rank, size, sent, got, config)])
+    return words, int(np.count_nonzero(sent)) - int(sent[rank] > 0)
 
 
 #: The words of a call's agreement (one ``Iallreduce``, summed over the ranks).
@@ -399,7 +432,13 @@ def _begin(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, 
             words, readable, pairs = ctx.last[1]
         else:
             ctx.last = None
-            send, recv, words, readable, pairs = _read_call(rank, size, sendbuf, recvbuf, method, network, config)
+            if method not in ("auto", "mpi") and network is None:
+                raise ArgumentError(f"method={method!r} needs network= (the machine to plan on)")
+            quick = _quick_call(rank, size, sendbuf, recvbuf, config)
+            if quick is not None:  # its messages are read below only if the call needs them
+                (words, pairs), readable = quick, True
+            else:
+                send, recv, words, readable, pairs = _read_call(rank, size, sendbuf, recvbuf, method, network, config)
             if memo is not None:
                 ctx.last = (memo, (words, readable, pairs))
     except Exception as exc:  # any mistake, typed as mpi4py types it, fails every rank together
