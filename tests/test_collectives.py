@@ -11,12 +11,14 @@ from optiq.collectives.algorithms import PHASES
 from optiq.collectives.bench import TRACE_GAP_S
 from optiq.collectives.cost import (
     AllreduceParams,
+    Routes,
     algorithm_steps,
     algorithms,
     feature_row,
     incast_volume,
     load_params,
     predict,
+    routed_steps,
     save_params,
     step_terms,
 )
@@ -142,12 +144,12 @@ def test_predict_errors(tmp_path, capsys, argv, fragment):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("n", [3, 4, 6, 8])
+@pytest.mark.parametrize("n", [3, 4, 6, 8, 12])
 def test_algorithms_equal_mpi_allreduce(n):
     proc, _ = launch(n, MPI_SCRIPTS / "allreduce_check.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 7 * len(algorithms(n)) + 1 and all(line.endswith(": ok") for line in lines[:-1])
+    assert len(lines) == 8 * len(algorithms(n)) + 1 and all(line.endswith(": ok") for line in lines[:-1])
     assert lines[-1].endswith("the application's messages with the algorithms' tags arrived intact")
 
 
@@ -193,6 +195,7 @@ def test_fit_predict_bench_contract(tmp_path):
     (["bench", "--size", "12B"], "multiple of 8"),
     (["bench", "--size", "64KiB", "--algorithms", "ring,hcps:3x3"], "unknown algorithm(s) hcps:3x3"),
     (["fit", "-o", "/nonexistent/dir/p.json"], "does not exist"),
+    (["fit", "-o", "p.json", "--network", "cluster:hosts=3,edges=1"], "has 3 hosts, fewer than 4 ranks"),
 ])
 def test_mpi_errors_are_reported_once(argv, fragment):
     proc, _ = launch(4, "-m", "optiq", "collectives", *argv)
@@ -203,3 +206,74 @@ def test_mpi_errors_are_reported_once(argv, fragment):
 def test_one_rank_is_a_clear_error(capsys):  # in process: a communicator of one rank
     assert main(["collectives", "bench", "--size", "1KiB"]) == 1
     assert "mpiexec -n N" in capsys.readouterr().err
+
+
+# -- the network's routes -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 5, 8, 12, 15, 16])
+def test_on_a_star_the_routed_model_is_the_seeds(ranks):
+    routes = Routes.of(f"fattree:k={ranks},n=1", ranks)
+    for name in algorithms(ranks):
+        plain, routed = algorithm_steps(name, ranks, 3e5), routed_steps(name, ranks, 3e5, routes)
+        assert [s.bytes_sent for s in routed] == pytest.approx([s.bytes_sent for s in plain], rel=1e-12), name
+
+
+@pytest.mark.parametrize("spec, ranks", [("cluster:hosts=12,edges=2,cores=1", 12), ("cluster:hosts=8,edges=4,cores=2", 7),
+                                         ("fattree:k=4,n=2", 8), ("torus:3x3", 9)])
+def test_busiest_link_against_walking_every_route(spec, ranks):
+    from optiq.paths import network_routes
+    from optiq.topology import from_spec
+
+    t = from_spec(spec)
+    routes = Routes.of(t, ranks)
+    rng = np.random.default_rng(ranks)
+    for _ in range(5):
+        src, dst = rng.integers(0, ranks, 30), rng.integers(0, ranks, 30)
+        keep = src != dst
+        src, dst, nbytes = src[keep], dst[keep], rng.integers(1, 1000, keep.sum()).astype(float)
+        load = np.zeros(t.num_links)
+        for i, j, b in zip(src, dst, nbytes):  # one route at a time
+            load[network_routes(t, [i], [j]).links] += b
+        assert routes.busiest(src, dst, nbytes) == pytest.approx(load.max())
+
+
+def test_a_tree_charges_the_steps_whose_pairs_share_the_links_between_switches():
+    tree = Routes.of("cluster:hosts=12,edges=2,cores=1", 12)  # ranks 0-5 under one switch, 6-11 under the other
+    plain, routed = algorithm_steps("hcps:6x2", 12, 12e4), routed_steps("hcps:6x2", 12, 12e4, tree)
+    # within the switches as on a star; across them, 6 pairs share each direction of the uplink
+    assert [r.bytes_sent / p.bytes_sent for p, r in zip(plain, routed)] == pytest.approx([1, 6, 6, 1])
+    assert [s.bytes_sent for s in routed_steps("ring", 12, 12e4, tree)] == [s.bytes_sent for s in
+                                                                             algorithm_steps("ring", 12, 12e4)]
+    with pytest.raises(OptiqError, match="fewer than 13 ranks"):
+        Routes.of("cluster:hosts=12,edges=2,cores=1", 13)
+
+
+def test_the_fit_on_a_tree_recovers_the_links_parameters_only_with_the_routes():
+    tree = Routes.of("cluster:hosts=12,edges=2,cores=1", 12)
+    true = AllreduceParams(2e-4, 4e-7, 3e-10, 2e-10, 5e-8, threshold=3)
+
+    def time(kind, count, m):
+        return sum(step_terms(s, true).total for s in Sample(kind, count, m, 1.0).routed_steps(tree))
+    samples = [Sample(k, c, m, time(k, c, m)) for k, cs in (("p2p", [1]), ("fullmesh", range(1, 12)),
+                                                            ("reduce", [2, 4, 12]), ("copy", [1]))
+               for c in cs for m in (16384, 32768, 65536)]
+    routed, blind = fit_allreduce_model(samples, tree), fit_allreduce_model(samples)
+    assert routed.contention.beta == pytest.approx(true.beta, rel=1e-6) and routed.contention_error[1] < 1e-6
+    assert blind.contention_error[1] > 0.05  # the uplink's sharing, unexplained
+    for name in algorithms(12):  # and its predictions are the true parameters' over the routes
+        assert predict(name, 12, 2**18, routed.contention, tree).total == pytest.approx(
+            predict(name, 12, 2**18, true, tree).total, rel=1e-6)
+
+
+def test_predict_reads_the_network_the_parameters_were_fitted_on(tmp_path, capsys):
+    p = AllreduceParams(1e-4, 4e-7, 1e-9, 1e-10, 1e-8, threshold=2)
+    star, tree = tmp_path / "star.json", tmp_path / "tree.json"
+    save_params({"contention": p, "abg": p}, star)
+    save_params({"contention": p, "abg": p}, tree, network="cluster:hosts=12,edges=2,cores=1")
+    best = {}
+    for path in (star, tree):
+        assert main(["collectives", "predict", "--params", str(path), "--ranks", "12", "--size", "256KiB",
+                     "--json"]) == 0
+        best[path] = json.loads(capsys.readouterr().out)["best"]
+    assert best[star]["contention"] == best[star]["abg"] == best[tree]["abg"] != best[tree]["contention"] == "ring"

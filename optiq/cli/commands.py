@@ -241,11 +241,11 @@ def experiment(args: argparse.Namespace) -> int:
 
 def collectives(args: argparse.Namespace) -> int:
     """``optiq collectives``: predict is local; fit and bench run on every rank of mpiexec."""
-    from ..collectives.cost import load_params
+    from ..collectives.cost import load_params, load_routes
     from ..collectives.report import prediction_report
 
     if args.action == "predict":
-        report = prediction_report(load_params(args.params), args.ranks, args.size)
+        report = prediction_report(load_params(args.params), args.ranks, args.size, load_routes(args.params, args.ranks))
         print(dumps(report.to_dict()) if args.json else report)
         return 0
     MPI = need_mpi("optiq collectives fit/bench")
@@ -256,7 +256,7 @@ def collectives(args: argparse.Namespace) -> int:
     say = _progress(args) if leader else None
     check = (lambda: _check_outputs(args)) if leader else None
     if args.action == "fit":
-        fit = fit_on_ranks(comm, args.sizes, repeat=args.repeat, check=check, say=say)
+        fit = fit_on_ranks(comm, args.sizes, repeat=args.repeat, check=check, say=say, network=args.network)
         if fit is not None:
             print(fit, flush=True)
             fit.save(args.output)

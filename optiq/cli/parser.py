@@ -283,6 +283,9 @@ def add_collectives(sub: Any) -> None:
     a.add_argument("--sizes", type=types.size_list, default=[16384, 131072, 1048576],
                    help="message sizes of the micro-benchmarks (default 16KiB,128KiB,1MiB)")
     a.add_argument("--repeat", type=types.positive_int, default=5, help="timed runs per measurement (default 5)")
+    a.add_argument("--network", metavar="SPEC", help="the network the ranks run on, rank i on host i (a topology "
+                                                     "spec): the contention model then counts every step's busiest "
+                                                     "link on its own routes, in the fit and in the file's predictions")
     a.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     a = actions.add_parser("predict", help="rank the algorithms by predicted time under both models")
     a.add_argument("--params", required=True, help="file from optiq collectives fit")

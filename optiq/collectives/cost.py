@@ -40,7 +40,7 @@ that own the same ``1/a`` slice, then the two allgathers in reverse; ``a × 1`` 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,7 +52,8 @@ from ..utils.jsonfile import read_tagged, write_tagged
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["AllreduceParams", "Step", "algorithm_steps", "algorithms", "predict", "rank_algorithms",
+__all__ = ["AllreduceParams", "Step", "algorithm_steps", "algorithms", "predict", "rank_algorithms", "Routes",
+           "algorithm_rounds", "routed_steps", "model_routes", "load_routes", "pairs_within",
            "CostTerms", "step_terms", "load_params", "MODELS"]
 
 MODELS = ("contention", "abg")
@@ -186,6 +187,134 @@ def algorithm_steps(name: str, ranks: int, nbytes: float) -> list[Step]:
     raise OptiqError(f"unknown allreduce algorithm {name!r}; expected one of {', '.join(algorithms(N))}")
 
 
+@dataclass(frozen=True, repr=False)
+class Routes:
+    """Which links the bytes between every two ranks cross: the network's own routes
+    (:func:`optiq.paths.network_routes`), rank ``i`` on host ``i``.
+
+    On one switch every step's busiest link is a rank's own, and the model is the seed's; on a
+    tree, the links between switches may carry more (a step whose pairs cross them share
+    them), and :meth:`busiest` says how much more.
+
+    Attributes
+    ----------
+    network : str
+        The topology's spec.
+    ranks : int
+    links, offsets : ndarray of int
+        The links of pair ``i * ranks + j`` are ``links[offsets[p]:offsets[p + 1]]`` (none for ``i == j``).
+    weight : ndarray of float
+        Per link, the ranks' own links' capacity over its own: a byte on it weighs that many bytes on theirs.
+    """
+
+    network: str
+    ranks: int
+    links: np.ndarray
+    offsets: np.ndarray
+    weight: np.ndarray
+
+    @classmethod
+    def of(cls, topology: Any, ranks: int) -> Routes:
+        """The routes between ``ranks`` ranks on the first hosts of ``topology`` (a Topology or a spec).
+
+        Raises
+        ------
+        OptiqError
+            When the network has fewer hosts than ranks, or cannot route a pair.
+
+        Examples
+        --------
+        >>> r = Routes.of("cluster:hosts=4,edges=2,cores=1", 4)
+        >>> r.busiest([0, 1], [2, 3], [1000.0, 1000.0])  # both pairs cross the uplink of the first edge switch
+        2000.0
+        >>> r.busiest([0, 2], [1, 3], [1000.0, 1000.0])  # each pair within its edge switch
+        1000.0
+        """
+        from ..paths import network_routes
+        from ..topology import Topology, from_spec
+
+        t = topology if isinstance(topology, Topology) else from_spec(topology)
+        if ranks > t.num_endpoints:
+            raise OptiqError(f"{t.name} has {t.num_endpoints} hosts, fewer than {ranks} ranks")
+        src, dst = np.divmod(np.arange(ranks * ranks), ranks)
+        apart = src != dst
+        routes = network_routes(t, src[apart], dst[apart])
+        hops = np.zeros(ranks * ranks, np.int64)
+        hops[apart] = np.diff(routes.offsets)
+        own = t.capacity[np.isin(t.link_src, np.arange(ranks))]
+        return cls(t.spec or t.name, ranks, routes.links.astype(np.int64), np.concatenate(([0], np.cumsum(hops))),
+                   float(own.max()) / t.capacity)
+
+    def busiest(self, src: Any, dst: Any, nbytes: Any) -> float:
+        """The bytes on the busiest link (weighed by :attr:`weight`) when ``src[k]`` sends
+        ``nbytes[k]`` to ``dst[k]`` for every ``k`` at once."""
+        pair = np.asarray(src, np.int64) * self.ranks + np.asarray(dst, np.int64)
+        hops = self.offsets[pair + 1] - self.offsets[pair]
+        first = np.repeat(self.offsets[pair] - np.cumsum(hops) + hops, hops) + np.arange(int(hops.sum()))
+        loads = np.bincount(self.links[first], weights=np.repeat(np.asarray(nbytes, float), hops),
+                            minlength=self.weight.size)
+        return float((loads * self.weight).max(initial=0.0))
+
+    def __repr__(self) -> str:
+        return f"Routes({self.network}, {self.ranks} ranks)"
+
+
+def pairs_within(groups: list[list[int]], nbytes: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every member of every group sending ``nbytes`` to every other member."""
+    pairs = [(i, j) for g in groups for i in g for j in g if i != j]
+    src, dst = (np.array(x, np.int64) for x in zip(*pairs)) if pairs else (np.zeros(0, np.int64),) * 2
+    return src, dst, np.full(src.size, float(nbytes))
+
+
+def algorithm_rounds(name: str, ranks: int, nbytes: float) -> list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """Who sends what to whom in each round of each step of :func:`algorithm_steps` (the same
+    steps, in order): per step, per round, ``(src, dst, bytes)`` of every message at once."""
+    N, S = int(ranks), float(nbytes)
+    ranks_ = np.arange(N)
+    if name == "ring":
+        ring = (ranks_, (ranks_ + 1) % N, np.full(N, S / N))
+        return [[ring] * (N - 1), [ring] * (N - 1)]
+    if name == "rhd":
+        p2 = 1 << (N.bit_length() - 1)
+        extra = N - p2
+        real = np.array([2 * m + 1 if m < extra else m + extra for m in range(p2)])
+        halving, doubling = [], []
+        dist = p2 // 2
+        while dist >= 1:
+            halving.append((real, real[np.arange(p2) ^ dist], np.full(p2, S * dist / p2)))
+            dist //= 2
+        dist = 1
+        while dist < p2:
+            doubling.append((real, real[np.arange(p2) ^ dist], np.full(p2, S * dist / p2)))
+            dist *= 2
+        steps = [halving, doubling]
+        if extra:
+            evens = 2 * np.arange(extra)
+            steps = [[(evens, evens + 1, np.full(extra, S))]] + steps + [[(evens + 1, evens, np.full(extra, S))]]
+        return steps
+    a, b = (N, 1) if name == "cps" else parse_hierarchy(name, N) if name.startswith("hcps:") else (0, 0)
+    if not a:
+        algorithm_steps(name, N, S)  # raises for the unknown name
+    within = pairs_within([[g * a + j for j in range(a)] for g in range(b)], S / a)
+    across = pairs_within([[g * a + i for g in range(b)] for i in range(a)], S / N)
+    return [[within], [across], [across], [within]] if b > 1 and a > 1 else [[within], [within]] if a > 1 \
+        else [[across], [across]]
+
+
+def routed_steps(name: str, ranks: int, nbytes: float, routes: Routes | None) -> list[Step]:
+    """:func:`algorithm_steps`, each step's bytes those of its busiest link round by round
+    (:meth:`Routes.busiest`): on a star the same, on a tree more where a step's pairs share the
+    links between switches. Without ``routes``, the steps as they are."""
+    steps = algorithm_steps(name, ranks, nbytes)
+    if routes is None:
+        return steps
+    if routes.ranks != ranks:
+        raise OptiqError(f"the routes are for {routes.ranks} ranks, not {ranks}")
+    rounds = algorithm_rounds(name, ranks, nbytes)
+    return [replace(step, bytes_sent=sum(routes.busiest(*r) for r in step_rounds))
+            for step, step_rounds in zip(steps, rounds)]
+
+
 def step_terms(step: Step, params: AllreduceParams) -> CostTerms:
     """The cost terms of one step."""
     excess = max(0, step.fan_in - params.threshold)
@@ -193,8 +322,9 @@ def step_terms(step: Step, params: AllreduceParams) -> CostTerms:
                      params.delta * step.memory_bytes, params.epsilon * excess * step.message_bytes)
 
 
-def predict(name: str, ranks: int, nbytes: float, params: AllreduceParams) -> CostTerms:
-    """Predicted time of algorithm ``name``, split into its five terms.
+def predict(name: str, ranks: int, nbytes: float, params: AllreduceParams, routes: Routes | None = None) -> CostTerms:
+    """Predicted time of algorithm ``name``, split into its five terms; with ``routes``, each
+    step's bytes are those of its busiest link (:func:`routed_steps`).
 
     Examples
     --------
@@ -202,13 +332,14 @@ def predict(name: str, ranks: int, nbytes: float, params: AllreduceParams) -> Co
     >>> round(predict("ring", 4, 4000, p).total * 1e6, 3)    # 6 us + 6 us + 3 us
     15.0
     """
-    parts = [step_terms(s, params) for s in algorithm_steps(name, ranks, nbytes)]
+    parts = [step_terms(s, params) for s in routed_steps(name, ranks, nbytes, routes)]
     return CostTerms(*(sum(getattr(p, f) for p in parts) for f in CostTerms.__dataclass_fields__))
 
 
-def rank_algorithms(ranks: int, nbytes: float, params: AllreduceParams) -> list[tuple[str, CostTerms]]:
+def rank_algorithms(ranks: int, nbytes: float, params: AllreduceParams,
+                    routes: Routes | None = None) -> list[tuple[str, CostTerms]]:
     """Every algorithm for ``ranks``, fastest first by predicted time."""
-    return sorted(((name, predict(name, ranks, nbytes, params)) for name in algorithms(ranks)),
+    return sorted(((name, predict(name, ranks, nbytes, params, routes)) for name in algorithms(ranks)),
                   key=lambda item: item[1].total)
 
 
@@ -221,6 +352,12 @@ def feature_row(steps: Any) -> np.ndarray:
 def incast_volume(steps: Any, threshold: int) -> float:
     """``sum max(0, f - w) * m`` over ``steps``: what epsilon multiplies."""
     return float(sum(max(0, s.fan_in - threshold) * s.message_bytes for s in steps))
+
+
+def model_routes(model: str, routes: Routes | None) -> Routes | None:
+    """The routes model ``model`` predicts with: the contention model's, none for alpha-beta-gamma
+    (the classic model, blind to the network)."""
+    return routes if model == "contention" else None
 
 
 def save_params(models: dict[str, AllreduceParams], path: str | Path, **meta: Any) -> None:
@@ -241,3 +378,17 @@ def load_params(path: str | Path) -> dict[str, AllreduceParams]:
         return {name: AllreduceParams(**data["models"][name]) for name in MODELS}
     except (KeyError, TypeError) as exc:
         raise OptiqError(f"allreduce parameters {str(path)!r} are incomplete: {exc!r}") from None
+
+
+def load_routes(path: str | Path, ranks: int) -> Routes | None:
+    """The routes of ``ranks`` ranks on the network the parameters were fitted on
+    (``optiq collectives fit --network``), or None when fitted without one.
+
+    Raises
+    ------
+    OptiqError
+        For an unreadable file, or a network with fewer hosts than ``ranks``.
+    """
+    data = read_tagged(path, "optiq-allreduce-params", "allreduce parameters", hint=" (see optiq collectives fit)")
+    network = data.get("network")
+    return None if network is None else Routes.of(network, ranks)

@@ -23,13 +23,13 @@ can explain, i.e. all but ``copy``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import OptiqError
-from .cost import AllreduceParams, Step, feature_row, incast_volume
+from .cost import AllreduceParams, Routes, Step, feature_row, incast_volume, pairs_within
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -66,6 +66,25 @@ class Sample:
         return [Step(0, 0.0, 0.0, 2 * m, 0, 0.0)]
 
 
+    def routed_steps(self, routes: Routes | None) -> list[Step]:
+        """:meth:`steps`, the step's bytes those of its busiest link when every rank runs the
+        micro-benchmark at once, as :func:`~optiq.collectives.bench.run_microbenchmarks` runs it
+        (pairs ``r, r xor 1``; every full group of ``f + 1`` consecutive ranks)."""
+        steps = self.steps()
+        if routes is None or self.kind not in ("p2p", "fullmesh"):
+            return steps
+        N, m = routes.ranks, float(self.nbytes)
+        if self.kind == "p2p":
+            src = np.arange(N)
+            src = src[(src ^ 1) < N]
+            busiest = routes.busiest(src, src ^ 1, np.full(src.size, m))
+        else:
+            size = self.count + 1
+            busiest = routes.busiest(*pairs_within([list(range(g * size, (g + 1) * size)) for g in range(N // size)],
+                                                    m))
+        return [replace(steps[0], bytes_sent=busiest)]
+
+
 @dataclass(frozen=True)
 class FitResult:
     """Fitted parameters of both models and their relative errors on the samples."""
@@ -86,8 +105,11 @@ def _nnls_relative(X: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return coef, np.abs(X @ coef / t - 1.0)
 
 
-def fit_allreduce_model(samples: Sequence[Sample]) -> FitResult:
-    """Fit both models to ``samples`` (see the module docstring).
+def fit_allreduce_model(samples: Sequence[Sample], routes: Routes | None = None) -> FitResult:
+    """Fit both models to ``samples`` (see the module docstring); with ``routes`` (where the
+    ranks that took them are on the network), the contention model counts each timing's bytes
+    on its busiest link (:meth:`Sample.routed_steps`), as its predictions do. The
+    alpha-beta-gamma model stays the classic one, blind to the network.
 
     Raises
     ------
@@ -114,8 +136,9 @@ def fit_allreduce_model(samples: Sequence[Sample]) -> FitResult:
     missing = [k for k in SAMPLE_KINDS if k not in kinds]
     if missing:
         raise OptiqError(f"fitting needs every micro-benchmark kind; missing {', '.join(missing)}")
-    steps = [s.steps() for s in samples]
+    steps = [s.routed_steps(routes) for s in samples]
     base = np.array([feature_row(st) for st in steps])
+    plain = base if routes is None else np.array([feature_row(s.steps()) for s in samples])
     t = np.array([s.time_s for s in samples])
     best: tuple[float, int, np.ndarray, np.ndarray] | None = None
     for w in range(0, max(s.fan_in for st in steps for s in st) + 1):
@@ -126,8 +149,8 @@ def fit_allreduce_model(samples: Sequence[Sample]) -> FitResult:
     assert best is not None
     _, w, coef, err = best
     contention = AllreduceParams(*map(float, coef), threshold=w)  # type: ignore[arg-type, misc]
-    explained = base[:, :3].any(axis=1)  # the copy timings have no alpha-beta-gamma term
-    coef3, err3 = _nnls_relative(base[explained, :3], t[explained])
+    explained = plain[:, :3].any(axis=1)  # the copy timings have no alpha-beta-gamma term
+    coef3, err3 = _nnls_relative(plain[explained, :3], t[explained])
     abg = AllreduceParams(*map(float, coef3))  # type: ignore[arg-type]
     return FitResult(contention, abg, (float(err.mean()), float(err.max())), (float(err3.mean()), float(err3.max())),
                      len(samples))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .cost import MODELS, AllreduceParams, predict, rank_algorithms
+from .cost import MODELS, AllreduceParams, Routes, model_routes, predict, rank_algorithms
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -43,8 +43,10 @@ class PredictionReport:
         return "\n".join(lines)
 
 
-def prediction_report(models: dict[str, AllreduceParams], ranks: int, nbytes: int) -> PredictionReport:
-    """Rank every algorithm for ``ranks`` ranks and ``nbytes`` bytes under each model.
+def prediction_report(models: dict[str, AllreduceParams], ranks: int, nbytes: int,
+                      routes: Routes | None = None) -> PredictionReport:
+    """Rank every algorithm for ``ranks`` ranks and ``nbytes`` bytes under each model (the
+    contention model over ``routes``, when given: :func:`~optiq.collectives.cost.routed_steps`).
 
     Examples
     --------
@@ -58,7 +60,7 @@ def prediction_report(models: dict[str, AllreduceParams], ranks: int, nbytes: in
     best: dict[str, str] = {}
     listed: dict[str, list[dict[str, Any]]] = {}
     for model in MODELS:
-        ranked = rank_algorithms(ranks, nbytes, models[model])
+        ranked = rank_algorithms(ranks, nbytes, models[model], model_routes(model, routes))
         best[model] = ranked[0][0]
         listed[model] = [{"algorithm": name, "time_s": terms.total, **{f"{k}_s": v for k, v in asdict(terms).items()}}
                          for name, terms in ranked]
@@ -133,11 +135,16 @@ class BenchReport:
 
 
 def bench_report(timings: Iterable[AlgorithmTiming], mpi_time_s: float, ranks: int, nbytes: int, repeat: int,
-                 models: dict[str, AllreduceParams] | None = None) -> BenchReport:
+                 models: dict[str, AllreduceParams] | None = None, routes: Routes | None = None) -> BenchReport:
     """The report of :func:`optiq.collectives.bench.bench_algorithms`'s timings (medians of
-    the slowest rank), with each model's prediction when ``models`` is given."""
-    algs = {t.algorithm: t if models is None else
-            replace(t, predicted_s={m: predict(t.algorithm, ranks, nbytes, models[m]).total for m in MODELS},
-                    predicted_terms={m: asdict(predict(t.algorithm, ranks, nbytes, models[m])) for m in MODELS})
-            for t in timings}
+    the slowest rank), with each model's prediction when ``models`` is given (the contention
+    model's over ``routes``, when given)."""
+    def predicted(t: AlgorithmTiming) -> AlgorithmTiming:
+        if models is None:
+            return t
+        terms = {m: predict(t.algorithm, ranks, nbytes, models[m], model_routes(m, routes)) for m in MODELS}
+        return replace(t, predicted_s={m: v.total for m, v in terms.items()},
+                       predicted_terms={m: asdict(v) for m, v in terms.items()})
+
+    algs = {t.algorithm: predicted(t) for t in timings}
     return BenchReport(ranks, nbytes, repeat, mpi_time_s, algs)

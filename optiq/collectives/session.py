@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import OptiqError
 from ..mpi.launch import abort_on_failure, together
 from .bench import bench_algorithms, run_microbenchmarks, trace_exchanges
-from .cost import algorithms, load_params, save_params
+from .cost import Routes, algorithms, load_params, load_routes, save_params
 from .fit import FitResult, Sample, fit_allreduce_model
 from .report import BenchReport, bench_report
 
@@ -31,6 +31,8 @@ class FitRun:
     fit: FitResult
     samples: list[Sample] = field(repr=False)
     ranks: int
+    #: the network the ranks ran on (its spec), when the fit counted its routes
+    network: str | None = None
 
     def __str__(self) -> str:
         fit = self.fit
@@ -42,7 +44,7 @@ class FitRun:
     def save(self, path: str | Path) -> None:
         """The parameters file ``optiq collectives predict`` and ``bench --params`` read."""
         fit = self.fit
-        save_params({"contention": fit.contention, "abg": fit.abg}, path, ranks=self.ranks,
+        save_params({"contention": fit.contention, "abg": fit.abg}, path, ranks=self.ranks, network=self.network,
                     samples=[asdict(s) for s in self.samples],
                     fit_error={"contention": fit.contention_error, "abg": fit.abg_error})
 
@@ -75,11 +77,14 @@ def _checked(comm: Any, what: str, sizes: Sequence[int], check: Callable[[], Any
 
 
 def fit_on_ranks(comm: Any, sizes: Sequence[int], *, repeat: int = 5, check: Callable[[], Any] | None = None,
-                 say: Callable[[str], None] | None = None) -> FitRun | None:
+                 say: Callable[[str], None] | None = None, network: str | None = None) -> FitRun | None:
     """Run the micro-benchmarks at every size on every rank of ``comm`` and fit both models.
 
     Collective. ``check`` runs first on every rank (a caller's own checks, such as whether
-    an output can be written), then the sizes are checked.
+    an output can be written), then the sizes are checked. With ``network`` (a topology spec;
+    rank ``i`` on its host ``i``), the contention model counts every step's busiest link on
+    the network's own routes (:class:`~optiq.collectives.cost.Routes`), in the fit and in
+    every prediction from the file it writes.
 
     Returns
     -------
@@ -92,14 +97,19 @@ def fit_on_ranks(comm: Any, sizes: Sequence[int], *, repeat: int = 5, check: Cal
         On every rank: fewer than 2 ranks, a size that is not a positive multiple of 8, or
         ``check``'s error.
     """
-    together(comm, lambda: _checked(comm, "fit", sizes, check))
+    def checks() -> Routes | None:
+        _checked(comm, "fit", sizes, check)
+        return None if network is None else Routes.of(network, comm.Get_size())
+
+    routes = together(comm, checks)
     work = comm.Dup()
     try:
         with abort_on_failure(work):
             samples = run_microbenchmarks(work, sizes, repeat=repeat, say=say or (lambda m: None))
         if work.Get_rank() != 0:
             return None
-        return FitRun(fit_allreduce_model(samples), samples, work.Get_size())
+        return FitRun(fit_allreduce_model(samples, routes), samples, work.Get_size(),
+                      None if routes is None else routes.network)
     finally:
         work.Free()
 
@@ -156,11 +166,11 @@ def bench_on_ranks(comm: Any, sizes: Sequence[int], *, names: Sequence[str] | No
     """
     N = comm.Get_size()
 
-    def checks() -> dict | None:
+    def checks() -> tuple[dict | None, Routes | None]:
         _checked(comm, "bench", sizes, check, names)
-        return load_params(params) if params else None
+        return (load_params(params), load_routes(params, N)) if params else (None, None)
 
-    models = together(comm, checks)
+    models, routes = together(comm, checks)
     reports = []
     work = comm.Dup()
     try:
@@ -168,7 +178,7 @@ def bench_on_ranks(comm: Any, sizes: Sequence[int], *, names: Sequence[str] | No
             for size in sizes:
                 timings, mpi_time = bench_algorithms(work, size, names=names, repeat=repeat,
                                                      say=say or (lambda m: None))
-                reports.append(bench_report(timings, mpi_time, N, size, repeat, models))
+                reports.append(bench_report(timings, mpi_time, N, size, repeat, models, routes))
     finally:
         work.Free()
     return reports

@@ -233,7 +233,8 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
         say(f"fit: micro-benchmarks at {', '.join(f'{s:,}' for s in fit_sizes)} B on {ranks} ranks")
         fit_start = time.perf_counter()
         fit_drops = _run(bed, launcher, ranks, ["collectives", "fit", "-o", str(params), "--sizes",
-                                                ",".join(f"{s}B" for s in fit_sizes), "--repeat", str(repeat), "-q"])
+                                                ",".join(f"{s}B" for s in fit_sizes), "--repeat", str(repeat),
+                                                "--network", topology.spec or topology.name, "-q"])
         fit_s = time.perf_counter() - fit_start
         rows, mpi_s = [], float("nan")
         for algorithm in algorithms(ranks):

@@ -12,8 +12,8 @@ import numpy as np
 from mpi4py import MPI
 
 from optiq.collectives import allreduce
-from optiq.collectives.algorithms import _TAG
-from optiq.collectives.cost import algorithms
+from optiq.collectives.algorithms import _TAG, exchanges_by, send_and_receive
+from optiq.collectives.cost import algorithm_rounds, algorithms
 
 comm = MPI.COMM_WORLD
 N, rank = comm.Get_size(), comm.Get_rank()
@@ -34,6 +34,31 @@ for length in (0, 1, N - 1, 7, 3 * N + 1, 1000, 4099):
         failures += not ok
         if rank == 0:
             print(f"N={N} length={length} {name}: {'ok' if ok else 'MISMATCH'}")
+# the cost model's rounds (who sends what to whom, step by step) are the messages the algorithms send
+length = 8 * N * (1 << N.bit_length())  # every block even
+data = np.ones(length)
+for name in algorithms(N):
+    log = []
+
+    def record(c, sends, recvs, tag, log=log):
+        if sends or recvs:  # a group of one (CPS's second level) sends nothing
+            log.append((tag, [(dst, buf.nbytes) for buf, dst in sends]))
+        send_and_receive(c, sends, recvs, tag)
+
+    with exchanges_by(record):
+        allreduce(comm, data, name)
+    steps = sorted({tag for tag, _ in log}.union(*[{t for t, _ in per} for per in comm.allgather(log)]))
+    sent, calls = set(), {}
+    for tag, sends in log:
+        k = calls[tag] = calls.get(tag, -1) + 1
+        sent |= {(steps.index(tag), k, rank, dst, n) for dst, n in sends}
+    sent = set().union(*comm.allgather(sent))
+    model = {(s, k, int(i), int(j), round(b)) for s, rounds in enumerate(algorithm_rounds(name, N, 8.0 * length))
+             for k, (src, dst, nbytes) in enumerate(rounds) for i, j, b in zip(src, dst, nbytes)}
+    ok = sent == model
+    failures += not ok
+    if rank == 0:
+        print(f"N={N} rounds of {name}: {'ok' if ok else f'MISMATCH {sorted(sent ^ model)[:6]}'}")
 for step in range(14):
     comm.Recv(app_in, source=left, tag=_TAG + step)
     ok = comm.allreduce(bool(np.all(app_in == left)), op=MPI.LAND)
