@@ -206,3 +206,19 @@ def test_testbed_collectives_fits_both_models_and_measures_every_algorithm_on_a_
         assert r["step_drops"] and all(n >= 0 for n in r["step_drops"].values())
     phases = {phase for r in rows for phase in r["step_drops"]}
     assert {"reduce-scatter", "allgather", "halving", "doubling"} <= phases
+
+
+def test_testbed_collectives_on_a_tree_fits_and_predicts_over_the_trees_routes(tmp_path):
+    from optiq.cli import main
+    from optiq.collectives.cost import AllreduceParams, Routes, predict
+
+    out, tree = tmp_path / "c.json", "cluster:hosts=4,edges=2,cores=1"  # ranks 0, 1 under one switch; 2, 3 the other
+    assert main(["testbed", "collectives", "--ranks", "4", "-t", tree, "--size", "32KiB", "--fit-sizes", "8KiB,32KiB",
+                 "--repeat", "1", "--json", str(out), "-q"]) == 0
+    report = json.loads(out.read_text())
+    assert report["params"]["network"] == tree
+    routes = Routes.of(tree, 4)
+    fitted = {m: AllreduceParams(**report["params"]["models"][m]) for m in ("contention", "abg")}
+    for r in report["rows"]:  # the contention model over the tree's routes; alpha-beta-gamma blind to them
+        assert r["model_s"] == pytest.approx(predict(r["algorithm"], 4, 32768, fitted["contention"], routes).total)
+        assert r["abg_s"] == pytest.approx(predict(r["algorithm"], 4, 32768, fitted["abg"]).total)
