@@ -6,7 +6,9 @@ TCP. On it, as in the seed's evaluation:
 
 1. ``optiq collectives fit`` runs the micro-benchmarks (pairs, full meshes of fan-in
    ``1 .. N-1``, reductions and copies) and fits both models: the one with contention and
-   memory terms and alpha-beta-gamma;
+   memory terms and alpha-beta-gamma; it is given the testbed's network (``--network``), so
+   that on a network of more than one switch the contention model counts each step's
+   busiest link on the network's routes (on the star this changes nothing);
 2. ``optiq collectives bench`` measures every algorithm for ``N`` ranks, one MPI job per
    algorithm, so that the switch's queue drops are counted per algorithm (where incast
    overflows it);
