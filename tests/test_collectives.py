@@ -35,7 +35,8 @@ def counts(name, ranks, nbytes, threshold=1):
 @pytest.mark.parametrize("name, ranks, nbytes, want", [
     ("ring", 4, 4000, [6, 6000, 3000, 9000, 0]),            # 3 + 3 steps of 1,000 B; 3 reductions read 2 write 1
     ("rhd", 8, 8000, [6, 14000, 7000, 21000, 0]),           # 4000 + 2000 + 1000 each way
-    ("rhd", 6, 6000, [6, 21000, 10500, 31500, 0]),          # fold 6,000 in and out + rhd on 4: 4,500 each way
+    ("rhd", 6, 6000, [6, 24000, 10500, 31500, 0]),          # fold 6,000 in (with a first half of 3,000 beside it)
+                                                            # and out + rhd on 4: 4,500 each way
     ("cps", 4, 4000, [2, 6000, 3000, 5000, 4000]),          # fan-in 3 of 1,000 B, twice; 4 reads + 1 write of 1,000
     ("hcps:2x3", 6, 6000, [4, 10000, 5000, 13000, 2000]),   # a=2: 3,000 B each; b=3 on 3,000 B: 1,000 B blocks
     ("hcps:3x2", 6, 6000, [4, 10000, 5000, 11000, 4000]),   # a=3: 2,000 B blocks, fan-in 2; b=2 on 2,000 B

@@ -21,7 +21,7 @@ algorithm          rounds                      bytes sent          bytes reduced
 =================  ==========================  ==================  ==================  ==================  ========
 Ring               ``2(N-1)``                  ``2(N-1)S/N``       ``(N-1)S/N``        ``3(N-1)S/N``       1
 RHD                ``2 log2 N' + 2e``          ``2(N'-1)S/N' +``   ``(N'-1)S/N' +``    ``3 C``             1
-                                               ``2eS``             ``eS``
+                                               ``5eS/2``           ``eS``
 CPS                ``2``                       ``2(N-1)S/N``       ``(N-1)S/N``        ``(N+1)S/N``        ``N-1``
 hier. CPS a×b      ``4``                       ``2(N-1)S/N``       ``(N-1)S/N``        ``(a+1)S/a +``      ``a-1``,
                                                                                        ``(b+1)S/N``        ``b-1``
@@ -30,7 +30,9 @@ hier. CPS a×b      ``4``                       ``2(N-1)S/N``       ``(N-1)S/N``
 RHD is recursive halving (reduce-scatter) then doubling (allgather) on ``N'`` = the
 largest power of two ≤ ``N``; when ``N`` is not a power of two (``e = 1``) the ``N - N'``
 extra ranks first hand their whole vector to a partner and get the result back at the
-end. CPS: every rank reduces the ``1/N`` block it owns from all others in one ``N-1``
+end. The ranks that do not fold start halving at once, so their first halves (``S/2``)
+reach the folding partners while those still receive the extra ranks' vectors: the fold's
+busiest link carries ``3S/2`` (:func:`concurrent_rounds`). CPS: every rank reduces the ``1/N`` block it owns from all others in one ``N-1``
 fan-in step, then every rank sends its block to all others. Hierarchical CPS ``a × b``
 (``a b = N``): CPS reduce-scatter within groups of ``a``, then among the ``b`` ranks
 that own the same ``1/a`` slice, then the two allgathers in reverse; ``a × 1`` and
@@ -53,7 +55,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["AllreduceParams", "Step", "algorithm_steps", "algorithms", "predict", "rank_algorithms", "Routes",
-           "algorithm_rounds", "routed_steps", "model_routes", "load_routes", "pairs_within",
+           "algorithm_rounds", "concurrent_rounds", "routed_steps", "model_routes", "load_routes", "pairs_within",
            "CostTerms", "step_terms", "load_params", "MODELS"]
 
 MODELS = ("contention", "abg")
@@ -173,8 +175,8 @@ def algorithm_steps(name: str, ranks: int, nbytes: float) -> list[Step]:
         log = p2.bit_length() - 1
         part = (p2 - 1) / p2 * S
         steps = [Step(log, part, part, 3 * part, 1, S / 2), Step(log, part, 0.0, 0.0, 1, S / 2)]
-        if p2 != N:
-            steps = [Step(1, S, S, 3 * S, 1, S)] + steps + [Step(1, S, 0.0, 0.0, 1, S)]
+        if p2 != N:  # the fold's busiest link: a vector, and a first half sent at once (concurrent_rounds)
+            steps = [Step(1, 1.5 * S, S, 3 * S, 1, S)] + steps + [Step(1, S, 0.0, 0.0, 1, S)]
         return steps
     if name == "cps":
         reduce, gather = _cps_steps(S, N, S)
@@ -301,6 +303,21 @@ def algorithm_rounds(name: str, ranks: int, nbytes: float) -> list[list[tuple[np
         else [[across], [across]]
 
 
+def concurrent_rounds(name: str, ranks: int, nbytes: float) -> list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """:func:`algorithm_rounds` as the messages travel together: in RHD with extra ranks, the
+    ranks that do not fold send their first halves at once, during the fold (MPI sends them
+    without waiting for the receive), so they join the fold's round and leave the first
+    halving round to the folding ranks' own halves."""
+    rounds = algorithm_rounds(name, ranks, nbytes)
+    if name != "rhd" or len(rounds) != 4:
+        return rounds
+    (fold,), (first, *rest) = rounds[0], rounds[1]
+    early = first[0] >= 2 * (ranks - (1 << (ranks.bit_length() - 1)))  # the senders that did not fold
+    joined = tuple(np.concatenate((a, b[early])) for a, b in zip(fold, first))
+    late = tuple(b[~early] for b in first)
+    return [[joined], [late, *rest], *rounds[2:]]  # type: ignore[list-item]
+
+
 def routed_steps(name: str, ranks: int, nbytes: float, routes: Routes | None) -> list[Step]:
     """:func:`algorithm_steps`, each step's bytes those of its busiest link round by round
     (:meth:`Routes.busiest`): on a star the same, on a tree more where a step's pairs share the
@@ -310,7 +327,7 @@ def routed_steps(name: str, ranks: int, nbytes: float, routes: Routes | None) ->
         return steps
     if routes.ranks != ranks:
         raise OptiqError(f"the routes are for {routes.ranks} ranks, not {ranks}")
-    rounds = algorithm_rounds(name, ranks, nbytes)
+    rounds = concurrent_rounds(name, ranks, nbytes)
     return [replace(step, bytes_sent=sum(routes.busiest(*r) for r in step_rounds))
             for step, step_rounds in zip(steps, rounds)]
 
