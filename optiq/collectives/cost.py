@@ -250,11 +250,12 @@ class Routes:
     def busiest(self, src: Any, dst: Any, nbytes: Any) -> float:
         """The bytes on the busiest link (weighed by :attr:`weight`) when ``src[k]`` sends
         ``nbytes[k]`` to ``dst[k]`` for every ``k`` at once."""
+        from ..paths.pathset import csr_positions
+
         pair = np.asarray(src, np.int64) * self.ranks + np.asarray(dst, np.int64)
         hops = self.offsets[pair + 1] - self.offsets[pair]
-        first = np.repeat(self.offsets[pair] - np.cumsum(hops) + hops, hops) + np.arange(int(hops.sum()))
-        loads = np.bincount(self.links[first], weights=np.repeat(np.asarray(nbytes, float), hops),
-                            minlength=self.weight.size)
+        loads = np.bincount(self.links[csr_positions(self.offsets[pair], hops)],
+                            weights=np.repeat(np.asarray(nbytes, float), hops), minlength=self.weight.size)
         return float((loads * self.weight).max(initial=0.0))
 
     def __repr__(self) -> str:
@@ -280,16 +281,9 @@ def algorithm_rounds(name: str, ranks: int, nbytes: float) -> list[list[tuple[np
         p2 = 1 << (N.bit_length() - 1)
         extra = N - p2
         real = np.array([2 * m + 1 if m < extra else m + extra for m in range(p2)])
-        halving, doubling = [], []
-        dist = p2 // 2
-        while dist >= 1:
-            halving.append((real, real[np.arange(p2) ^ dist], np.full(p2, S * dist / p2)))
-            dist //= 2
-        dist = 1
-        while dist < p2:
-            doubling.append((real, real[np.arange(p2) ^ dist], np.full(p2, S * dist / p2)))
-            dist *= 2
-        steps = [halving, doubling]
+        dists = [1 << k for k in range(p2.bit_length() - 1)]  # doubling's partners' distances; halving's reversed
+        steps = [[(real, real[np.arange(p2) ^ d], np.full(p2, S * d / p2)) for d in order]
+                 for order in (dists[::-1], dists)]
         if extra:
             evens = 2 * np.arange(extra)
             steps = [[(evens, evens + 1, np.full(extra, S))]] + steps + [[(evens + 1, evens, np.full(extra, S))]]

@@ -350,11 +350,16 @@ def _read_call(rank: int, size: int, sendbuf: Any, recvbuf: Any, method: str, ne
         if source.byte_counts[rank] != recv.byte_counts[rank]:
             raise ArgumentError(f"rank {rank} sends itself {int(source.byte_counts[rank])} bytes but expects "
                                 f"{int(recv.byte_counts[rank])}")
-    words = np.concatenate([_fingerprint(rank, size, source.byte_counts, recv.byte_counts, config),
-                            _agreement(rank, size, source.byte_counts, recv.byte_counts, config)]) if readable else \
-        np.zeros(8, np.uint64)
-    pairs = int(np.count_nonzero(source.byte_counts)) - int(source.byte_counts[rank] > 0) if readable else 0
+    words, pairs = _words(rank, size, source.byte_counts, recv.byte_counts, config) if readable else \
+        (np.zeros(8, np.uint64), 0)
     return send, recv, words, readable, pairs
+
+
+def _words(rank: int, size: int, sent: np.ndarray, got: np.ndarray, config: str) -> tuple[np.ndarray, int]:
+    """The words of a call's fingerprints and agreement from this rank's byte counts, and how
+    many other ranks it sends to."""
+    words = np.concatenate([_fingerprint(rank, size, sent, got, config), _agreement(rank, size, sent, got, config)])
+    return words, int(np.count_nonzero(sent)) - int(sent[rank] > 0)
 
 
 def _quick_call(rank: int, size: int, sendbuf: Any, recvbuf: Any, config: str) -> tuple[np.ndarray, int] | None:
@@ -372,8 +377,7 @@ def _quick_call(rank: int, size: int, sendbuf: Any, recvbuf: Any, config: str) -
     sent, got = send[0], recv[0]
     if sent[rank] != got[rank] or overlapping(got, recv[1]) is not None:
         return None
-    words = np.concatenate([_fingerprint(rank, size, sent, got, config), _agreement(rank, size, sent, got, config)])
-    return words, int(np.count_nonzero(sent)) - int(sent[rank] > 0)
+    return _words(rank, size, sent, got, config)
 
 
 #: The words of a call's agreement (one ``Iallreduce``, summed over the ranks).
