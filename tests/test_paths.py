@@ -343,3 +343,27 @@ def test_repeats_are_the_paths_a_set_of_keys_has_seen_before(seed):
         seen.add(key)
     assert ps.repeats().tolist() == want
     assert ps.unique().num_paths == len(seen)
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_spread_rounds_index_finds_exactly_the_paths_seen_in_earlier_rounds(collide, monkeypatch):
+    from optiq.paths.candidates import _SeenPaths
+
+    if collide:  # every path of a job gets the same key: only the link-by-link check tells them apart
+        monkeypatch.setattr(_SeenPaths, "_keys", staticmethod(lambda ps: ps.job.astype(np.uint64)))
+    rng = np.random.default_rng(7)
+    num_jobs, seen, index = 5, set(), _SeenPaths()
+    for _ in range(8):
+        jobs = np.sort(rng.choice(num_jobs, rng.integers(1, num_jobs + 1), replace=False))
+        ps = PathSet.from_lists([rng.integers(0, 3, rng.integers(1, 4)) for _ in jobs], jobs, num_jobs)
+        want = [path_key(int(ps.job[p]), ps.path(p)) in seen for p in range(ps.num_paths)]
+        got = index.contains(ps).tolist()
+        if collide:  # a stored collision may hide a repeat, never invent one
+            assert all(w or not g for w, g in zip(want, got))
+        else:
+            assert got == want
+        fresh = ps.select(~np.array(got))
+        index.add(fresh)
+        seen |= {path_key(int(fresh.job[p]), fresh.path(p)) for p in range(fresh.num_paths)}
+    merged = index.paths(num_jobs)
+    assert merged.num_paths == index.num_paths and np.all(np.diff(merged.job) >= 0)

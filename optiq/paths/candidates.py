@@ -181,17 +181,64 @@ def spread_paths(topology: Topology, demands: Demands, k: int = 4, *, hop_slack:
     rng = np.random.default_rng(seed)
     hop_limit = min_hops(topology, demands.src, demands.dst) + hop_slack
     uses = np.zeros(topology.num_links)
-    kept = PathSet(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), demands.num_jobs)
+    seen = _SeenPaths()
     for rnd in range(k):
         mean = uses[uses > 0].mean() if (uses > 0).any() else 1.0
         weight = 1.0 + penalty * uses / mean + rng.random(topology.num_links) * 0.5 / max(hop_limit.max(), 1)
         found, _, _ = least_cost_paths(topology, demands.src, demands.dst, weight, hop_limit,
-                                       too_long="drop" if kept.num_paths else "exact", workers=workers)  # later: skip
-        both, order = PathSet.concat([kept, found])
-        new = order >= kept.num_paths                  # this round's paths, in the job-grouped order
-        fresh = new & ~both.repeats() & (both.hops > 0)
-        uses += np.bincount(both.select(fresh).links, minlength=topology.num_links)
-        kept = both.select(~new | fresh)
+                                       too_long="drop" if seen.num_paths else "exact", workers=workers)  # later: skip
+        fresh = found.select((found.hops > 0) & ~seen.contains(found))   # path j is job j's: no repeat within
+        uses += np.bincount(fresh.links, minlength=topology.num_links)
+        seen.add(fresh)
         if progress:
-            progress(f"spread candidates: round {rnd + 1}/{k}, {kept.num_paths:,} paths")
-    return kept
+            progress(f"spread candidates: round {rnd + 1}/{k}, {seen.num_paths:,} paths")
+    return seen.paths(demands.num_jobs)
+
+
+class _SeenPaths:
+    """The paths of several rounds, each round's new to the rounds before it: a sorted
+    index of (job, links) digests answers "seen before?" without merging the rounds."""
+
+    def __init__(self) -> None:
+        self.parts: list[PathSet] = []
+        self.keys = np.zeros(0, np.uint64)
+        self.part = np.zeros(0, np.int64)
+        self.index = np.zeros(0, np.int64)
+
+    @property
+    def num_paths(self) -> int:
+        return int(self.keys.size)
+
+    @staticmethod
+    def _keys(paths: PathSet) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return paths.digests() ^ ((paths.job.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15))
+
+    def contains(self, paths: PathSet) -> np.ndarray:
+        """Which of ``paths`` were added before (the same job and links). Keys equal by a
+        hash collision are told apart link by link; a collision among the stored keys can
+        only make a repeat look new, never a new path look seen."""
+        key = self._keys(paths)
+        at = np.minimum(np.searchsorted(self.keys, key), max(self.keys.size - 1, 0))
+        hit = np.flatnonzero(self.keys[at] == key) if self.keys.size else np.zeros(0, np.int64)
+        seen = np.zeros(paths.num_paths, bool)
+        for part in np.unique(self.part[at[hit]]):
+            mine = hit[self.part[at[hit]] == part]
+            theirs = self.index[at[mine]]
+            stored = self.parts[part]
+            seen[mine] = (stored.job[theirs] == paths.job[mine]) & paths.same_paths(mine, stored, theirs)
+        return seen
+
+    def add(self, paths: PathSet) -> None:
+        keys = np.concatenate((self.keys, self._keys(paths)))
+        part = np.concatenate((self.part, np.full(paths.num_paths, len(self.parts))))
+        index = np.concatenate((self.index, np.arange(paths.num_paths)))
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.part, self.index = keys[order], part[order], index[order]
+        self.parts.append(paths)
+
+    def paths(self, num_jobs: int) -> PathSet:
+        """Every path added, grouped by job, a job's paths in the order they were added."""
+        if not self.parts:
+            return PathSet(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), num_jobs)
+        return PathSet.concat(self.parts)[0]

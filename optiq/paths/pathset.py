@@ -259,21 +259,50 @@ class PathSet:
         P, hops = self.num_paths, self.hops
         if P < 2:
             return np.zeros(P, bool)
-        position = np.arange(self.links.size) - np.repeat(self.offsets[:-1], hops)
-        with np.errstate(over="ignore"):
-            terms = (self.links.astype(np.uint64) + np.uint64(1)) * _multipliers(int(hops.max()))[position]
-            total = np.concatenate(([np.uint64(0)], np.cumsum(terms, dtype=np.uint64)))
-            digest = total[self.offsets[1:]] - total[self.offsets[:-1]]
+        digest = self.digests()
         order = np.lexsort((digest, hops, self.job))
         a, b = order[:-1], order[1:]
         same = (self.job[a] == self.job[b]) & (hops[a] == hops[b]) & (digest[a] == digest[b])
         a, b = a[same], b[same]
-        pair_hops = hops[a]
-        differ = self.links[csr_positions(self.offsets[a], pair_hops)] != self.links[csr_positions(self.offsets[b], pair_hops)]
-        mismatches = np.bincount(np.repeat(np.arange(a.size), pair_hops), weights=differ, minlength=a.size)
         repeat = np.zeros(P, bool)
-        repeat[b[mismatches == 0]] = True
+        repeat[b[self.same_paths(a, self, b)]] = True
         return repeat
+
+    def digests(self) -> np.ndarray:
+        """A 64-bit hash of every path's links, in order (equal paths have equal digests).
+
+        Examples
+        --------
+        >>> d = PathSet.from_lists([[0, 1], [1, 0], [0, 1]], [0, 0, 0], num_jobs=1).digests()
+        >>> bool(d[0] == d[2]), bool(d[0] == d[1])
+        (True, False)
+        """
+        hops = self.hops
+        if self.links.size == 0:
+            return np.zeros(self.num_paths, np.uint64)
+        position = np.arange(self.links.size) - np.repeat(self.offsets[:-1], hops)
+        with np.errstate(over="ignore"):
+            terms = (self.links.astype(np.uint64) + np.uint64(1)) * _multipliers(int(hops.max()))[position]
+            total = np.concatenate(([np.uint64(0)], np.cumsum(terms, dtype=np.uint64)))
+            return total[self.offsets[1:]] - total[self.offsets[:-1]]
+
+    def same_paths(self, mine: np.ndarray, other: PathSet, theirs: np.ndarray) -> np.ndarray:
+        """Whether path ``mine[i]`` of this set has the same links as path ``theirs[i]`` of
+        ``other``, for every ``i`` (jobs not compared).
+
+        Examples
+        --------
+        >>> a = PathSet.from_lists([[0, 1], [2]], [0, 0], num_jobs=1)
+        >>> a.same_paths(np.array([0, 0, 1]), a, np.array([0, 1, 1])).tolist()
+        [True, False, True]
+        """
+        mine, theirs = np.asarray(mine, np.int64), np.asarray(theirs, np.int64)
+        hops = self.hops[mine]
+        same = hops == other.hops[theirs]
+        hops = np.where(same, hops, 0)
+        differ = (self.links[csr_positions(self.offsets[mine], hops)]
+                  != other.links[csr_positions(other.offsets[theirs], hops)])
+        return same & (np.bincount(np.repeat(np.arange(mine.size), hops), weights=differ, minlength=mine.size) == 0)
 
     def nodes(self, p: int, topology: Topology) -> list[int]:
         """Node sequence of path ``p`` (source first)."""
