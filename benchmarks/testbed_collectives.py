@@ -1,6 +1,6 @@
 """The allreduce cost model on an emulated switch, as the seed evaluates it.
 
-    python benchmarks/testbed_collectives.py [--cases 12:4MiB,15:4MiB,12:32KiB,12:4MiB:TREE]
+    python benchmarks/testbed_collectives.py [--cases 12:4MiB,15:4MiB@10Mb/s,12:32KiB,12:4MiB:TREE]
         [--rate 20Mb/s] [--size 256KiB] [--repeat 3] [--figure breakdown.png]
 
 Each case ``RANKS:QUEUE[:SPEC][@RATE]`` runs ``optiq testbed collectives --ranks RANKS --queue QUEUE
@@ -9,7 +9,8 @@ Each case ``RANKS:QUEUE[:SPEC][@RATE]`` runs ``optiq testbed collectives --ranks
 cable each) with links at ``--rate`` and tail-drop queues of QUEUE bytes, both
 models fitted there from the micro-benchmarks and every algorithm measured (``--size``
 bytes per rank, medians of ``--repeat``) beside their predictions, with the packets the
-queues dropped (``@RATE``: the links at RATE instead). Printed: each case's table, then one
+queues dropped (``@RATE``: the links at RATE instead; 15 ranks run at 10 Mbit/s by default,
+where the 2 cores that carry every rank's TCP leave the links to set the time). Printed: each case's table, then one
 line per case: both models' mean and largest error, the model's choice against the fastest
 measured. ``--figure`` draws the seed's break-down: per algorithm, the measured time (the
 calculation, timed apart, and the rest) beside both models' terms. Needs root.
@@ -30,7 +31,7 @@ TREE = "cluster:hosts=12,edges=2,cores=1"
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default="12:4MiB,15:4MiB,12:32KiB,12:4MiB:TREE",
+    ap.add_argument("--cases", default="12:4MiB,15:4MiB@10Mb/s,12:32KiB,12:4MiB:TREE",
                     help="RANKS:QUEUE[:SPEC], comma-separated (SPEC TREE: the two-level tree)")
     ap.add_argument("--rate", default="20Mb/s")
     ap.add_argument("--size", default="256KiB")

@@ -32,7 +32,9 @@ largest power of two ≤ ``N``; when ``N`` is not a power of two (``e = 1``) the
 extra ranks first hand their whole vector to a partner and get the result back at the
 end. The ranks that do not fold start halving at once, so their first halves (``S/2``)
 reach the folding partners while those still receive the extra ranks' vectors: the fold's
-busiest link carries ``3S/2`` (:func:`concurrent_rounds`). CPS: every rank reduces the ``1/N`` block it owns from all others in one ``N-1``
+busiest link carries ``3S/2``. (Where only some folding ranks get such a half, the ranks fall
+out of step and more is lost; the model over the network's routes replays the messages as
+they travel and counts that too: :func:`routed_steps`.) CPS: every rank reduces the ``1/N`` block it owns from all others in one ``N-1``
 fan-in step, then every rank sends its block to all others. Hierarchical CPS ``a × b``
 (``a b = N``): CPS reduce-scatter within groups of ``a``, then among the ``b`` ranks
 that own the same ``1/a`` slice, then the two allgathers in reverse; ``a × 1`` and
@@ -55,7 +57,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["AllreduceParams", "Step", "algorithm_steps", "algorithms", "predict", "rank_algorithms", "Routes",
-           "algorithm_rounds", "concurrent_rounds", "routed_steps", "model_routes", "load_routes", "pairs_within",
+           "algorithm_rounds", "routed_steps", "model_routes", "load_routes", "pairs_within",
            "CostTerms", "step_terms", "load_params", "MODELS"]
 
 MODELS = ("contention", "abg")
@@ -175,7 +177,7 @@ def algorithm_steps(name: str, ranks: int, nbytes: float) -> list[Step]:
         log = p2.bit_length() - 1
         part = (p2 - 1) / p2 * S
         steps = [Step(log, part, part, 3 * part, 1, S / 2), Step(log, part, 0.0, 0.0, 1, S / 2)]
-        if p2 != N:  # the fold's busiest link: a vector, and a first half sent at once (concurrent_rounds)
+        if p2 != N:  # the fold's busiest link: a vector, and a first half sent at once
             steps = [Step(1, 1.5 * S, S, 3 * S, 1, S)] + steps + [Step(1, S, 0.0, 0.0, 1, S)]
         return steps
     if name == "cps":
@@ -297,33 +299,27 @@ def algorithm_rounds(name: str, ranks: int, nbytes: float) -> list[list[tuple[np
         else [[across], [across]]
 
 
-def concurrent_rounds(name: str, ranks: int, nbytes: float) -> list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
-    """:func:`algorithm_rounds` as the messages travel together: in RHD with extra ranks, the
-    ranks that do not fold send their first halves at once, during the fold (MPI sends them
-    without waiting for the receive), so they join the fold's round and leave the first
-    halving round to the folding ranks' own halves."""
-    rounds = algorithm_rounds(name, ranks, nbytes)
-    if name != "rhd" or len(rounds) != 4:
-        return rounds
-    (fold,), (first, *rest) = rounds[0], rounds[1]
-    early = first[0] >= 2 * (ranks - (1 << (ranks.bit_length() - 1)))  # the senders that did not fold
-    joined = tuple(np.concatenate((a, b[early])) for a, b in zip(fold, first))
-    late = tuple(b[~early] for b in first)
-    return [[joined], [late, *rest], *rounds[2:]]  # type: ignore[list-item]
-
-
 def routed_steps(name: str, ranks: int, nbytes: float, routes: Routes | None) -> list[Step]:
-    """:func:`algorithm_steps`, each step's bytes those of its busiest link round by round
-    (:meth:`Routes.busiest`): on a star the same, on a tree more where a step's pairs share the
-    links between switches. Without ``routes``, the steps as they are."""
+    """:func:`algorithm_steps`, each step's bytes the time its messages take as they travel
+    over the network's routes (:func:`optiq.collectives.replay.replay_rounds`): a step ends
+    when its last message arrives, and its bytes are the time since the step before ended.
+
+    On a star, where every rank keeps in step, these are the per-round counts; on a tree more
+    where a step's pairs share the links between switches, and in RHD with extra ranks more
+    where early halves share a late rank's link. Without ``routes``, the steps as they are.
+    """
+    from .replay import replay_rounds
+
     steps = algorithm_steps(name, ranks, nbytes)
     if routes is None:
         return steps
     if routes.ranks != ranks:
         raise OptiqError(f"the routes are for {routes.ranks} ranks, not {ranks}")
-    rounds = concurrent_rounds(name, ranks, nbytes)
-    return [replace(step, bytes_sent=sum(routes.busiest(*r) for r in step_rounds))
-            for step, step_rounds in zip(steps, rounds)]
+    rounds = algorithm_rounds(name, ranks, nbytes)
+    arrival = replay_rounds([r for step in rounds for r in step], routes)
+    sizes = [sum(r[0].size for r in step) for step in rounds]
+    ends = np.maximum.accumulate([a.max(initial=0.0) for a in np.split(arrival, np.cumsum(sizes)[:-1])])
+    return [replace(step, bytes_sent=float(b)) for step, b in zip(steps, np.diff(ends, prepend=0.0))]
 
 
 def step_terms(step: Step, params: AllreduceParams) -> CostTerms:
