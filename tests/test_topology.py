@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from optiq.errors import TopologyError
-from optiq.topology import BGQ_SHAPES, bgq, from_networkx, from_spec, kary_ntree, mesh, read_graphml, torus
+from optiq.topology import BGQ_SHAPES, bgq, cluster, from_networkx, from_spec, kary_ntree, mesh, read_graphml, torus
 
 
 def test_torus_links_are_one_per_direction_per_dimension():
@@ -71,6 +71,21 @@ def test_cluster_preset():
                                         ("fattree:k=4", 112), ("fattree:k=2,n=2", 8)])
 def test_spec_strings(spec, nodes):
     assert from_spec(spec).num_nodes == nodes
+
+
+def test_an_oversubscribed_cluster_has_slower_uplinks_and_keeps_them_in_its_spec():
+    t = from_spec("cluster:hosts=4,edges=2,cores=1,bw=40Mb/s,core_bw=10Mb/s")
+    between_switches = (t.link_src >= 4) & (t.link_dst >= 4)
+    assert set(t.capacity[between_switches]) == {1.25e6} and set(t.capacity[~between_switches]) == {5e6}
+    again = from_spec(t.spec)
+    assert np.array_equal(again.capacity, t.capacity) and np.array_equal(again.link_dst, t.link_dst)
+    made = cluster(4, 2, 1, bandwidth=5e6, core_bandwidth=1.25e6)
+    assert np.array_equal(from_spec(made.spec).capacity, t.capacity)
+    assert "core_bw" not in cluster(4, 2, 1, bandwidth=5e6, core_bandwidth=5e6).spec  # the hosts' rate: not said
+    with pytest.raises(TopologyError, match="core_bw"):
+        from_spec("cluster:hosts=4,edges=2,cores=1,core_bw=fast")
+    with pytest.raises(TopologyError, match="positive"):
+        from_spec("cluster:hosts=4,edges=2,cores=1,core_bw=0Gb/s")
 
 
 def test_spec_bandwidth_option():

@@ -23,7 +23,7 @@ __all__ = ["from_spec", "SPEC_HELP"]
 KINDS = ("bgq", "torus", "mesh", "fattree", "cluster", "dragonfly", "ibnet", "slurm", "graphml")
 SPEC_HELP = (
     f"bgq:NODES ({', '.join(map(str, BGQ_SHAPES))}) | torus:AxBx.. | mesh:AxB.. | "
-    "fattree:k=K[,n=N] | cluster:hosts=H,edges=E,cores=C | dragonfly:p=P,a=A,h=H[,g=G][,global=relative] or "
+    "fattree:k=K[,n=N] | cluster:hosts=H,edges=E,cores=C[,core_bw=RATE] | dragonfly:p=P,a=A,h=H[,g=G][,global=relative] or "
     "dragonfly:HOSTS (balanced) | ibnet:FILE[,names=MAP][,routes=LFTS] (ibnetdiscover output) | "
     "slurm:topology.conf | graphml:FILE; append ,bw=RATE (e.g. ,bw=1.8GB/s) to set the link bandwidth")
 
@@ -166,14 +166,15 @@ def from_spec(spec: str) -> Topology:
     if kind in ("fattree", "cluster"):
         head, tail = "", rest
     allowed = {"bw"} | ({"k", "n"} if kind == "fattree" else set()) | (
-        {"hosts", "edges", "cores"} if kind == "cluster" else set())
+        {"hosts", "edges", "cores", "core_bw"} if kind == "cluster" else set())
     opts = _options(tail, spec, allowed)
     extra: dict[str, Any] = {}
-    if "bw" in opts:
-        try:
-            extra["bandwidth"] = parse_rate(opts["bw"], what="bandwidth")
-        except OptiqError as exc:
-            raise TopologyError(f"topology {spec!r}: {exc}") from None
+    for key, arg in (("bw", "bandwidth"), ("core_bw", "core_bandwidth")):
+        if key in opts:
+            try:
+                extra[arg] = parse_rate(opts[key], what=arg.replace("_", " "))
+            except OptiqError as exc:
+                raise TopologyError(f"topology {spec!r}: {exc}") from None
     if kind == "bgq":
         try:
             nodes = int(head)
