@@ -1,17 +1,18 @@
 """The allreduce cost model on an emulated switch, as the seed evaluates it.
 
-    python benchmarks/testbed_collectives.py [--cases 12:4MiB,15:4MiB@10Mb/s,12:32KiB,12:4MiB:TREE]
+    python benchmarks/testbed_collectives.py [--cases 12:4MiB,12:4MiB@10Mb/s,15:4MiB@10Mb/s,12:32KiB,12:4MiB:TREE,12:4MiB:TAPERED]
         [--rate 20Mb/s] [--size 256KiB] [--repeat 3] [--figure breakdown.png]
 
 Each case ``RANKS:QUEUE[:SPEC][@RATE]`` runs ``optiq testbed collectives --ranks RANKS --queue QUEUE
 [-t SPEC]``: a star of RANKS hosts (or the network SPEC; ``TREE`` is a two-level tree,
 ``cluster:hosts=12,edges=2,cores=1``: two switches of 6 hosts joined through a third by one
-cable each) with links at ``--rate`` and tail-drop queues of QUEUE bytes, both
-models fitted there from the micro-benchmarks and every algorithm measured (``--size``
+cable each; ``TAPERED`` the same with those two cables at a quarter of the hosts' rate, a
+network where ring, which crosses them in every round, is no longer the fastest) with links at
+``--rate`` and tail-drop queues of QUEUE bytes, both models fitted there from the micro-benchmarks and every algorithm measured (``--size``
 bytes per rank, medians of ``--repeat``) beside their predictions, with the packets the
 queues dropped (``@RATE``: the links at RATE instead; 15 ranks run at 10 Mbit/s by default,
-where the 2 cores that carry every rank's TCP leave the links to set the time). Printed: each case's table, then one
-line per case: both models' mean and largest error, the model's choice against the fastest
+where the 2 cores that carry every rank's TCP leave the links to set the time, and 12 at both
+rates). Printed: each case's table, then one line per case: both models' mean and largest error, the model's choice against the fastest
 measured. ``--figure`` draws the seed's break-down: per algorithm, the measured time (the
 calculation, timed apart, and the rest) beside both models' terms. Needs root.
 """
@@ -27,12 +28,16 @@ from pathlib import Path
 
 OPTIQ = str(Path(sys.executable).parent / "optiq")  # the command installed beside this Python
 TREE = "cluster:hosts=12,edges=2,cores=1"
+#: The same tree with its two uplinks at a quarter of the hosts' rate (an oversubscribed tree).
+TAPERED = "cluster:hosts=12,edges=2,cores=1,core_bw=2.5Gb/s"
+NETWORKS = {"TREE": ("tree", TREE), "TAPERED": ("tapered", TAPERED)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default="12:4MiB,15:4MiB@10Mb/s,12:32KiB,12:4MiB:TREE",
-                    help="RANKS:QUEUE[:SPEC], comma-separated (SPEC TREE: the two-level tree)")
+    ap.add_argument("--cases", default="12:4MiB,12:4MiB@10Mb/s,15:4MiB@10Mb/s,12:32KiB,12:4MiB:TREE,12:4MiB:TAPERED",
+                    help="RANKS:QUEUE[:SPEC][@RATE], comma-separated (SPEC TREE: the two-level tree, TAPERED: "
+                         "it with uplinks at a quarter of the hosts' rate)")
     ap.add_argument("--rate", default="20Mb/s")
     ap.add_argument("--size", default="256KiB")
     ap.add_argument("--repeat", default="3")
@@ -44,7 +49,8 @@ def main() -> None:
             case, _, rate = case.partition("@")
             rate = rate or args.rate
             ranks, queue, *spec = case.split(":", 2)
-            network = ["-t", TREE if spec == ["TREE"] else spec[0]] if spec else []
+            label, named = NETWORKS.get(spec[0], ("tree", spec[0])) if spec else ("star", "")
+            network = ["-t", named] if spec else []
             out = Path(tmp) / f"{ranks}-{queue}-{len(summary)}.json"
             run = subprocess.run([OPTIQ, "testbed", "collectives", "--ranks", ranks, "--queue", queue, *network,
                                   "--rate", rate, "--size", args.size, "--repeat", args.repeat, "--json",
@@ -54,13 +60,13 @@ def main() -> None:
             print(f"== {ranks} ranks, queues of {queue}, links at {rate}" + (f", {network[1]}" if network else ", a star"))
             print(run.stdout.strip(), flush=True)
             r = json.loads(out.read_text())
-            reports.append((f"{ranks} ranks, {'tree' if network else 'star'}, {rate}, queue {queue}", r))
-            summary.append(f"{ranks:>5} {queue:>7} {'tree' if network else 'star':>5} {rate:>8} {r['model_error_mean']:8.1%} "
+            reports.append((f"{ranks} ranks, {label}, {rate}, queue {queue}", r))
+            summary.append(f"{ranks:>5} {queue:>7} {label:>7} {rate:>8} {r['model_error_mean']:8.1%} "
                            f"{r['model_error_max']:8.1%} {r['abg_error_mean']:8.1%} {r['abg_error_max']:8.1%} "
                            f"{r['model_choice']:>10} {r['abg_choice']:>10} {r['measured_best']:>10} {r['drops']:7,}")
     print("== summary: relative errors of the contention model and of alpha-beta-gamma, the algorithm each picks, "
           "the fastest measured")
-    print(f"{'ranks':>5} {'queue':>7} {'net':>5} {'rate':>8} {'model':>8} {'max':>8} {'abg':>8} {'max':>8} {'model':>10} "
+    print(f"{'ranks':>5} {'queue':>7} {'net':>7} {'rate':>8} {'model':>8} {'max':>8} {'abg':>8} {'max':>8} {'model':>10} "
           f"{'abg':>10} {'measured':>10} {'drops':>7}")
     print("\n".join(summary))
     if args.figure:
