@@ -269,12 +269,16 @@ def _drops_by_phase(bed: Testbed, launcher: Path, ranks: int, algorithm: str, si
     trace = work / "trace.json"
     samples: list[tuple[float, int]] = []
     stop = threading.Event()
+    failed: list[Exception] = []
 
     def sample() -> None:
-        while not stop.is_set():
-            begin = time.monotonic()
-            drops = int(bed.counters().drops.sum())
-            samples.append(((begin + time.monotonic()) / 2, drops))
+        try:
+            while not stop.is_set():
+                begin = time.monotonic()
+                drops = int(bed.counters().drops.sum())
+                samples.append(((begin + time.monotonic()) / 2, drops))
+        except Exception as exc:  # raised below; not at all when the run itself failed (Ctrl-C ends tc too)
+            failed.append(exc)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -284,6 +288,8 @@ def _drops_by_phase(bed: Testbed, launcher: Path, ranks: int, algorithm: str, si
     finally:
         stop.set()
         sampler.join()
+    if failed:
+        raise failed[0]
     windows = json.loads(trace.read_text()).get(algorithm, [])
     return attribute_drops(samples, windows)
 
