@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from children import run_cleanly
 
 OPTIQ = str(Path(sys.executable).parent / "optiq")  # the command installed beside this Python
 TREE = "cluster:hosts=12,edges=2,cores=1"
@@ -52,9 +53,8 @@ def main() -> None:
             label, named = NETWORKS.get(spec[0], ("tree", spec[0])) if spec else ("star", "")
             network = ["-t", named] if spec else []
             out = Path(tmp) / f"{ranks}-{queue}-{len(summary)}.json"
-            run = subprocess.run([OPTIQ, "testbed", "collectives", "--ranks", ranks, "--queue", queue, *network,
-                                  "--rate", rate, "--size", args.size, "--repeat", args.repeat, "--json",
-                                  str(out), "-q"], capture_output=True, text=True)
+            run = run_cleanly([OPTIQ, "testbed", "collectives", "--ranks", ranks, "--queue", queue, *network,
+                               "--rate", rate, "--size", args.size, "--repeat", args.repeat, "--json", str(out), "-q"])
             if run.returncode != 0:
                 raise SystemExit(f"case {case} failed:\n{run.stderr[-2000:]}")
             print(f"== {ranks} ranks, queues of {queue}, links at {rate}" + (f", {network[1]}" if network else ", a star"))
@@ -119,4 +119,7 @@ def draw(reports: list[tuple[str, dict]], path: str) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # the testbed has removed itself (children.run_cleanly)
+        raise SystemExit("interrupted") from None

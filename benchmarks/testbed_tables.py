@@ -22,13 +22,14 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from children import run_cleanly
 
 ROOT = Path(__file__).resolve().parent.parent
 OPTIQ = [str(Path(sys.executable).parent / "optiq")]  # the command installed beside this Python
 
 
 def run(*argv: str) -> str:
-    out = subprocess.run([*OPTIQ, *argv], capture_output=True, text=True)
+    out = run_cleanly([*OPTIQ, *argv])
     if out.returncode != 0:
         raise SystemExit(f"optiq {' '.join(argv)} failed:\n{out.stderr[-2000:]}")
     return out.stdout
@@ -82,4 +83,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # the testbed has removed itself (children.run_cleanly)
+        raise SystemExit("interrupted") from None
