@@ -60,6 +60,7 @@ def main() -> None:
             print(f"== {ranks} ranks, queues of {queue}, links at {rate}" + (f", {network[1]}" if network else ", a star"))
             print(run.stdout.strip(), flush=True)
             r = json.loads(out.read_text())
+            print(breakdown(r), flush=True)
             reports.append((f"{ranks} ranks, {label}, {rate}, queue {queue}", r))
             summary.append(f"{ranks:>5} {queue:>7} {label:>7} {rate:>8} {r['model_error_mean']:8.1%} "
                            f"{r['model_error_max']:8.1%} {r['abg_error_mean']:8.1%} {r['abg_error_max']:8.1%} "
@@ -72,6 +73,26 @@ def main() -> None:
     if args.figure:
         draw(reports, args.figure)
         print(f"wrote {args.figure}")
+
+
+def breakdown(report: dict) -> str:
+    """The seed's break-down as a table: each algorithm's measured time (the calculation timed
+    apart, the rest communication) beside both models' terms, in ms."""
+    lines = ["break-down, ms: measured (calculation + communication) | model: latency, bandwidth, calculation "
+             "(reduction + memory), contention | alpha-beta-gamma: latency, bandwidth, calculation",
+             f"{'algorithm':10} {'measured':>8} {'calc':>6} {'comm':>8} | {'model':>8} {'lat':>6} {'bw':>8} "
+             f"{'calc':>6} {'cont':>6} | {'abg':>8} {'lat':>6} {'bw':>8} {'calc':>6}"]
+    for row in sorted(report["rows"], key=lambda r: r["measured_s"]):
+        m, a = row["terms"].get("contention", {}), row["terms"].get("abg", {})
+        ms = {k: v * 1e3 for k, v in m.items()}
+        ab = {k: v * 1e3 for k, v in a.items()}
+        lines.append(f"{row['algorithm']:10} {row['measured_s'] * 1e3:8.1f} {row['compute_s'] * 1e3:6.1f} "
+                     f"{(row['measured_s'] - row['compute_s']) * 1e3:8.1f} | {row['model_s'] * 1e3:8.1f} "
+                     f"{ms.get('latency', 0):6.1f} {ms.get('bandwidth', 0):8.1f} "
+                     f"{ms.get('reduction', 0) + ms.get('memory', 0):6.1f} {ms.get('contention', 0):6.1f} | "
+                     f"{row['abg_s'] * 1e3:8.1f} {ab.get('latency', 0):6.1f} {ab.get('bandwidth', 0):8.1f} "
+                     f"{ab.get('reduction', 0) + ab.get('memory', 0):6.1f}")
+    return "\n".join(lines)
 
 
 #: The parts of a bar, bottom to top, and their colours.
