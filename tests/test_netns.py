@@ -212,12 +212,14 @@ def test_testbed_collectives_on_a_tree_fits_and_predicts_over_the_trees_routes(t
     from optiq.cli import main
     from optiq.collectives.cost import AllreduceParams, Routes, predict
 
-    out, tree = tmp_path / "c.json", "cluster:hosts=4,edges=2,cores=1"  # ranks 0, 1 under one switch; 2, 3 the other
+    # ranks 0, 1 under one switch; 2, 3 the other; the uplinks at half the hosts' rate
+    out, tree = tmp_path / "c.json", "cluster:hosts=4,edges=2,cores=1,core_bw=5Gb/s"
     assert main(["testbed", "collectives", "--ranks", "4", "-t", tree, "--size", "32KiB", "--fit-sizes", "8KiB,32KiB",
                  "--repeat", "1", "--json", str(out), "-q"]) == 0
     report = json.loads(out.read_text())
     assert report["params"]["network"] == tree
     routes = Routes.of(tree, 4)
+    assert routes.weight.max() == pytest.approx(2.0)  # a byte on an uplink weighs two on a host's link
     fitted = {m: AllreduceParams(**report["params"]["models"][m]) for m in ("contention", "abg")}
     for r in report["rows"]:  # the contention model over the tree's routes; alpha-beta-gamma blind to them
         assert r["model_s"] == pytest.approx(predict(r["algorithm"], 4, 32768, fitted["contention"], routes).total)
