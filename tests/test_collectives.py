@@ -245,6 +245,10 @@ def _replay_one_flow_at_a_time(rounds, routes):
         at = {i: next((k for k in ks if any(arrival[m] is None and i in msgs[m][:2] and msgs[m][3] == k
                                              for m in range(len(msgs)))), None) for i, ks in stage.items()}
         active = [m for m in range(len(msgs)) if arrival[m] is None and at[msgs[m][0]] == msgs[m][3]]
+        if any(not links[m] for m in active):  # a copy to itself arrives at once
+            for m in active:
+                arrival[m] = clock if not links[m] else arrival[m]
+            continue
         rate, free, cap = {}, set(active), {link: 1 / routes.weight[link] for link in range(routes.weight.size)}
         while free:
             use = {}
@@ -279,6 +283,9 @@ def test_replay_against_one_flow_at_a_time_on_random_rounds(spec, ranks):
             src, dst = rng.integers(0, ranks, 6), rng.integers(0, ranks, 6)
             keep = src != dst
             rounds.append((src[keep], dst[keep], rng.integers(1, 5, keep.sum()).astype(float)))
+        # every message of a round, a rank's copy to itself included, arrives: the plain replay below
+        # gives a copy no link and no time
+        rounds.append((np.array([0, 1]), np.array([0, 2]), np.array([3.0, 2.0])))  # one to itself: a copy
         got = replay_rounds(rounds, routes)
         assert got.tolist() == pytest.approx(_replay_one_flow_at_a_time(rounds, routes))
         # no link carries more than its capacity allows

@@ -53,7 +53,7 @@ def fair_rates(flow_of_entry: np.ndarray, link_of_entry: np.ndarray, active: np.
     [0.5, 0.5, 1.0]
     """
     rate = np.zeros(active.size)
-    growing = active.copy()
+    growing = active & (np.bincount(flow_of_entry, minlength=active.size) > 0)  # a flow on no link: never fixed
     left = np.asarray(capacity, float).copy()
     while growing.any():
         on = growing[flow_of_entry]
@@ -134,6 +134,9 @@ def replay_rounds(rounds: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], r
         active = ~done & (current[src] == send_part)
         if not active.any():
             raise OptiqError("the rounds wait on each other: no rank can send")
+        if (active & (hops == 0)).any():  # a rank's message to itself: a copy, no link
+            done[active & (hops == 0)] = True
+            continue
         rate = fair_rates(flow_of_entry, link_of_entry, active, capacity)
         moving = np.flatnonzero(active)
         step = float((left[moving] / rate[moving]).min())
