@@ -271,9 +271,10 @@ class Simulator:
                 self.proc.wait()
 
     def run(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        """A tool with the simulator's library preloaded (as ``ibsim-run`` does)."""
+        """A tool with the simulator's library preloaded (as ``ibsim-run`` does), run in the work
+        directory: the library keeps a fake ``sys-PID`` tree in the current one."""
         return subprocess.run([_tool("ibsim-run"), _tool(argv[0]), *argv[1:]], env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
+                              text=True, timeout=timeout, cwd=self.dir)
 
     def route(self, engine: str, *, lmc: int = 0, tables: Path | None = None, fallback: bool = True,
               timeout: float = 120) -> str:
