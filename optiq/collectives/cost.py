@@ -34,8 +34,9 @@ end. The ranks that do not fold start halving at once, so their first halves (``
 reach the folding partners while those still receive the extra ranks' vectors: the fold's
 busiest link carries ``3S/2``. (Where only some folding ranks get such a half, the ranks fall
 out of step and more is lost; the model over the network's routes replays the messages as
-they travel and counts that too: :func:`routed_steps`.) CPS: every rank reduces the ``1/N`` block it owns from all others in one ``N-1``
-fan-in step, then every rank sends its block to all others. Hierarchical CPS ``a × b``
+they travel and counts that too: :func:`routed_steps`.) CPS: every rank reduces the ``1/N``
+block it owns from all others in one ``N-1`` fan-in step, then every rank sends its block to
+all others. Hierarchical CPS ``a × b``
 (``a b = N``): CPS reduce-scatter within groups of ``a``, then among the ``b`` ranks
 that own the same ``1/a`` slice, then the two allgathers in reverse; ``a × 1`` and
 ``1 × b`` are CPS itself.

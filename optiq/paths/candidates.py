@@ -218,10 +218,12 @@ class _SeenPaths:
         """Which of ``paths`` were added before (the same job and links). Keys equal by a
         hash collision are told apart link by link; a collision among the stored keys can
         only make a repeat look new, never a new path look seen."""
-        key = self._keys(paths)
-        at = np.minimum(np.searchsorted(self.keys, key), max(self.keys.size - 1, 0))
-        hit = np.flatnonzero(self.keys[at] == key) if self.keys.size else np.zeros(0, np.int64)
         seen = np.zeros(paths.num_paths, bool)
+        if not self.keys.size:
+            return seen
+        key = self._keys(paths)
+        at = np.minimum(np.searchsorted(self.keys, key), self.keys.size - 1)
+        hit = np.flatnonzero(self.keys[at] == key)
         for part in np.unique(self.part[at[hit]]):
             mine = hit[self.part[at[hit]] == part]
             theirs = self.index[at[mine]]

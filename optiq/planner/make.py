@@ -240,8 +240,9 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     bound_s, bound_from = (result.bound_s, result.bound_from) if result.bound_s is not None else (bound.time_s, bound.cut)
     if not isinstance(planner, SystemRoutes) and qos is None:
         paths, nbytes = _no_worse_than_default(topology, demands, planner, paths, nbytes, record, default, progress)
-    used = np.asarray(nbytes) > 0  # the plan keeps the paths that carry bytes (stops and checks for those alone)
-    paths, nbytes = space.finish(paths.select(used)), np.asarray(nbytes)[used]
+    nbytes = np.asarray(nbytes, dtype=np.int64)
+    used = nbytes > 0  # the plan keeps the paths that carry bytes (stops and checks for those alone)
+    paths, nbytes = space.finish(paths.select(used)), nbytes[used]
     if qos is not None:
         record.qos_shares = dict(qos.shares)
         if record.lp_time_s is not None:
@@ -249,7 +250,6 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
         else:
             record.warnings.append("the LP stopped at its time limit: no QoS throughputs to report")
     record.timings.update(ranks=workers.size, total_s=time.perf_counter() - start)
-    plan = Plan(topology, demands, paths, np.asarray(nbytes, dtype=np.int64), chunk_size=chunk_size,
+    return Plan(topology, demands, paths, nbytes, chunk_size=chunk_size,
                 method=name, lower_bound_time_s=bound_s, lower_bound_cut=bound_from, record=record,
                 routing=space.routing)
-    return plan

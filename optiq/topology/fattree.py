@@ -13,13 +13,13 @@ __all__ = ["kary_ntree", "cluster", "FATTREE_LINK_BANDWIDTH"]
 FATTREE_LINK_BANDWIDTH = 1.25e9
 
 
-def _bidirectional(name: str, num_nodes: int, pairs: list[tuple[int, int]], num_endpoints: int, bandwidth: float,
-                   spec: str, pair_bandwidth: np.ndarray | None = None) -> Topology:
-    """Both directions of every cable in ``pairs``, at ``bandwidth`` (or ``pair_bandwidth[i]`` for cable ``i``)."""
+def _bidirectional(name: str, num_nodes: int, pairs: list[tuple[int, int]], num_endpoints: int,
+                   bandwidth: float | np.ndarray, spec: str) -> Topology:
+    """Both directions of every cable in ``pairs``, at ``bandwidth`` (one rate, or one per cable)."""
     ends = np.asarray(pairs, dtype=np.int64)
     src = np.concatenate([ends[:, 0], ends[:, 1]])
     dst = np.concatenate([ends[:, 1], ends[:, 0]])
-    rate = np.full(len(pairs), float(bandwidth)) if pair_bandwidth is None else np.asarray(pair_bandwidth, float)
+    rate = np.broadcast_to(np.asarray(bandwidth, float), (len(pairs),))
     order = np.lexsort((dst, src))
     return Topology(name=name, num_nodes=num_nodes, link_src=src[order], link_dst=dst[order],
                     capacity=np.concatenate([rate, rate])[order], num_endpoints=num_endpoints, spec=spec)
@@ -105,6 +105,6 @@ def cluster(hosts: int = 20, edges: int = 4, cores: int = 2, *, bandwidth: float
     pairs += [(hosts + e, hosts + edges + c) for e in range(edges) for c in range(cores)]
     rates = np.concatenate((np.full(hosts, float(bandwidth)), np.full(edges * cores, core)))
     return _bidirectional(f"cluster {hosts} hosts/{edges} edges/{cores} cores", hosts + edges + cores,
-                          pairs, hosts, bandwidth, spec or f"cluster:hosts={hosts},edges={edges},cores={cores}"
+                          pairs, hosts, rates, spec or f"cluster:hosts={hosts},edges={edges},cores={cores}"
                           + spec_rate("bw", bandwidth, FATTREE_LINK_BANDWIDTH)
-                          + spec_rate("core_bw", core, float(bandwidth)), rates)
+                          + spec_rate("core_bw", core, float(bandwidth)))
