@@ -1,20 +1,23 @@
 """The allreduce cost model on an emulated switch, as the seed evaluates it.
 
-    python benchmarks/testbed_collectives.py [--cases 12:4MiB,12:4MiB@10Mb/s,15:4MiB@10Mb/s,12:32KiB,12:4MiB:TREE,12:4MiB:TAPERED]
+    python benchmarks/testbed_collectives.py
+        [--cases 12:4MiB,12:4MiB@10Mb/s,15:4MiB@10Mb/s,12:32KiB,12:4MiB:TREE,12:4MiB:TAPERED]
         [--rate 20Mb/s] [--size 256KiB] [--repeat 3] [--figure breakdown.png]
 
 Each case ``RANKS:QUEUE[:SPEC][@RATE]`` runs ``optiq testbed collectives --ranks RANKS --queue QUEUE
 [-t SPEC]``: a star of RANKS hosts (or the network SPEC; ``TREE`` is a two-level tree,
 ``cluster:hosts=12,edges=2,cores=1``: two switches of 6 hosts joined through a third by one
 cable each; ``TAPERED`` the same with those two cables at a quarter of the hosts' rate, a
-network where ring, which crosses them in every round, is no longer the fastest) with links at
-``--rate`` and tail-drop queues of QUEUE bytes, both models fitted there from the micro-benchmarks and every algorithm measured (``--size``
-bytes per rank, medians of ``--repeat``) beside their predictions, with the packets the
-queues dropped (``@RATE``: the links at RATE instead; 15 ranks run at 10 Mbit/s by default,
-where the 2 cores that carry every rank's TCP leave the links to set the time, and 12 at both
-rates). Printed: each case's table, then one line per case: both models' mean and largest error, the model's choice against the fastest
-measured. ``--figure`` draws the seed's break-down: per algorithm, the measured time (the
-calculation, timed apart, and the rest) beside both models' terms. Needs root.
+network where ring, which crosses them in every round, is no longer the fastest) with links
+at ``--rate`` and tail-drop queues of QUEUE bytes, both models fitted there from the
+micro-benchmarks and every algorithm measured (``--size`` bytes per rank, medians of
+``--repeat``) beside their predictions, with the packets the queues dropped (``@RATE``: the
+links at RATE instead; 15 ranks run at 10 Mbit/s by default, where the 2 cores that carry
+every rank's TCP leave the links to set the time, and 12 at both rates). Printed: each
+case's table and break-down, then one line per case: both models' mean and largest error,
+the model's choice against the fastest measured. ``--figure`` draws the seed's break-down:
+per algorithm, the measured time (the calculation, timed apart, and the rest) beside both
+models' terms. Needs root.
 """
 
 from __future__ import annotations
@@ -75,23 +78,31 @@ def main() -> None:
         print(f"wrote {args.figure}")
 
 
+def bars(row: dict) -> list[dict[str, float]]:
+    """One algorithm's three bars of the seed's break-down, in seconds: measured (the
+    calculation timed apart, the rest communication), the contention model and
+    alpha-beta-gamma (their terms; calculation = reduction + memory)."""
+    model, abg = row["terms"].get("contention", {}), row["terms"].get("abg", {})
+    return [{"calculation": row["compute_s"], "communication (measured)": row["measured_s"] - row["compute_s"]},
+            {"calculation": model.get("reduction", 0) + model.get("memory", 0), "latency": model.get("latency", 0),
+             "bandwidth": model.get("bandwidth", 0), "contention": model.get("contention", 0)},
+            {"calculation": abg.get("reduction", 0) + abg.get("memory", 0), "latency": abg.get("latency", 0),
+             "bandwidth": abg.get("bandwidth", 0)}]
+
+
 def breakdown(report: dict) -> str:
-    """The seed's break-down as a table: each algorithm's measured time (the calculation timed
-    apart, the rest communication) beside both models' terms, in ms."""
+    """The seed's break-down as a table (:func:`bars`), in ms."""
     lines = ["break-down, ms: measured (calculation + communication) | model: latency, bandwidth, calculation "
              "(reduction + memory), contention | alpha-beta-gamma: latency, bandwidth, calculation",
              f"{'algorithm':10} {'measured':>8} {'calc':>6} {'comm':>8} | {'model':>8} {'lat':>6} {'bw':>8} "
              f"{'calc':>6} {'cont':>6} | {'abg':>8} {'lat':>6} {'bw':>8} {'calc':>6}"]
     for row in sorted(report["rows"], key=lambda r: r["measured_s"]):
-        m, a = row["terms"].get("contention", {}), row["terms"].get("abg", {})
-        ms = {k: v * 1e3 for k, v in m.items()}
-        ab = {k: v * 1e3 for k, v in a.items()}
-        lines.append(f"{row['algorithm']:10} {row['measured_s'] * 1e3:8.1f} {row['compute_s'] * 1e3:6.1f} "
-                     f"{(row['measured_s'] - row['compute_s']) * 1e3:8.1f} | {row['model_s'] * 1e3:8.1f} "
-                     f"{ms.get('latency', 0):6.1f} {ms.get('bandwidth', 0):8.1f} "
-                     f"{ms.get('reduction', 0) + ms.get('memory', 0):6.1f} {ms.get('contention', 0):6.1f} | "
-                     f"{row['abg_s'] * 1e3:8.1f} {ab.get('latency', 0):6.1f} {ab.get('bandwidth', 0):8.1f} "
-                     f"{ab.get('reduction', 0) + ab.get('memory', 0):6.1f}")
+        measured, model, abg = ({k: v * 1e3 for k, v in bar.items()} for bar in bars(row))
+        lines.append(f"{row['algorithm']:10} {row['measured_s'] * 1e3:8.1f} {measured['calculation']:6.1f} "
+                     f"{measured['communication (measured)']:8.1f} | {row['model_s'] * 1e3:8.1f} "
+                     f"{model['latency']:6.1f} {model['bandwidth']:8.1f} {model['calculation']:6.1f} "
+                     f"{model['contention']:6.1f} | {row['abg_s'] * 1e3:8.1f} {abg['latency']:6.1f} "
+                     f"{abg['bandwidth']:8.1f} {abg['calculation']:6.1f}")
     return "\n".join(lines)
 
 
@@ -101,9 +112,7 @@ PARTS = {"calculation": "#4c72b0", "latency": "#dd8452", "bandwidth": "#55a868",
 
 
 def draw(reports: list[tuple[str, dict]], path: str) -> None:
-    """The seed's break-down: for every algorithm three bars, measured (the calculation timed
-    apart, the rest communication), the contention model and alpha-beta-gamma (their terms;
-    calculation = reduction + memory)."""
+    """The seed's break-down: for every algorithm its three :func:`bars`."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -113,15 +122,7 @@ def draw(reports: list[tuple[str, dict]], path: str) -> None:
     for ax, (title, report) in zip(axes[:, 0], reports):
         rows = sorted(report["rows"], key=lambda r: r["measured_s"])
         for i, row in enumerate(rows):
-            model, abg = row["terms"].get("contention", {}), row["terms"].get("abg", {})
-            bars = [
-                {"calculation": row["compute_s"], "communication (measured)": row["measured_s"] - row["compute_s"]},
-                {"calculation": model.get("reduction", 0) + model.get("memory", 0), "latency": model.get("latency", 0),
-                 "bandwidth": model.get("bandwidth", 0), "contention": model.get("contention", 0)},
-                {"calculation": abg.get("reduction", 0) + abg.get("memory", 0), "latency": abg.get("latency", 0),
-                 "bandwidth": abg.get("bandwidth", 0)},
-            ]
-            for j, parts in enumerate(bars):
+            for j, parts in enumerate(bars(row)):
                 x, bottom = i * 4 + j, 0.0
                 for name, colour in PARTS.items():
                     value = parts.get(name, 0.0) * 1e3
