@@ -29,7 +29,7 @@ from .executor import Executor
 from .messages import Message
 from .ranklevel import RankNetwork, host_demands_of, rank_plan
 
-__all__ = ["Pattern", "prepare", "move", "trial", "gather_counts", "check_placement", "MIN_GAIN", "AUTO_METHOD",
+__all__ = ["Pattern", "prepare", "move", "trial", "gather_counts", "check_placement", "check_placement_here", "names_needed", "MIN_GAIN", "AUTO_METHOD",
            "MAX_MODEL_EVENTS"]
 
 #: ``method="auto"`` uses a plan only if it predicts at least this fraction less time than
@@ -158,6 +158,20 @@ def gather_counts(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, c
 def check_placement(comm: Any, network: Any, hosts: Any, link_bw: float | None) -> None:
     """Check where the ranks run on the network (collective), raising on every rank as a plan would."""
     together(comm, lambda: _placement(comm, network, hosts, comm.Get_size(), link_bw))
+
+
+def names_needed(hosts: Any) -> bool:
+    """Whether placing the ranks takes every rank's processor name (a collective step): else
+    every rank places them alike on its own (:func:`check_placement_here`)."""
+    return isinstance(hosts, str) and hosts == "processor" or isinstance(hosts, Mapping)
+
+
+def check_placement_here(network: Any, hosts: Any, size: int, link_bw: float | None) -> None:
+    """:func:`check_placement` on this rank alone, for ``hosts=`` that need no processor names
+    (:func:`names_needed`); raises what the plan would raise."""
+    if names_needed(hosts):
+        raise ValueError("placing the ranks by processor name takes every rank: use check_placement")
+    _placement(None, network, hosts, size, link_bw)
 
 
 def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config: str, *, network: Any, method: str,

@@ -104,8 +104,10 @@ from .patterns import (
     MIN_GAIN,
     Pattern,
     check_placement,
+    check_placement_here,
     gather_counts,
     move,
+    names_needed,
     prepare,
     trial,
 )
@@ -178,9 +180,8 @@ class _Context:
 
     def __init__(self, comm: Any) -> None:
         self.comm = comm.Dup()
-        #: where the ranks tell each other their counts when one failed while others went ahead
-        #: (a transfer may be pending on ``comm`` then, so it cannot be ``comm``)
-        self.side = self.comm.Dup()
+        self._parent = comm
+        self._side: Any = None
         self.entries: OrderedDict[tuple[int, int], Pattern] = OrderedDict()
         self.generation = 0  # changes with every insertion and clearing, alike on every rank
         #: what the last call's checks found on this rank, and what they depend on: a call with
@@ -194,6 +195,16 @@ class _Context:
         self.pending: tuple[tuple[int, int] | None, float, float] = (None, 0.0, 0.0)
         self.placed: set[str] = set()  # the options whose placement of the ranks has been checked
 
+    @property
+    def side(self) -> Any:
+        """Where the ranks tell each other their counts when one failed while others went ahead
+        (a transfer may be pending on ``comm`` then, so it cannot be ``comm``): a duplicate of
+        the caller's communicator, made the first time a call fails (collective: every rank
+        of a failing call asks for it at the same point)."""
+        if self._side is None:
+            self._side = self._parent.Dup()
+        return self._side
+
     def close(self) -> None:
         for entry in self.entries.values():
             entry.close()
@@ -203,7 +214,8 @@ class _Context:
     def release(self) -> None:
         """Close the cached executors and free the duplicate (collective)."""
         self.close()
-        self.side.Free()
+        if self._side is not None:
+            self._side.Free()
         self.comm.Free()
 
 
@@ -283,7 +295,7 @@ def _plain_config(network: str | None, method: str, hosts: str | None, link_bw: 
 def _config_text(network: Any, method: str, hosts: Any, link_bw: float | None, chunk_model: Any,
                  planner_options: dict[str, Any], plan_budget: float) -> str:
     given = {"method": method, "network": network.spec or network.name if isinstance(network, Topology) else network,
-             "hosts": hosts if isinstance(hosts, (str, type(None))) else "given", "link_bw": link_bw,
+             "hosts": hosts if isinstance(hosts, (str, type(None))) else "by name" if names_needed(hosts) else "given", "link_bw": link_bw,
              "options": dict(sorted(planner_options.items())), "chunk_model": chunk_model, "plan_budget": plan_budget}
     return CONFIG_SEPARATOR.join(f"{name}={value!r}" for name, value in given.items())
 
@@ -399,6 +411,7 @@ class _Start:
     last_shape: tuple[int, int] | None
     row: tuple[int, int]     # this rank's row of the call's shape, hashed
     ahead: bool              # this rank hands the call to MPI before the agreement ends
+    placed: bool             # this rank checked where the ranks run (the agreement tells if all did)
     data: Any = None         # the transfer by comm.Ialltoallv, once posted
     posted: float = 0.0      # when (perf_counter)
     scratch: list[np.ndarray] | None = None  # a failing rank's stand-in buffers
@@ -425,6 +438,8 @@ def _begin(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, 
     recv: Message | None = None
     words, readable, pairs = np.zeros(8, np.uint64), False, 0
     eligible = (go_ahead and cached and method == "auto" and network is not None and plan_budget != float("inf"))
+    placing = method == "auto" and cached and network is not None and config not in ctx.placed \
+        and not names_needed(hosts)
     try:
         check_count("cache_size", cache_size, 1)
         if isinstance(plan_budget, bool) or not isinstance(plan_budget, (int, float, np.number)) \
@@ -445,6 +460,8 @@ def _begin(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, 
                 send, recv, words, readable, pairs = _read_call(rank, size, sendbuf, recvbuf, method, network, config)
             if memo is not None:
                 ctx.last = (memo, (words, readable, pairs))
+        if placing:  # where the ranks run, checked on each rank alike: a mistake fails every rank with the call
+            check_placement_here(network, hosts, size, link_bw)
     except Exception as exc:  # any mistake, typed as mpi4py types it, fails every rank together
         failure = _failure(exc, rank)
     row = _pair(words[_SHAPE])
@@ -463,7 +480,7 @@ def _begin(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, 
     vec = np.array([*words[:4], ctx.generation, ctx.generation ** 2, failure is not None, not readable, pairs,
                     round(last_s * 1e6), round(planned_s * 1e6), *words[4:], ahead], dtype=np.uint64)
     agreement = c.Iallreduce(MPI.IN_PLACE, vec, op=MPI.SUM)
-    return _Start(ctx, config, send, recv, failure, vec, agreement, last_shape, row, ahead)
+    return _Start(ctx, config, send, recv, failure, vec, agreement, last_shape, row, ahead, placing)
 
 
 def _failure(exc: Exception, rank: int) -> tuple[type[OptiqError], str]:
@@ -554,7 +571,7 @@ def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: s
         if mpi_error is not None:
             raise mpi_error
         return _Call(c, sendbuf, recvbuf, send, recv, _after(ctx, network, hosts, link_bw, config, shape_key,
-                     start.row, int(vec[_PAIRS]), plan_budget), key, fingerprint, 0.0, time.perf_counter(), shape_key,
+                     start.row, int(vec[_PAIRS]), plan_budget, start.placed), key, fingerprint, 0.0, time.perf_counter(), shape_key,
                      moved=True, moved_s=moved_s)
     assert recv is not None
     source = recv if send is None else send
@@ -564,7 +581,7 @@ def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: s
     if pattern is None and auto:
         if not agreed:  # gathering the counts and options names the rank that differs, on every rank
             gather_counts(c, source.byte_counts, recv.byte_counts, config)
-        _check_placement_once(ctx, network, hosts, link_bw, config)
+        _check_placement_once(ctx, network, hosts, link_bw, config, start.placed)
         pattern = ctx.shapes.decide(shape_key, start.row, int(vec[_PAIRS]), plan_budget)
         if pattern is not None:  # comm.Alltoallv for now: nothing to cache
             return _Call(c, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, 0.0, time.perf_counter(),
@@ -595,18 +612,22 @@ def _pair(words: np.ndarray) -> tuple[int, int]:
     return int(words[0]), int(words[1])
 
 
-def _check_placement_once(ctx: _Context, network: Any, hosts: Any, link_bw: float | None, config: str) -> None:
-    """Where the ranks run, checked once per set of options, as a plan would check it (collective)."""
+def _check_placement_once(ctx: _Context, network: Any, hosts: Any, link_bw: float | None, config: str,
+                          checked: bool) -> None:
+    """Where the ranks run, checked once per set of options, as a plan would check it
+    (collective, unless every rank ``checked`` it on its own before the agreement, which
+    found no rank failing)."""
     if config not in ctx.placed:
-        check_placement(ctx.comm, network, hosts, link_bw)
+        if not checked:
+            check_placement(ctx.comm, network, hosts, link_bw)
         ctx.placed.add(config)
 
 
 def _after(ctx: _Context, network: Any, hosts: Any, link_bw: float | None, config: str,
-           shape_key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float) -> Pattern:
+           shape_key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float, placed: bool) -> Pattern:
     """What a call handed to ``comm.Alltoallv`` ahead of the agreement did, and whether its
     shape is now to be planned (then its next call waits for the agreement, and plans)."""
-    _check_placement_once(ctx, network, hosts, link_bw, config)
+    _check_placement_once(ctx, network, hosts, link_bw, config, placed)
     pattern = ctx.shapes.decide(shape_key, row, pairs, budget)
     if pattern is None:
         return Pattern("mpi", "comm.Alltoallv; the next call of these pairs plans them (planning now costs at most "

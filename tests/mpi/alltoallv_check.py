@@ -14,7 +14,7 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
-from optiq.errors import ArgumentError, OptiqError
+from optiq.errors import ArgumentError, OptiqError, TopologyError
 from optiq.runtime import alltoallv, alltoallv_init, clear_cache, ialltoallv
 from optiq.runtime.planned_alltoallv import _context
 from optiq.topology import from_spec
@@ -330,6 +330,17 @@ same_error_everywhere("different options, the others ahead", lambda: a2a(
 same_error_everywhere("counts of the wrong length on the last rank, the others ahead", lambda: a2a(
     send, sc[:-1] if rank == size - 1 else sc, sd[:-1] if rank == size - 1 else sd, recv, rc, rd, network=ring),
     f"rank {size - 1}: ")
+# with method="auto" every rank checks where the ranks run on its own, and the agreement fails them together
+if size > 2:
+    same_error_everywhere("communicator larger than the network, auto",
+                          lambda: a2a(send, sc, sd, recv, rc, rd, network="torus:2"),
+                          f"the communicator has {size} ranks, more than the 2 endpoints")
+same_error_everywhere("a host list naming no host, auto",
+                      lambda: a2a(send, sc, sd, recv, rc, rd, network=ring, hosts=["nowhere"] * size), "nowhere",
+                      TopologyError)
+same_error_everywhere("a host list naming no host on rank 0 only, the others ahead", lambda: a2a(
+    send, sc, sd, recv, rc, rd, network=ring, hosts=["nowhere"] * size if rank == 0 else list(range(size))),
+    "rank 0: ", TopologyError)
 same_error_everywhere("a processor name that is no host",
                       lambda: a2a(send, sc, sd, recv, rc, rd, network=ring, hosts="processor"),
                       f"rank 0 runs on {MPI.Get_processor_name()!r} (MPI.Get_processor_name()), which is not a host "
