@@ -9,13 +9,23 @@ callback), so no handle outlives its communicator.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["private_comm", "cached_on", "forget"]
+__all__ = ["private_comm", "cached_on", "forget", "mpi_module"]
 
 _KEYVALS: dict[str, int] = {}
 _RELEASE: dict[str, Callable[[Any], None]] = {}
+
+
+@functools.cache
+def mpi_module() -> Any:
+    """``mpi4py.MPI``, imported (and MPI initialised) on the first call: for calls made many
+    times a second, where an ``import`` statement of its own costs more than the lookup."""
+    from mpi4py import MPI
+
+    return MPI
 
 
 def cached_on(comm: Any, purpose: str, make: Callable[[], Any], release: Callable[[Any], None]) -> Any:

@@ -250,8 +250,8 @@ def quick_parts(spec: Any, blocks: int, *, readonly: bool) -> tuple[np.ndarray, 
         itemsize = _QUICK_ITEMSIZE[buf.dtype] = _quick_itemsize(buf)
     if not itemsize:
         return None
-    c = counts.astype(np.int64) * itemsize
-    d = displs.astype(np.int64) * itemsize
+    c = np.multiply(counts, itemsize, dtype=np.int64)
+    d = np.multiply(displs, itemsize, dtype=np.int64)
     nbytes = buf.nbytes
     if np.count_nonzero((c < 0) | ((c > 0) & ((d < 0) | (d + c > nbytes)))):
         return None

@@ -93,7 +93,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError, OptiqError
-from ..mpi.comms import cached_on, forget
+from ..mpi.comms import cached_on, forget, mpi_module
 from ..mpi.launch import together
 from ..topology import Topology
 from ..utils.checks import check_count
@@ -327,9 +327,8 @@ def _agreement(rank: int, size: int, send_counts: np.ndarray, recv_counts: np.nd
     equal when every receive count is its sender's send count), and the options (a hash ``h``
     and ``h**2``: ``size * sum(h**2) == sum(h)**2`` exactly when all ``h`` are equal)."""
     sent, got = _weights(rank, size)
-    with np.errstate(over="ignore"):
-        a = np.dot(send_counts.astype(np.uint64), sent)
-        b = np.dot(recv_counts.astype(np.uint64), got)
+    a = np.dot(send_counts.astype(np.uint64), sent)  # wraps modulo 2**64, silently (arrays never warn)
+    b = np.dot(recv_counts.astype(np.uint64), got)
     h = _config_words(rank, size, config)[1]
     return np.array([a, b, h, h * h], dtype=np.uint64)
 
@@ -378,7 +377,7 @@ def _quick_call(rank: int, size: int, sendbuf: Any, recvbuf: Any, config: str) -
     """:func:`_read_call` for the commonest messages (:func:`~optiq.runtime.messages.quick_parts`),
     without reading them into messages: the words and the peers, or None when any check would
     fail (then the full reading names the mistake)."""
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     recv = quick_parts(recvbuf, size, readonly=False)
     if recv is None:
@@ -427,7 +426,7 @@ def _begin(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, 
     """Check a call on this rank and start the ranks' agreement on it (a non-blocking
     ``Iallreduce``, started alike by every rank's call of every form). ``go_ahead``: the blocking
     call, which may hand a pattern of no hot shape to MPI before the agreement ends."""
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     ctx = _context(comm)
     c = ctx.comm
@@ -534,7 +533,7 @@ def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: s
     went ahead (its bytes posted to ``comm.Ialltoallv``), every rank takes part in that transfer,
     and the call's errors are raised after it; MPI's own error on this rank is raised if the
     ranks found none."""
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     ctx, c, config, vec = start.ctx, start.ctx.comm, start.config, start.vec
     send, recv, failure = start.send, start.recv, start.failure
@@ -737,7 +736,7 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
         else:
             move(call.comm, pattern, call.send, call.received, sendbuf, recvbuf, timeout)
         done = time.perf_counter()
-    ctx = _context(comm)
+    ctx = begun.ctx
     if call.shape is not None:  # auto: this call's time goes to its shape's account at the next call
         ctx.pending = (call.shape, done - ready, call.plan_s)
         if call.plan_s and pattern.method == "mpi":  # planned, and MPI kept: not planned again
