@@ -12,10 +12,12 @@ For each, ``comm.Alltoallv``, ``optiq.alltoallv(method="auto")`` and ``method="h
 ``network=torus:4x4``, or the smallest torus that holds the ranks) run the same calls in
 turn, every call's bytes checked against ``comm.Alltoallv``'s. Printed per regime and method:
 the whole loop's time on the slowest rank (planning included; the median of ``--repeat`` loops
-run in turn with the other methods), over ``comm.Alltoallv``'s, the plans made and the seconds
-spent planning (the last loop's), and what the method chose on its last call.
+run in turn with the other methods), over ``comm.Alltoallv``'s, the time it adds per call, the
+plans made and the seconds spent planning (the last loop's), and what the method chose on its
+last call. By default on 2 ranks (a core each on this machine) and on 16 (8 to a core: every
+rank's Python time per call then counts about eight times over).
 
-    python benchmarks/alltoallv_loop.py [--ranks 16] [--calls 20] [--max-elements 65536] [--repeat 5]
+    python benchmarks/alltoallv_loop.py [--ranks 2,16] [--calls 20] [--max-elements 65536] [--repeat 5]
 
 On the emulated network (one rank per host namespace, ``optiq testbed exec`` starts them;
 ``--worker`` runs the loop in the ranks it is given, ``--network`` names the machine):
@@ -89,7 +91,8 @@ def worker(args: argparse.Namespace) -> None:
         where = "the network it names" if args.network else "this machine's shared memory"
         print(f"{ranks} ranks on {network} ({where}), {args.calls} calls per loop, float64 "
               f"counts up to {args.max_elements:,} per pair, bytes checked every call", flush=True)
-        print(f"{'counts':9} {'call':15} {'loop s':>7} {'/ MPI':>6} {'plans':>5} {'plan s':>7}  auto's last call")
+        print(f"{'counts':9} {'call':15} {'loop s':>7} {'/ MPI':>6} {'+ms/call':>8} {'plans':>5} {'plan s':>7}  "
+              f"auto's last call")
     warm = counts_for("same", 0, ranks, args.max_elements, args.seed + 1)  # MPI's connections and buffers, once
     for method in METHODS:
         one_call(comm, method, warm, network, 0)
@@ -129,13 +132,14 @@ def worker(args: argparse.Namespace) -> None:
                 said = "" if last is None else f"{last.method}: {last.reason}"
                 if method == "auto" and auto_from is not None:
                     said = f"a plan from call {auto_from}; last: {said}"
-                print(f"{regime:9} {method:15} {loop:7.3f} {loop / mpi:6.2f} {plans:5d} {planning:7.3f}  {said[:100]}",
-                      flush=True)
+                extra = (loop - mpi) / len(calls) * 1e3
+                print(f"{regime:9} {method:15} {loop:7.3f} {loop / mpi:6.2f} {extra:+8.3f} {plans:5d} {planning:7.3f}  "
+                      f"{said[:100]}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ranks", type=int, default=16)
+    ap.add_argument("--ranks", default="2,16", help="ranks per launch; several, comma-separated, run one after another")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--max-elements", type=int, default=65536)
     ap.add_argument("--seed", type=int, default=1)
@@ -148,10 +152,17 @@ def main() -> None:
         worker(args)
         return
     mpiexec = Path(sys.executable).parent / "mpiexec"
-    argv = [str(mpiexec), "-n", str(args.ranks), sys.executable, __file__, "--worker", "--calls", str(args.calls),
-            "--max-elements", str(args.max_elements), "--seed", str(args.seed), "--repeat", str(args.repeat),
-            "--regimes", args.regimes] + (["--network", args.network] if args.network else [])
-    raise SystemExit(subprocess.run(argv).returncode)
+    try:
+        counts = [int(n) for n in args.ranks.split(",")]
+    except ValueError:
+        ap.error(f"--ranks takes rank counts separated by commas, got {args.ranks!r}")
+    for ranks in counts:
+        argv = [str(mpiexec), "-n", str(ranks), sys.executable, __file__, "--worker", "--calls", str(args.calls),
+                "--max-elements", str(args.max_elements), "--seed", str(args.seed), "--repeat", str(args.repeat),
+                "--regimes", args.regimes] + (["--network", args.network] if args.network else [])
+        code = subprocess.run(argv).returncode
+        if code:
+            raise SystemExit(code)
 
 
 if __name__ == "__main__":
