@@ -231,3 +231,53 @@ def test_heuristic_2_default_unit_grows_with_the_largest_job_and_scales_the_plan
     assert np.array_equal(a.paths.links, b.paths.links)
     assert np.array_equal(a.path_bytes * 2**14, b.path_bytes)
     assert make_plan(t, huge, "heu2", k=4, unit=2**36).info["unit"] == 2**36  # a given unit is kept
+
+
+def _busiest(t, cand, nbytes):
+    owner = np.repeat(np.arange(cand.num_paths), cand.hops)
+    return (np.bincount(cand.links, weights=nbytes[owner].astype(float), minlength=t.num_links) / t.capacity).max()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_rebalance_keeps_every_job_whole_never_slows_the_plan_and_leaves_no_better_single_move(seed):
+    """Brute force: after rebalance, no path with bytes on the busiest link can move them to
+    another candidate of its job with every link it crosses below that link's time."""
+    from optiq.heuristics import rebalance
+
+    t = torus((4, 4), bandwidth=1e9)
+    rng = np.random.default_rng(seed)
+    d = random_demands(t, 24, seed)
+    cand = diverse_paths(t, d, k=4, seed=seed)
+    # bytes on one random candidate per job: a poor plan to start from
+    start = np.zeros(cand.num_paths, dtype=np.int64)
+    jo = cand.job_offsets
+    start[jo[:-1] + rng.integers(0, np.diff(jo))] = d.nbytes
+    out = rebalance(t, cand, start)
+    assert np.array_equal(np.bincount(cand.job, weights=out, minlength=d.num_jobs), d.nbytes)
+    assert (out >= 0).all() and _busiest(t, cand, out) <= _busiest(t, cand, start)
+    assert np.array_equal(rebalance(t, cand, start, max_moves=0), start)
+    owner = np.repeat(np.arange(cand.num_paths), cand.hops)
+    load = np.bincount(cand.links, weights=out[owner].astype(float), minlength=t.num_links)
+    busy = load / t.capacity
+    hot = int(np.argmax(busy))
+    for p in np.flatnonzero(out > 0):
+        if hot not in cand.path(p):
+            continue
+        for q in range(jo[cand.job[p]], jo[cand.job[p] + 1]):
+            if q != p and cand.hops[q]:
+                links = cand.path(q)
+                assert ((load[links] + out[p]) / t.capacity[links]).max() >= busy[hot], (p, q)
+
+
+def test_heuristic_2_on_a_fat_tree_all_to_all_is_no_slower_than_the_default_routes_without_falling_back():
+    from optiq.topology import from_spec
+
+    t = from_spec("fattree:k=4,n=3")
+    n = t.num_endpoints
+    sizes = np.random.default_rng(1).integers(1, 64 * 2**10 + 1, (n, n)) * 8
+    np.fill_diagonal(sizes, 0)
+    src, dst = np.nonzero(sizes)
+    d = Demands(src, dst, sizes[src, dst])
+    heu2, default = make_plan(t, d, "heu2"), make_plan(t, d, "default")
+    assert "fallback" not in heu2.info
+    assert heu2.predicted_time_s <= default.predicted_time_s * (1 + 1e-12)

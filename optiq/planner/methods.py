@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ParameterError, SolverError
-from ..heuristics import default_unit, demand_aware_heuristic, dynamic_routing, maxload_heuristic
+from ..heuristics import default_unit, demand_aware_heuristic, dynamic_routing, maxload_heuristic, rebalance
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGOptions, CGResult, CGStatus, column_generation
 from ..lp.lean import lean_plan
@@ -423,7 +423,9 @@ class MaxLoad(CandidatePlanner):
 @dataclass(frozen=True)
 class DemandAware(CandidatePlanner):
     """``heu2``: Heuristic 2, placing ``unit`` bytes at a time on the least-loaded candidate
-    (default :func:`optiq.heuristics.default_unit`: 1 MiB, more for jobs over 64 MiB)."""
+    (default :func:`optiq.heuristics.default_unit`: 1 MiB, more for jobs over 64 MiB), then
+    moving paths off the busiest link while that makes the plan faster
+    (:func:`optiq.heuristics.rebalance`)."""
 
     unit: int | None = None
     name: ClassVar[str] = "heu2"
@@ -435,7 +437,8 @@ class DemandAware(CandidatePlanner):
 
     def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
         rec.unit = default_unit(ctx.demands.nbytes) if self.unit is None else self.unit
-        return demand_aware_heuristic(ctx.topology, ctx.demands, candidates, rec.unit, progress=ctx.progress)
+        placed = demand_aware_heuristic(ctx.topology, ctx.demands, candidates, rec.unit, progress=ctx.progress)
+        return rebalance(ctx.topology, candidates, placed)
 
 
 @dataclass(frozen=True)

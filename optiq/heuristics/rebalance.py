@@ -1,0 +1,134 @@
+"""Moving a plan's paths off its busiest link while that makes the plan faster."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import PlanError
+from ..paths.pathset import csr_positions
+
+if TYPE_CHECKING:
+    from ..paths import PathSet
+    from ..topology import Topology
+
+__all__ = ["rebalance", "default_moves"]
+
+
+def default_moves(jobs: int) -> int:
+    """The most moves :func:`rebalance` makes by default: one per 64 jobs, at least 64, so that
+    its work grows with the plan's.
+
+    Examples
+    --------
+    >>> default_moves(10), default_moves(261_632)
+    (64, 4088)
+    """
+    return max(64, jobs // 64)
+
+
+def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, max_moves: int | None = None) -> np.ndarray:
+    """Bytes per candidate path after moving whole paths' bytes off the busiest link.
+
+    A greedy heuristic places each unit against the loads it sees, so it can leave a link
+    busier than another routing of the same jobs would (Heuristic 2 placing whole jobs on a
+    fat-tree, where the fabric's own routes meet the cut bound). While some path with bytes
+    crosses the busiest link and one of its job's other candidates would take those bytes
+    with every link it crosses staying below that link's time, the bytes move there: the
+    largest path first, to the candidate whose busiest link is least loaded afterwards (ties:
+    fewer hops, then the earlier path). So the plan's busiest link never gets busier, and
+    the result is the same on every machine.
+
+    Parameters
+    ----------
+    topology : Topology
+    candidates : PathSet
+        The candidate paths the bytes are on.
+    nbytes : ndarray of int
+        Bytes on every candidate path.
+    max_moves : int, optional
+        Most moves (default :func:`default_moves`).
+
+    Returns
+    -------
+    ndarray of int
+        Bytes on every candidate path: each job's total unchanged.
+
+    Raises
+    ------
+    PlanError
+        If ``nbytes`` does not have one entry per candidate path, or ``max_moves`` is below 0.
+
+    Examples
+    --------
+    Two jobs on one link of a ring, where each had another way round:
+
+    >>> from optiq.topology import torus
+    >>> from optiq.paths import PathSet
+    >>> t = torus((4,))
+    >>> a, b = t.links_between(0, 1)[0], t.links_between(1, 2)[0]
+    >>> back = [t.links_between(u, v)[0] for u, v in ((0, 3), (3, 2))]
+    >>> cands = PathSet.from_lists([[a, b], back, [b], [t.links_between(1, 0)[0], back[0], back[1]]],
+    ...                            [0, 0, 1, 1], 2)
+    >>> rebalance(t, cands, np.array([100, 0, 100, 0])).tolist()
+    [0, 100, 100, 0]
+    """
+    nbytes = np.asarray(nbytes)
+    if nbytes.shape != (candidates.num_paths,):
+        raise PlanError(f"rebalance needs bytes for each of the {candidates.num_paths} candidate paths, "
+                        f"got an array of shape {nbytes.shape}")
+    limit = default_moves(candidates.num_jobs) if max_moves is None else int(max_moves)
+    if limit < 0:
+        raise PlanError(f"max_moves must be 0 or more, got {max_moves}")
+    out = nbytes.astype(np.int64).copy()
+    links, offsets, job, cap = candidates.links, candidates.offsets, candidates.job, topology.capacity
+    used = np.flatnonzero(out > 0)
+    used_hops = candidates.hops[used]
+    used_links = links[csr_positions(offsets[used], used_hops)]
+    used_owner = np.repeat(used, used_hops)
+    load = np.bincount(used_links, weights=out[used_owner].astype(float), minlength=topology.num_links)
+    by_link = np.argsort(used_links, kind="stable")  # the used paths' crossings, link by link
+    crossing, link_start = used_owner[by_link], np.searchsorted(used_links[by_link], np.arange(load.size + 1))
+    new_links, new_owner = np.zeros(0, np.int64), np.zeros(0, np.int64)  # crossings of paths that got bytes here
+    busy = load / cap
+    for _ in range(limit):
+        hot = int(np.argmax(busy))
+        on = np.unique(np.concatenate((crossing[link_start[hot]:link_start[hot + 1]], new_owner[new_links == hot])))
+        on = on[out[on] > 0]
+        for p in on[np.lexsort((on, -out[on]))].tolist():
+            q = _best_other(candidates, int(job[p]), p, float(out[p]), load, cap, busy[hot])
+            if q is not None:
+                break
+        else:
+            break
+        here, there = links[offsets[p]:offsets[p + 1]], links[offsets[q]:offsets[q + 1]]
+        np.subtract.at(load, here, float(out[p]))
+        np.add.at(load, there, float(out[p]))
+        touched = np.concatenate((here, there))
+        busy[touched] = load[touched] / cap[touched]
+        if out[q] == 0:
+            new_links = np.concatenate((new_links, there))
+            new_owner = np.concatenate((new_owner, np.full(there.size, q)))
+        out[q] += out[p]
+        out[p] = 0
+    return out
+
+
+def _best_other(candidates: PathSet, j: int, p: int, amount: float, load: np.ndarray, cap: np.ndarray,
+                below: float) -> int | None:
+    """Job ``j``'s candidate other than ``p`` whose busiest link is least loaded with ``amount``
+    more bytes (ties: fewer hops, then the earlier path), if that stays below ``below``. Links
+    it shares with ``p`` are counted with both, so a move it allows never overloads them."""
+    ids = np.arange(candidates.job_offsets[j], candidates.job_offsets[j + 1])
+    ids = ids[ids != p]
+    if not ids.size:
+        return None
+    h = candidates.hops[ids]
+    ids, h = ids[h > 0], h[h > 0]
+    if not ids.size:
+        return None
+    lk = candidates.links[csr_positions(candidates.offsets[ids], h)]
+    worst = np.maximum.reduceat((load[lk] + amount) / cap[lk], np.concatenate(([0], np.cumsum(h)[:-1])))
+    best = int(np.lexsort((ids, h, worst))[0])
+    return int(ids[best]) if worst[best] < below else None
