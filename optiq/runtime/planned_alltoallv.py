@@ -295,7 +295,8 @@ def _plain_config(network: str | None, method: str, hosts: str | None, link_bw: 
 def _config_text(network: Any, method: str, hosts: Any, link_bw: float | None, chunk_model: Any,
                  planner_options: dict[str, Any], plan_budget: float) -> str:
     given = {"method": method, "network": network.spec or network.name if isinstance(network, Topology) else network,
-             "hosts": hosts if isinstance(hosts, (str, type(None))) else "by name" if names_needed(hosts) else "given", "link_bw": link_bw,
+             "hosts": hosts if isinstance(hosts, (str, type(None))) else "by name" if names_needed(hosts) else "given",
+             "link_bw": link_bw,
              "options": dict(sorted(planner_options.items())), "chunk_model": chunk_model, "plan_budget": plan_budget}
     return CONFIG_SEPARATOR.join(f"{name}={value!r}" for name, value in given.items())
 
@@ -553,6 +554,8 @@ def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: s
         together(c, lambda: _raise(failure))
     if size * int(vec[_GENERATION][1]) != int(vec[_GENERATION][0]) ** 2:
         raise OptiqError("the ranks' alltoallv caches differ (clear_cache must be called on every rank together)")
+    if start.placed:  # checked here before the agreement, and no rank failed
+        ctx.placed.add(config)
     ctx.shapes.book(start.last_shape, int(vec[_LAST_S]) / 1e6 / size, int(vec[_PLANNED_S]) / 1e6 / size)
     key, shape_key = _pair(vec[_PATTERN]), _pair(vec[_SHAPE])
     fingerprint = f"{key[0]:016x}{key[1]:016x}"
@@ -570,7 +573,7 @@ def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: s
         if mpi_error is not None:
             raise mpi_error
         return _Call(c, sendbuf, recvbuf, send, recv, _after(ctx, network, hosts, link_bw, config, shape_key,
-                     start.row, int(vec[_PAIRS]), plan_budget, start.placed), key, fingerprint, 0.0, time.perf_counter(), shape_key,
+                     start.row, int(vec[_PAIRS]), plan_budget), key, fingerprint, 0.0, time.perf_counter(), shape_key,
                      moved=True, moved_s=moved_s)
     assert recv is not None
     source = recv if send is None else send
@@ -580,7 +583,7 @@ def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: s
     if pattern is None and auto:
         if not agreed:  # gathering the counts and options names the rank that differs, on every rank
             gather_counts(c, source.byte_counts, recv.byte_counts, config)
-        _check_placement_once(ctx, network, hosts, link_bw, config, start.placed)
+        _check_placement_once(ctx, network, hosts, link_bw, config)
         pattern = ctx.shapes.decide(shape_key, start.row, int(vec[_PAIRS]), plan_budget)
         if pattern is not None:  # comm.Alltoallv for now: nothing to cache
             return _Call(c, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, 0.0, time.perf_counter(),
@@ -611,22 +614,20 @@ def _pair(words: np.ndarray) -> tuple[int, int]:
     return int(words[0]), int(words[1])
 
 
-def _check_placement_once(ctx: _Context, network: Any, hosts: Any, link_bw: float | None, config: str,
-                          checked: bool) -> None:
+def _check_placement_once(ctx: _Context, network: Any, hosts: Any, link_bw: float | None, config: str) -> None:
     """Where the ranks run, checked once per set of options, as a plan would check it
-    (collective, unless every rank ``checked`` it on its own before the agreement, which
-    found no rank failing)."""
+    (collective; a placement every rank checked on its own before the agreement is known
+    already)."""
     if config not in ctx.placed:
-        if not checked:
-            check_placement(ctx.comm, network, hosts, link_bw)
+        check_placement(ctx.comm, network, hosts, link_bw)
         ctx.placed.add(config)
 
 
 def _after(ctx: _Context, network: Any, hosts: Any, link_bw: float | None, config: str,
-           shape_key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float, placed: bool) -> Pattern:
+           shape_key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float) -> Pattern:
     """What a call handed to ``comm.Alltoallv`` ahead of the agreement did, and whether its
     shape is now to be planned (then its next call waits for the agreement, and plans)."""
-    _check_placement_once(ctx, network, hosts, link_bw, config, placed)
+    _check_placement_once(ctx, network, hosts, link_bw, config)
     pattern = ctx.shapes.decide(shape_key, row, pairs, budget)
     if pattern is None:
         return Pattern("mpi", "comm.Alltoallv; the next call of these pairs plans them (planning now costs at most "
