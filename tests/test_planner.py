@@ -139,3 +139,20 @@ def test_dynamic_routing_ignores_the_links_every_candidate_shares_and_breaks_tie
     b = dynamic_routing(t, d, reversed_ps)
     core = {int(reversed_ps.job[p]): reversed_ps.nodes(p, t)[2] for p in range(reversed_ps.num_paths) if b[p] > 0}
     assert core == {0: 24, 1: 25}
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "bgq:32"])
+def test_candidates_without_their_stops_make_the_plan_they_make_with_them(spec):
+    """The planner gives the paths it keeps their stops itself: candidates made without stops
+    plan exactly as the same candidates with them."""
+    from optiq.planner.methods import make_candidates
+
+    t = from_spec(spec)
+    d = constant_ratio(t.num_endpoints, "disjoint", nbytes=2**20, num_sources=2, ratio=4)
+    bare, stopped = (make_candidates(t, d, 8, stops=stops) for stops in (False, True))
+    assert stopped.stops.sum() > bare.stops.sum()  # the turns off the network's routes are stops
+    assert np.array_equal(bare.links, stopped.links) and np.array_equal(bare.offsets, stopped.offsets)
+    for method in ("heu2", "heu1", "lp"):
+        a, b = (make_plan(t, d, method, candidates=c) for c in (bare, stopped))
+        assert np.array_equal(a.paths.links, b.paths.links) and np.array_equal(a.paths.stops, b.paths.stops)
+        assert np.array_equal(a.path_bytes, b.path_bytes) and a.predicted_time_s == b.predicted_time_s

@@ -111,7 +111,7 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
                           progress=progress)
         candidates = make_candidates(topology, demands, first.k_for(demands.num_jobs), first.candidate_kind,
                                      hop_limit=first.hop_limit,
-                                     seed=seed, progress=progress, space=space)
+                                     seed=seed, progress=progress, space=space, stops=False)
     runs = []
     carried: Plan | None = None  # the job as the tables carry it with the split (the default row)
     for method, planner in zip(methods, planners):

@@ -87,9 +87,11 @@ LEAN_MIN_ROUNDS = 3
 
 def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str = "auto", *,
                     hop_limit: int | None = None, seed: int = 0, progress: Callable[[str], None] | None = None,
-                    workers: Workers | None = None, space: PathSpace | None = None) -> PathSet:
+                    workers: Workers | None = None, space: PathSpace | None = None, stops: bool = True) -> PathSet:
     """Up to ``k`` candidate paths per job of the path ``space`` (default forwarded), made as
-    ``kind`` says (see :data:`CANDIDATE_KINDS`), with their stops.
+    ``kind`` says (see :data:`CANDIDATE_KINDS`), with their stops; with ``stops=False``, link
+    paths without them (chains keep theirs: they are the chains' choice), for a planner that
+    gives the paths it keeps their stops itself, as :func:`~optiq.make_plan` does.
 
     Raises
     ------
@@ -115,8 +117,9 @@ def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str
         raise ParameterError(f"chains are the forwarded paths of networks whose switches are not ranks; "
                              f"{topology.name} " + ("takes link paths (every node is a rank)" if space.kind == "links"
                                                     else "routes free paths as planned (--routing free)"))
-    return space.finish(space.from_links(_link_candidates(topology, demands, k, kind, hop_limit=hop_limit, seed=seed,
-                                                          progress=progress, workers=workers)))
+    paths = space.from_links(_link_candidates(topology, demands, k, kind, hop_limit=hop_limit, seed=seed,
+                                              progress=progress, workers=workers))
+    return space.finish(paths) if stops else paths
 
 
 def _link_candidates(topology: Topology, demands: Demands, k: int, kind: str, *, hop_limit: int | None, seed: int,
@@ -358,7 +361,7 @@ class CandidatePlanner(Planner):
                         f"--k sets it)")
             candidates = make_candidates(ctx.topology, ctx.demands, k, self.candidate_kind,
                                          hop_limit=self.hop_limit, seed=ctx.seed, progress=ctx.progress,
-                                         workers=ctx.workers, space=ctx.space)
+                                         workers=ctx.workers, space=ctx.space, stops=False)
         rec.k, rec.candidate_paths = k, candidates.num_paths
         rec.timings["paths_s"] = time.perf_counter() - start
         ctx.say(f"{candidates.num_paths:,} candidate paths for {ctx.demands.num_jobs:,} jobs in "
