@@ -138,6 +138,23 @@ def _best_paths(candidates: PathSet, job_offsets: np.ndarray, hops: np.ndarray, 
                 amount: np.ndarray, load: np.ndarray, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every job's candidate whose busiest link would be least loaded in time after ``amount``
     more bytes (ties: fewer hops, then the earlier path), and its links with the bytes."""
+    best, _ = least_loaded(candidates, jobs, amount, load, cap)
+    chosen = csr_positions(candidates.offsets[best], hops[best])
+    return best, candidates.links[chosen], np.repeat(amount.astype(float), hops[best])
+
+
+def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load: np.ndarray,
+                 cap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``jobs``, its candidate whose busiest link would be least loaded in time
+    with ``amount`` more bytes on every link it crosses (ties: fewer hops, then the earlier
+    path), and that link's time.
+
+    Raises
+    ------
+    PlanError
+        If a job has no candidate path.
+    """
+    job_offsets, hops = candidates.job_offsets, candidates.hops
     count = job_offsets[jobs + 1] - job_offsets[jobs]
     if (count == 0).any():
         raise PlanError(f"job {int(jobs[np.flatnonzero(count == 0)[0]])} has no candidate path")
@@ -146,10 +163,8 @@ def _best_paths(candidates: PathSet, job_offsets: np.ndarray, hops: np.ndarray, 
     h = hops[paths]
     entries = csr_positions(candidates.offsets[paths], h)
     links = candidates.links[entries]
-    after = (load[links] + np.repeat(amount[owner], h)) / cap[links]
+    after = (load[links] + np.repeat(np.asarray(amount, dtype=float)[owner], h)) / cap[links]
     worst = np.maximum.reduceat(after, np.concatenate(([0], np.cumsum(h)[:-1])))
     order = np.lexsort((paths, h, worst, owner))
     first = order[np.concatenate(([0], np.flatnonzero(np.diff(owner[order])) + 1))]
-    best = paths[first]
-    chosen = csr_positions(candidates.offsets[best], hops[best])
-    return best, candidates.links[chosen], np.repeat(amount.astype(float), hops[best])
+    return paths[first], worst[first]

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import PlanError
 from ..paths.pathset import csr_positions
+from .demand_aware import least_loaded
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -96,12 +97,13 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
         hot = int(np.argmax(busy))
         on = np.unique(np.concatenate((crossing[link_start[hot]:link_start[hot + 1]], new_owner[new_links == hot])))
         on = on[out[on] > 0]
-        for p in on[np.lexsort((on, -out[on]))].tolist():
-            q = _best_other(candidates, int(job[p]), p, float(out[p]), load, cap, busy[hot])
-            if q is not None:
-                break
-        else:
+        on = on[np.lexsort((on, -out[on]))]  # the largest first
+        # a candidate that crosses the busiest link is never below it: a path is never moved to itself
+        best, worst = least_loaded(candidates, job[on], out[on], load, cap)
+        movable = np.flatnonzero(worst < busy[hot])
+        if not movable.size:
             break
+        p, q = int(on[movable[0]]), int(best[movable[0]])
         here, there = links[offsets[p]:offsets[p + 1]], links[offsets[q]:offsets[q + 1]]
         np.subtract.at(load, here, float(out[p]))
         np.add.at(load, there, float(out[p]))
@@ -113,22 +115,3 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
         out[q] += out[p]
         out[p] = 0
     return out
-
-
-def _best_other(candidates: PathSet, j: int, p: int, amount: float, load: np.ndarray, cap: np.ndarray,
-                below: float) -> int | None:
-    """Job ``j``'s candidate other than ``p`` whose busiest link is least loaded with ``amount``
-    more bytes (ties: fewer hops, then the earlier path), if that stays below ``below``. Links
-    it shares with ``p`` are counted with both, so a move it allows never overloads them."""
-    ids = np.arange(candidates.job_offsets[j], candidates.job_offsets[j + 1])
-    ids = ids[ids != p]
-    if not ids.size:
-        return None
-    h = candidates.hops[ids]
-    ids, h = ids[h > 0], h[h > 0]
-    if not ids.size:
-        return None
-    lk = candidates.links[csr_positions(candidates.offsets[ids], h)]
-    worst = np.maximum.reduceat((load[lk] + amount) / cap[lk], np.concatenate(([0], np.cumsum(h)[:-1])))
-    best = int(np.lexsort((ids, h, worst))[0])
-    return int(ids[best]) if worst[best] < below else None
