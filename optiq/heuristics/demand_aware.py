@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import PlanError
 from ..paths.pathset import csr_positions
 from ..utils.progress import Progress, Ticker
+from .common import least_loaded
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -142,29 +143,3 @@ def _best_paths(candidates: PathSet, job_offsets: np.ndarray, hops: np.ndarray, 
     chosen = csr_positions(candidates.offsets[best], hops[best])
     return best, candidates.links[chosen], np.repeat(amount.astype(float), hops[best])
 
-
-def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load: np.ndarray,
-                 cap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each of ``jobs``, its candidate whose busiest link would be least loaded in time
-    with ``amount`` more bytes on every link it crosses (ties: fewer hops, then the earlier
-    path), and that link's time.
-
-    Raises
-    ------
-    PlanError
-        If a job has no candidate path.
-    """
-    job_offsets, hops = candidates.job_offsets, candidates.hops
-    count = job_offsets[jobs + 1] - job_offsets[jobs]
-    if (count == 0).any():
-        raise PlanError(f"job {int(jobs[np.flatnonzero(count == 0)[0]])} has no candidate path")
-    paths = csr_positions(job_offsets[jobs], count)        # the candidates, job by job
-    owner = np.repeat(np.arange(jobs.size), count)
-    h = hops[paths]
-    entries = csr_positions(candidates.offsets[paths], h)
-    links = candidates.links[entries]
-    after = (load[links] + np.repeat(np.asarray(amount, dtype=float)[owner], h)) / cap[links]
-    worst = np.maximum.reduceat(after, np.concatenate(([0], np.cumsum(h)[:-1])))
-    order = np.lexsort((paths, h, worst, owner))
-    first = order[np.concatenate(([0], np.flatnonzero(np.diff(owner[order])) + 1))]
-    return paths[first], worst[first]

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import PlanError
 from ..paths.pathset import csr_positions
-from .demand_aware import least_loaded
+from .common import least_loaded
 
 if TYPE_CHECKING:
     from ..paths import PathSet
