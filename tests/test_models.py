@@ -256,6 +256,7 @@ def test_rebalance_keeps_every_job_whole_never_slows_the_plan_and_leaves_no_bett
     assert np.array_equal(np.bincount(cand.job, weights=out, minlength=d.num_jobs), d.nbytes)
     assert (out >= 0).all() and _busiest(t, cand, out) <= _busiest(t, cand, start)
     assert np.array_equal(rebalance(t, cand, start, max_moves=0), start)
+    assert not rebalance(t, cand, np.zeros_like(start)).any()  # nothing to move
     owner = np.repeat(np.arange(cand.num_paths), cand.hops)
     load = np.bincount(cand.links, weights=out[owner].astype(float), minlength=t.num_links)
     busy = load / t.capacity

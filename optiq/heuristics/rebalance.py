@@ -97,6 +97,8 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
         hot = int(np.argmax(busy))
         on = np.unique(np.concatenate((crossing[link_start[hot]:link_start[hot + 1]], new_owner[new_links == hot])))
         on = on[out[on] > 0]
+        if not on.size:  # no bytes at all
+            break
         on = on[np.lexsort((on, -out[on]))]  # the largest first
         # a candidate that crosses the busiest link is never below it: a path is never moved to itself
         best, worst = least_loaded(candidates, job[on], out[on], load, cap)
