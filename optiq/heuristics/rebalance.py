@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PlanError
-from ..paths.pathset import csr_positions
 from .common import least_loaded
 
 if TYPE_CHECKING:
@@ -85,12 +84,11 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
     out = nbytes.astype(np.int64).copy()
     links, offsets, job, cap = candidates.links, candidates.offsets, candidates.job, topology.capacity
     used = np.flatnonzero(out > 0)
-    used_hops = candidates.hops[used]
-    used_links = links[csr_positions(offsets[used], used_hops)]
-    used_owner = np.repeat(used, used_hops)
-    load = np.bincount(used_links, weights=out[used_owner].astype(float), minlength=topology.num_links)
-    by_link = np.argsort(used_links, kind="stable")  # the used paths' crossings, link by link
-    crossing, link_start = used_owner[by_link], np.searchsorted(used_links[by_link], np.arange(load.size + 1))
+    carrying = candidates.select(out > 0)
+    load = carrying.link_loads(out[used], topology.num_links)
+    by_link = np.argsort(carrying.links, kind="stable")  # the used paths' crossings, link by link
+    crossing = used[carrying.path_of_link_entry[by_link]]
+    link_start = np.searchsorted(carrying.links[by_link], np.arange(load.size + 1))
     new_links, new_owner = np.zeros(0, np.int64), np.zeros(0, np.int64)  # crossings of paths that got bytes here
     busy = load / cap
     for _ in range(limit):

@@ -29,8 +29,8 @@ from .executor import Executor
 from .messages import Message
 from .ranklevel import RankNetwork, host_demands_of, rank_plan
 
-__all__ = ["Pattern", "prepare", "move", "trial", "gather_counts", "check_placement", "check_placement_here", "names_needed", "MIN_GAIN", "AUTO_METHOD",
-           "MAX_MODEL_EVENTS"]
+__all__ = ["Pattern", "prepare", "move", "trial", "gather_counts", "check_placement", "check_placement_here",
+           "names_needed", "MIN_GAIN", "AUTO_METHOD", "MAX_MODEL_EVENTS"]
 
 #: ``method="auto"`` uses a plan only if it predicts at least this fraction less time than
 #: the default routes.
