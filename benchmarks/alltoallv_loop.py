@@ -13,11 +13,13 @@ For each, ``comm.Alltoallv``, ``optiq.alltoallv(method="auto")`` and ``method="h
 turn, every call's bytes checked against ``comm.Alltoallv``'s. Printed per regime and method:
 the whole loop's time on the slowest rank (planning included; the median of ``--repeat`` loops
 run in turn with the other methods), over ``comm.Alltoallv``'s, the time it adds per call, the
-plans made and the seconds spent planning (the last loop's), and what the method chose on its
+plans made and the seconds spent planning, the calls the ranks agreed on (the rest went to
+``comm.Alltoallv`` unchecked; all three the last loop's), and what the method chose on its
 last call. By default on 2 ranks (a core each on this machine) and on 16 (8 to a core: every
 rank's Python time per call then counts about eight times over).
 
-    python benchmarks/alltoallv_loop.py [--ranks 2,16] [--calls 20] [--max-elements 65536] [--repeat 5]
+    python benchmarks/alltoallv_loop.py [--ranks 2,16] [--calls 20] [--max-elements 65536] [--repeat 5] \
+        [--methods auto,heu2] [--against ../old-checkout]
 
 On the emulated network (one rank per host namespace, ``optiq testbed exec`` starts them;
 ``--worker`` runs the loop in the ranks it is given, ``--network`` names the machine):
@@ -29,6 +31,7 @@ On the emulated network (one rank per host namespace, ``optiq testbed exec`` sta
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -89,29 +92,33 @@ def worker(args: argparse.Namespace) -> None:
     network = args.network or network_for(ranks)
     if rank == 0:
         where = "the network it names" if args.network else "this machine's shared memory"
-        print(f"{ranks} ranks on {network} ({where}), {args.calls} calls per loop, float64 "
+        label = f"[{args.label}] " if args.label else ""
+        print(f"{label}{ranks} ranks on {network} ({where}), {args.calls} calls per loop, float64 "
               f"counts up to {args.max_elements:,} per pair, bytes checked every call", flush=True)
-        print(f"{'counts':9} {'call':15} {'loop s':>7} {'/ MPI':>6} {'+ms/call':>8} {'plans':>5} {'plan s':>7}  "
-              f"auto's last call")
+        print(f"{'counts':9} {'call':15} {'loop s':>7} {'/ MPI':>6} {'+ms/call':>8} {'plans':>5} {'plan s':>7} "
+              f"{'agreed':>6}  the last call")
+    methods = args.methods.split(",")
     warm = counts_for("same", 0, ranks, args.max_elements, args.seed + 1)  # MPI's connections and buffers, once
-    for method in METHODS:
+    for method in methods:
         one_call(comm, method, warm, network, 0)
     for regime in args.regimes.split(","):
         calls = [counts_for(regime, c, ranks, args.max_elements, args.seed) for c in range(args.calls)]
         wants: list[np.ndarray] = []
-        loops: dict[str, list[float]] = {method: [] for method in METHODS}
+        loops: dict[str, list[float]] = {method: [] for method in methods}
+        said: dict[str, tuple[int, float, object, int]] = {}
         for _ in range(args.repeat):  # the methods in turn, so a busy moment of the machine hits each alike
-            for method in METHODS:
+            for method in methods:
                 clear_cache(comm)
                 comm.Barrier()
                 start = time.perf_counter()
-                plans, planning, last, planned_from = 0, 0.0, None, None
+                plans, planning, last, planned_from, agreed = 0, 0.0, None, None, 0
                 for c, counts in enumerate(calls):
                     recv, result = one_call(comm, method, counts, network, c)
                     if len(wants) < len(calls):  # comm.Alltoallv's, the first time round
                         wants.append(recv)
                     if result is not None:
                         plans, planning, last = result.plans_made, result.planning_s, result
+                        agreed += getattr(result, "checked", True)  # a checkout from before unchecked calls
                         if planned_from is None and result.method not in ("mpi", "local"):
                             planned_from = c + 1
                     # every method's loop does the same check (comm.Alltoallv's against itself at first)
@@ -119,22 +126,21 @@ def worker(args: argparse.Namespace) -> None:
                         raise SystemExit(f"rank {rank}: {regime} call {c}: {method} delivered other bytes")
                 loops[method].append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
                 planning = comm.allreduce(planning, op=MPI.MAX)
+                said[method] = (plans, planning, last, agreed)
                 if method == "auto":
-                    auto_said = (plans, planning, last)
                     auto_from = planned_from
-                if method == "heu2":
-                    heu_said = (plans, planning, last)
         if rank == 0:
             mpi = float(np.median(loops["mpi"]))
-            for method in METHODS:
+            for method in methods:
                 loop = float(np.median(loops[method]))
-                plans, planning, last = (0, 0.0, None) if method == "mpi" else auto_said if method == "auto" else heu_said
-                said = "" if last is None else f"{last.method}: {last.reason}"
+                plans, planning, last, agreed = said[method]
+                what = "" if last is None else f"{last.method}: {last.reason}"
                 if method == "auto" and auto_from is not None:
-                    said = f"a plan from call {auto_from}; last: {said}"
+                    what = f"a plan from call {auto_from}; last: {what}"
                 extra = (loop - mpi) / len(calls) * 1e3
-                print(f"{regime:9} {method:15} {loop:7.3f} {loop / mpi:6.2f} {extra:+8.3f} {plans:5d} {planning:7.3f}  "
-                      f"{said[:100]}", flush=True)
+                agreed_on = "-" if method == "mpi" else str(agreed)
+                print(f"{regime:9} {method:15} {loop:7.3f} {loop / mpi:6.2f} {extra:+8.3f} {plans:5d} {planning:7.3f} "
+                      f"{agreed_on:>6}  {what[:90]}", flush=True)
 
 
 def main() -> None:
@@ -146,23 +152,33 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="loops per method, in turn (the median is printed)")
     ap.add_argument("--network", help="the machine optiq plans on (default: the smallest torus that holds the ranks)")
     ap.add_argument("--regimes", default=",".join(REGIMES))
+    ap.add_argument("--methods", default=",".join(METHODS), help="mpi (always run) and any of auto, heu2")
+    ap.add_argument("--against", help="another checkout: its optiq runs the same loops first, at each rank count")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--label", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args)
         return
+    methods = ",".join(["mpi"] + [m for m in args.methods.split(",") if m != "mpi"])
+    if any(m not in METHODS for m in methods.split(",")):
+        ap.error(f"--methods takes some of {', '.join(METHODS)}, got {args.methods!r}")
     mpiexec = Path(sys.executable).parent / "mpiexec"
     try:
         counts = [int(n) for n in args.ranks.split(",")]
     except ValueError:
         ap.error(f"--ranks takes rank counts separated by commas, got {args.ranks!r}")
+    here = str(Path(__file__).resolve().parent.parent)
+    trees = ({"other": str(Path(args.against).resolve())} if args.against else {}) | {"this": here}
     for ranks in counts:
-        argv = [str(mpiexec), "-n", str(ranks), sys.executable, __file__, "--worker", "--calls", str(args.calls),
-                "--max-elements", str(args.max_elements), "--seed", str(args.seed), "--repeat", str(args.repeat),
-                "--regimes", args.regimes] + (["--network", args.network] if args.network else [])
-        code = subprocess.run(argv).returncode
-        if code:
-            raise SystemExit(code)
+        for label, tree in trees.items():
+            argv = [str(mpiexec), "-n", str(ranks), sys.executable, __file__, "--worker", "--calls", str(args.calls),
+                    "--max-elements", str(args.max_elements), "--seed", str(args.seed), "--repeat", str(args.repeat),
+                    "--regimes", args.regimes, "--methods", methods, "--label", label if args.against else ""] + \
+                (["--network", args.network] if args.network else [])
+            code = subprocess.run(argv, env=dict(os.environ, PYTHONPATH=tree), cwd=tree).returncode
+            if code:
+                raise SystemExit(code)
 
 
 if __name__ == "__main__":

@@ -218,3 +218,51 @@ def test_quick_reading_agrees_with_the_full_reading_or_leaves_the_message_to_it(
         other = [buf, (counts, displs + 1)]
         assert spec_key(spec) == spec_key([buf, (counts.copy(), displs.copy())]) != spec_key(other)
     assert quick_seen > 100 and refused > 20, (quick_seen, refused)
+
+
+def test_unchecked_windows_double_up_to_the_cap_and_never_pass_the_call_that_plans():
+    from optiq.runtime.planned_alltoallv import _Quiet
+    from optiq.runtime.shapes import Shapes
+
+    # one shape left to MPI, agreed calls only where a window ends: the windows double up to the cap
+    for cap in (0, 1, 5, 127):
+        quiet, agreed_at, call = _Quiet(), [], 0
+        while call < 600:
+            agreed_at.append(call)
+            quiet.agreed("options", (1, 2), cap)
+            call += 1 + quiet.remaining
+        gaps = np.diff(agreed_at) - 1
+        expect = [min(2 ** s, cap + 1) - 1 for s in range(len(gaps))]
+        assert gaps.tolist() == expect, (cap, gaps.tolist()[:10])
+    # another shape or other options restart the streak; a shape to be planned stops it
+    quiet = _Quiet()
+    for _ in range(3):
+        quiet.agreed("options", (1, 2), 127)
+    assert quiet.remaining == 3
+    quiet.agreed("options", (3, 4), 127)
+    assert quiet.remaining == 0 and quiet.streak == 0
+    quiet.agreed("other options", (3, 4), 127)
+    assert quiet.remaining == 0
+    quiet.agreed("other options", None, 127)
+    assert quiet.remaining == 0 and quiet.shape is None
+
+    # a shape not yet worth planning: a window never runs past the call after which planning pays
+    for call_s, budget in ((0.01, 0.05), (0.002, 0.05), (0.04, 0.2)):
+        shapes, quiet, key, calls, planned_at = Shapes(), _Quiet(), (5, 6), 0, None
+        while planned_at is None and calls < 100_000:
+            if shapes.decide(key, (0, 0), 12, budget) is None:  # an agreed call: hot, planned at the next
+                planned_at = calls
+                break
+            quiet.agreed("options", key, 1 << 20, shapes.calls_left(key, budget))
+            shapes.book(key, call_s * (1 + quiet.remaining), 0.0, 1 + quiet.remaining)  # at the next agreed call
+            calls += 1 + quiet.remaining
+        # the first call whose agreement finds planning paid, checking every call: closed form
+        need = (shapes.estimate(12) + call_s) / budget
+        every_call = int(np.ceil(need / call_s - 1e-9))
+        assert planned_at is not None and every_call <= planned_at <= every_call + 1, (planned_at, every_call)
+        assert shapes.calls_left(key, budget) == 0
+    # a shape never to be planned has no limit but the cap
+    shapes = Shapes()
+    shapes.decide((7, 8), (0, 0), 12, 0.05)
+    shapes.mpi_faster((7, 8), "measured")
+    assert shapes.calls_left((7, 8), 0.05) is None and shapes.calls_left((9, 9), 0.05) is None

@@ -53,7 +53,14 @@ call whose counts belong to no shape about to be planned (each rank can tell fro
 counts) is sent *ahead*: its bytes go to ``comm.Ialltoallv`` at once, and the agreement
 travels beside them, so that such a call waits for no other rank before its transfer
 (``result.ahead``); the call after the one that makes a shape's planning pay waits for the
-agreement, and plans. New
+agreement, and plans. Once calls
+settle on MPI (agreed calls in a row of one shape, handed to ``comm.Alltoallv``, whose
+shape is not yet worth planning or measured faster with MPI), the calls after them go to
+``comm.Alltoallv`` *unchecked*, with the caller's own arguments and no agreement: one, then
+three, seven, ... up to ``max_unchecked`` (127) calls between agreed ones, and never past the
+call after which the shape's planning pays. A mistake in an unchecked call is MPI's to find,
+as with ``comm.Alltoallv`` (``max_unchecked=0`` checks every call); their time is booked to
+the shape when the agreed calls around them have it (``result.checked``). New
 counts of a shape planned before are re-split over that shape's candidate paths
 (:func:`optiq.runtime.patterns.prepare`). A shape whose plan measured slower than MPI is not
 planned again. The planning time is
@@ -114,12 +121,14 @@ from .patterns import (
 from .shapes import Shapes
 
 __all__ = ["alltoallv", "AlltoallvResult", "clear_cache", "MIN_GAIN", "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET",
-           "AUTO_METHOD"]
+           "DEFAULT_MAX_UNCHECKED", "AUTO_METHOD"]
 
 #: Patterns kept per communicator.
 DEFAULT_CACHE_SIZE = 16
 #: ``method="auto"`` plans a shape once planning costs at most this fraction of its calls' time.
 DEFAULT_PLAN_BUDGET = 0.05
+#: ``method="auto"``: at most this many calls in a row go to ``comm.Alltoallv`` without the ranks' agreement.
+DEFAULT_MAX_UNCHECKED = 127
 
 
 @dataclass(frozen=True)
@@ -152,6 +161,9 @@ class AlltoallvResult:
     ahead : bool
         Whether the bytes moved by ``comm.Ialltoallv`` while the ranks were still agreeing on
         the call (``method="auto"``, a pattern of no shape it may plan).
+    checked : bool
+        Whether the ranks agreed on this call (False: ``method="auto"`` handed it to
+        ``comm.Alltoallv`` unchecked, between two agreed calls; its fingerprint is then ``""``).
     """
 
     method: str
@@ -166,13 +178,52 @@ class AlltoallvResult:
     plans_made: int = 0
     planning_s: float = 0.0
     ahead: bool = False
+    checked: bool = True
 
     def __repr__(self) -> str:
-        extra = ", sent ahead" if self.ahead else ""
+        extra = ", sent ahead" if self.ahead else "" if self.checked else ", unchecked"
         if self.predicted_s is not None and self.default_s is not None:
             extra += f", predicted {self.predicted_s * 1e3:.3f} ms, default routes {self.default_s * 1e3:.3f} ms"
         return (f"AlltoallvResult({self.method}, {'cached' if self.cached else 'planned'}, plan {self.plan_s:.4f} s, "
                 f"overhead {self.overhead_s * 1e3:.3f} ms, transfer {self.transfer_s:.4f} s{extra}: {self.reason})")
+
+
+@dataclass
+class _Quiet:
+    """``method="auto"``'s calls without the ranks' agreement, alike on every rank.
+
+    An agreed call of a shape that goes to ``comm.Alltoallv`` and is not about to be planned
+    (its calls have not yet paid for planning, or its plan measured slower than MPI) extends
+    a *streak* when the agreed call before it, with the same options, had the same shape; it
+    resets it otherwise. After a streak of ``s`` such calls, the next ``min(2**s, cap + 1) - 1``
+    calls with the same options go straight to ``comm.Alltoallv``, and never more than the
+    shape's calls left before planning it pays. Their time is booked to the shape at the next
+    agreed call if that call has the shape too."""
+
+    config: str = ""
+    shape: tuple[int, int] | None = None
+    streak: int = 0
+    remaining: int = 0      # calls still to go unchecked
+    skipped_s: float = 0.0  # this rank's time in them since the last agreed call
+    skipped_n: int = 0
+
+    def agreed(self, config: str, shape: tuple[int, int] | None, cap: int, left: int | None = None) -> None:
+        """An agreed call ended; ``shape`` None unless it is one whose next calls may go unchecked,
+        ``left`` the calls it may take before it is planned (None: it is not to be planned)."""
+        if shape is None or cap <= 0:
+            self.shape, self.streak, self.remaining = None, 0, 0
+            return
+        if shape == self.shape and config == self.config:
+            self.streak += 1
+        else:
+            self.config, self.shape, self.streak = config, shape, 0
+        self.remaining = min(2 ** min(self.streak, 62), cap + 1) - 1
+        if left is not None:
+            self.remaining = min(self.remaining, max(0, left - 1))
+
+    def reason(self) -> str:
+        return (f"comm.Alltoallv, unchecked: {self.streak + 1} agreed calls in a row had one shape and went to MPI; "
+                f"the ranks agree again within {self.remaining + 1} calls")
 
 
 class _Context:
@@ -194,6 +245,8 @@ class _Context:
         #: this rank's time of its last call and of its planning since, told at the next call
         self.pending: tuple[tuple[int, int] | None, float, float] = (None, 0.0, 0.0)
         self.placed: set[str] = set()  # the options whose placement of the ranks has been checked
+        self.quiet = _Quiet()
+        self.released = False
 
     @property
     def side(self) -> Any:
@@ -213,6 +266,7 @@ class _Context:
 
     def release(self) -> None:
         """Close the cached executors and free the duplicate (collective)."""
+        self.released = True
         self.close()
         if self._side is not None:
             self._side.Free()
@@ -224,7 +278,15 @@ _HOLDERS: list[Any] = []
 _PURPOSE = "optiq.alltoallv"
 
 
+#: The last communicator a call came with, and its context: found again without asking MPI.
+_LAST: list[Any] = [None, None]
+
+
 def _context(comm: Any) -> _Context:
+    last, ctx = _LAST
+    if last is comm and not ctx.released:
+        return ctx  # type: ignore[no-any-return]
+
     def make() -> _Context:
         from mpi4py import MPI
 
@@ -232,8 +294,9 @@ def _context(comm: Any) -> _Context:
         _HOLDERS.append(comm)
         return _Context(comm)
 
-    ctx: _Context = cached_on(comm, _PURPOSE, make, _Context.release)
-    return ctx
+    ctx = cached_on(comm, _PURPOSE, make, _Context.release)
+    _LAST[:] = [comm, ctx]
+    return ctx  # type: ignore[no-any-return]
 
 
 def clear_cache(comm: Any | None = None) -> None:
@@ -276,28 +339,30 @@ class _Call:
 
 
 def _config(network: Any, method: str, hosts: Any, link_bw: float | None, chunk_model: Any,
-            planner_options: dict[str, Any], plan_budget: float = DEFAULT_PLAN_BUDGET) -> str:
+            planner_options: dict[str, Any], plan_budget: float = DEFAULT_PLAN_BUDGET,
+            max_unchecked: int = DEFAULT_MAX_UNCHECKED) -> str:
     """The options of a call, labelled, as one string every rank must agree on."""
     if not planner_options and isinstance(network, (str, type(None))) and isinstance(hosts, (str, type(None))) \
             and chunk_model is None and isinstance(method, str) and isinstance(link_bw, (int, float, type(None))) \
-            and isinstance(plan_budget, (int, float)):
-        return _plain_config(network, method, hosts, link_bw, plan_budget)
-    return _config_text(network, method, hosts, link_bw, chunk_model, planner_options, plan_budget)
+            and isinstance(plan_budget, (int, float)) and isinstance(max_unchecked, int):
+        return _plain_config(network, method, hosts, link_bw, plan_budget, max_unchecked)
+    return _config_text(network, method, hosts, link_bw, chunk_model, planner_options, plan_budget, max_unchecked)
 
 
 @functools.lru_cache(maxsize=64, typed=True)
 def _plain_config(network: str | None, method: str, hosts: str | None, link_bw: float | None,
-                  plan_budget: float) -> str:
+                  plan_budget: float, max_unchecked: int) -> str:
     """:func:`_config` of the commonest calls (a network's spec, no planner options), remembered."""
-    return _config_text(network, method, hosts, link_bw, None, {}, plan_budget)
+    return _config_text(network, method, hosts, link_bw, None, {}, plan_budget, max_unchecked)
 
 
 def _config_text(network: Any, method: str, hosts: Any, link_bw: float | None, chunk_model: Any,
-                 planner_options: dict[str, Any], plan_budget: float) -> str:
+                 planner_options: dict[str, Any], plan_budget: float, max_unchecked: int) -> str:
     given = {"method": method, "network": network.spec or network.name if isinstance(network, Topology) else network,
              "hosts": hosts if isinstance(hosts, (str, type(None))) else "by name" if names_needed(hosts) else "given",
              "link_bw": link_bw,
-             "options": dict(sorted(planner_options.items())), "chunk_model": chunk_model, "plan_budget": plan_budget}
+             "options": dict(sorted(planner_options.items())), "chunk_model": chunk_model, "plan_budget": plan_budget,
+             "max_unchecked": max_unchecked}
     return CONFIG_SEPARATOR.join(f"{name}={value!r}" for name, value in given.items())
 
 
@@ -393,8 +458,8 @@ def _quick_call(rank: int, size: int, sendbuf: Any, recvbuf: Any, config: str) -
 
 
 #: The words of a call's agreement (one ``Iallreduce``, summed over the ranks).
-_PATTERN, _SHAPE, _GENERATION, _FAILED, _UNREAD, _PAIRS, _LAST_S, _PLANNED_S, _AGREE, _AHEAD = (
-    slice(0, 2), slice(2, 4), slice(4, 6), 6, 7, 8, 9, 10, slice(11, 15), 15)
+_PATTERN, _SHAPE, _GENERATION, _FAILED, _UNREAD, _PAIRS, _LAST_S, _PLANNED_S, _AGREE, _AHEAD, _SKIPPED_S = (
+    slice(0, 2), slice(2, 4), slice(4, 6), 6, 7, 8, 9, 10, slice(11, 15), 15, 16)
 
 
 @dataclass
@@ -412,6 +477,7 @@ class _Start:
     row: tuple[int, int]     # this rank's row of the call's shape, hashed
     ahead: bool              # this rank hands the call to MPI before the agreement ends
     placed: bool             # this rank checked where the ranks run (the agreement tells if all did)
+    skipped: int = 0         # the calls handed to MPI unchecked since the last agreed call (alike on every rank)
     data: Any = None         # the transfer by comm.Ialltoallv, once posted
     posted: float = 0.0      # when (perf_counter)
     scratch: list[np.ndarray] | None = None  # a failing rank's stand-in buffers
@@ -423,7 +489,8 @@ class _Start:
 
 def _begin(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, hosts: Any, link_bw: float | None,
            cache_size: int, chunk_model: Any, planner_options: dict[str, Any], cached: bool = True,
-           plan_budget: float = DEFAULT_PLAN_BUDGET, go_ahead: bool = False) -> _Start:
+           plan_budget: float = DEFAULT_PLAN_BUDGET, max_unchecked: int = DEFAULT_MAX_UNCHECKED,
+           go_ahead: bool = False) -> _Start:
     """Check a call on this rank and start the ranks' agreement on it (a non-blocking
     ``Iallreduce``, started alike by every rank's call of every form). ``go_ahead``: the blocking
     call, which may hand a pattern of no hot shape to MPI before the agreement ends."""
@@ -432,7 +499,7 @@ def _begin(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, 
     ctx = _context(comm)
     c = ctx.comm
     rank, size = c.Get_rank(), c.Get_size()
-    config = _config(network, method, hosts, link_bw, chunk_model, planner_options, plan_budget)
+    config = _config(network, method, hosts, link_bw, chunk_model, planner_options, plan_budget, max_unchecked)
     failure: tuple[type[OptiqError], str] | None = None
     send: Message | None = None
     recv: Message | None = None
@@ -442,6 +509,7 @@ def _begin(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, 
         and not names_needed(hosts)
     try:
         check_count("cache_size", cache_size, 1)
+        check_count("max_unchecked", max_unchecked, 0)
         if isinstance(plan_budget, bool) or not isinstance(plan_budget, (int, float, np.number)) \
                 or not plan_budget >= 0:  # NaN too
             raise ArgumentError(f"plan_budget must be a fraction of the calls' time of 0 or more, got {plan_budget!r}")
@@ -477,10 +545,14 @@ def _begin(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, 
     # then keeps the same account of every shape
     last_shape, last_s, planned_s = ctx.pending
     ctx.pending = (None, 0.0, 0.0)
+    quiet = ctx.quiet
+    skipped_s, skipped = quiet.skipped_s, quiet.skipped_n
+    quiet.skipped_s, quiet.skipped_n = 0.0, 0
     vec = np.array([*words[:4], ctx.generation, ctx.generation ** 2, failure is not None, not readable, pairs,
-                    round(last_s * 1e6), round(planned_s * 1e6), *words[4:], ahead], dtype=np.uint64)
+                    round(last_s * 1e6), round(planned_s * 1e6), *words[4:], ahead, round(skipped_s * 1e6)],
+                   dtype=np.uint64)
     agreement = c.Iallreduce(MPI.IN_PLACE, vec, op=MPI.SUM)
-    return _Start(ctx, config, send, recv, failure, vec, agreement, last_shape, row, ahead, placing)
+    return _Start(ctx, config, send, recv, failure, vec, agreement, last_shape, row, ahead, placing, skipped)
 
 
 def _failure(exc: Exception, rank: int) -> tuple[type[OptiqError], str]:
@@ -556,8 +628,11 @@ def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: s
         raise OptiqError("the ranks' alltoallv caches differ (clear_cache must be called on every rank together)")
     if start.placed:  # checked here before the agreement, and no rank failed
         ctx.placed.add(config)
-    ctx.shapes.book(start.last_shape, int(vec[_LAST_S]) / 1e6 / size, int(vec[_PLANNED_S]) / 1e6 / size)
     key, shape_key = _pair(vec[_PATTERN]), _pair(vec[_SHAPE])
+    last_s, calls = int(vec[_LAST_S]), 1
+    if start.skipped and shape_key == start.last_shape:  # the calls between two agreed calls of one shape
+        last_s, calls = last_s + int(vec[_SKIPPED_S]), 1 + start.skipped
+    ctx.shapes.book(start.last_shape, last_s / 1e6 / size, int(vec[_PLANNED_S]) / 1e6 / size, calls)
     fingerprint = f"{key[0]:016x}{key[1]:016x}"
     agreement = vec[_AGREE]
     agreed = agreement[0] == agreement[1] and size * int(agreement[3]) == int(agreement[2]) ** 2
@@ -648,6 +723,27 @@ def _raise(failure: tuple[type[OptiqError], str] | None) -> None:
         raise kind(message)
 
 
+def _unchecked(ctx: _Context, sendbuf: Any, recvbuf: Any, start: float) -> AlltoallvResult:
+    """A call between two agreed calls of a shape settled on MPI: ``comm.Alltoallv`` with the
+    caller's own arguments, nothing checked, its time kept for the next agreed call."""
+    quiet = ctx.quiet
+    reason = quiet.reason()
+    quiet.remaining -= 1
+    ready = time.perf_counter()
+    ctx.comm.Alltoallv(sendbuf, recvbuf)
+    done = time.perf_counter()
+    quiet.skipped_s += done - ready
+    quiet.skipped_n += 1
+    # a frozen dataclass's __init__ sets each field through object.__setattr__: several times
+    # the cost of these calls' own Python, so the unchecked result is filled in directly
+    result = object.__new__(AlltoallvResult)
+    result.__dict__.update(method="mpi", cached=False, plan_s=0.0, overhead_s=ready - start, transfer_s=done - ready,
+                           reason=reason, predicted_s=None, default_s=None, fingerprint="",
+                           plans_made=ctx.shapes.plans_made, planning_s=ctx.shapes.planning_s, ahead=False,
+                           checked=False)
+    return result
+
+
 def _intercomm(comm: Any, sendbuf: Any, recvbuf: Any, start: float) -> AlltoallvResult:
     """An intercommunicator's call, moved by ``comm.Alltoallv`` (two groups: nothing to plan)."""
     comm.Alltoallv(sendbuf, recvbuf)
@@ -660,7 +756,8 @@ def _intercomm(comm: Any, sendbuf: Any, recvbuf: Any, start: float) -> Alltoallv
 def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topology | str | None = None,
               method: str = "auto", hosts: Any = None, link_bw: float | None = None,
               cache_size: int = DEFAULT_CACHE_SIZE, chunk_model: Any = None, timeout: float = 60.0,
-              plan_budget: float = DEFAULT_PLAN_BUDGET, **planner_options: Any) -> AlltoallvResult:
+              plan_budget: float = DEFAULT_PLAN_BUDGET, max_unchecked: int = DEFAULT_MAX_UNCHECKED,
+              **planner_options: Any) -> AlltoallvResult:
     """Move what ``comm.Alltoallv(sendbuf, recvbuf)`` would move, on planned paths (module docstring).
 
     Parameters
@@ -693,6 +790,9 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
     plan_budget : float
         ``method="auto"``: plan a shape once planning costs at most this fraction of its calls'
         time (module docstring); ``0`` never plans, ``float("inf")`` plans every new pattern.
+    max_unchecked : int
+        ``method="auto"``: at most this many calls in a row handed to ``comm.Alltoallv`` without
+        the ranks' agreement, once calls settle on MPI (module docstring); ``0`` agrees on every call.
     **planner_options
         Passed to :func:`optiq.make_plan` (``gap``, ``time_limit``, ``k``, ``unit``, ...).
 
@@ -718,10 +818,14 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
                                 f"for each side")
     if comm.Is_inter():
         return _intercomm(comm, sendbuf, recvbuf, start)
+    ctx = _context(comm)
+    if ctx.quiet.remaining and ctx.quiet.config == _config(network, method, hosts, link_bw, chunk_model,
+                                                           planner_options, plan_budget, max_unchecked):
+        return _unchecked(ctx, sendbuf, recvbuf, start)
     options: dict[str, Any] = dict(network=network, method=method, hosts=hosts, link_bw=link_bw,
                                    cache_size=cache_size, chunk_model=chunk_model, planner_options=planner_options,
                                    plan_budget=plan_budget)
-    begun = _begin(comm, sendbuf, recvbuf, go_ahead=True, **options)
+    begun = _begin(comm, sendbuf, recvbuf, go_ahead=True, max_unchecked=max_unchecked, **options)
     if begun.ahead:  # no plan can be made for it: the bytes move while the ranks agree
         begun.post(sendbuf, recvbuf)
     call = _agree(begun, sendbuf, recvbuf, **options)
@@ -737,11 +841,17 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
         else:
             move(call.comm, pattern, call.send, call.received, sendbuf, recvbuf, timeout)
         done = time.perf_counter()
-    ctx = begun.ctx
     if call.shape is not None:  # auto: this call's time goes to its shape's account at the next call
         ctx.pending = (call.shape, done - ready, call.plan_s)
         if call.plan_s and pattern.method == "mpi":  # planned, and MPI kept: not planned again
             ctx.shapes.mpi_faster(call.shape, pattern.reason)
+    settled = call.shape is not None and pattern.method == "mpi" and not call.plan_s \
+        and ctx.shapes.settled(call.shape)
+    if settled:
+        assert call.shape is not None
+        ctx.quiet.agreed(begun.config, call.shape, max_unchecked, ctx.shapes.calls_left(call.shape, plan_budget))
+    else:
+        ctx.quiet.agreed(begun.config, None, max_unchecked)
     return AlltoallvResult(method=pattern.method, cached=call.plan_s == 0.0 and call.fingerprint != "",
                            plan_s=call.plan_s, overhead_s=(ready - start) - call.plan_s, transfer_s=done - ready,
                            reason=pattern.reason, predicted_s=pattern.predicted_s, default_s=pattern.default_s,

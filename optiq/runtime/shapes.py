@@ -63,9 +63,9 @@ class Shapes:
     def _refresh(self) -> None:
         self._hot_rows = {s.row for s in self.shapes.values() if s.hot and not s.mpi_faster}
 
-    def book(self, key: tuple[int, int] | None, call_s: float, planned_s: float) -> None:
-        """Book the last call's time and planning (the ranks' means) to its shape, and learn the
-        planning time per pair."""
+    def book(self, key: tuple[int, int] | None, call_s: float, planned_s: float, calls: int = 1) -> None:
+        """Book the time of the last ``calls`` calls and planning (the ranks' means) to their
+        shape, and learn the planning time per pair."""
         if planned_s > 0 and self.last_pairs:
             per_pair = planned_s / self.last_pairs
             self.plan_s_per_pair = per_pair if self.plan_s_per_pair is None else max(per_pair,
@@ -74,7 +74,7 @@ class Shapes:
         if shape is not None:
             shape.calls_s += call_s
             shape.spent_s += planned_s
-            shape.calls += 1
+            shape.calls += calls
 
     def planned(self, seconds: float) -> None:
         self.plans_made += 1
@@ -84,6 +84,24 @@ class Shapes:
         """The planning time of a pattern of ``pairs`` rank pairs with bytes, as every rank guesses it alike."""
         per_pair = PLAN_S_PER_PAIR if self.plan_s_per_pair is None else self.plan_s_per_pair
         return PLAN_S_FIXED + per_pair * pairs
+
+    def settled(self, key: tuple[int, int]) -> bool:
+        """Whether the shape's next calls go to ``comm.Alltoallv`` whatever their counts: its
+        calls have not yet paid for planning it, or its plan measured slower than MPI."""
+        shape = self.get(key)
+        return shape is not None and (not shape.hot or bool(shape.mpi_faster))
+
+    def calls_left(self, key: tuple[int, int], budget: float) -> int | None:
+        """How many more calls like its past ones the shape takes before planning it pays (the
+        same on every rank), or None if it is never to be planned."""
+        shape = self.get(key)
+        if shape is None or shape.mpi_faster or budget <= 0:
+            return None
+        if not shape.calls or shape.hot:
+            return 0
+        mean = shape.calls_s / shape.calls
+        need = (shape.spent_s + self.estimate(self.last_pairs) + mean) / budget
+        return max(0, int((need - shape.calls_s) / mean)) if mean > 0 else 0
 
     def mpi_faster(self, key: tuple[int, int], reason: str) -> None:
         """The shape's plan measured slower than MPI: it is not planned again."""
