@@ -7,6 +7,7 @@ This script runs the command and replaces that section (or appends it), so a sec
 always what one run printed, and a figure is refreshed by running its benchmark again.
 
     python benchmarks/record.py NAME [ARGS...]    # runs benchmarks/NAME.py ARGS...
+    python benchmarks/record.py NAME@TAG [ARGS...]  # the same, in a section of its own, NAME@TAG
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ def machine() -> str:
 
 
 def record(name: str, args: list[str]) -> str:
-    """Run ``benchmarks/NAME.py ARGS`` (its output passes through) and return its section."""
-    script = HERE / f"{name}.py"
+    """Run ``benchmarks/NAME.py ARGS`` (its output passes through) and return its section
+    (``NAME@TAG``: the same script, recorded as a section of its own)."""
+    script = HERE / f"{name.partition('@')[0]}.py"
     if not script.exists():
         raise SystemExit(f"record: no benchmark {script}")
     about = machine()
@@ -64,7 +66,7 @@ def record(name: str, args: list[str]) -> str:
     if proc.wait() != 0:
         raise SystemExit(f"record: {script.name} failed (exit {proc.returncode}); RESULTS.md left as it was")
     minutes = (datetime.datetime.now().astimezone() - started).total_seconds() / 60
-    command = shlex.join(["python", f"benchmarks/{name}.py", *args])
+    command = shlex.join(["python", f"benchmarks/{script.name}", *args])
     return (f"<!-- {name} -->\n### {name}\n\n{started:%Y-%m-%d %H:%M %Z}, {minutes:.1f} min. {about}.\n\n"
             f"```\n$ {command}\n{''.join(lines).rstrip()}\n```\n<!-- /{name} -->")
 

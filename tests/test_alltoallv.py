@@ -220,11 +220,11 @@ def test_quick_reading_agrees_with_the_full_reading_or_leaves_the_message_to_it(
     assert quick_seen > 100 and refused > 20, (quick_seen, refused)
 
 
-def test_unchecked_windows_double_up_to_the_cap_and_never_pass_the_call_that_plans():
+def test_unchecked_windows_grow_to_the_cap_and_never_pass_the_call_that_plans():
     from optiq.runtime.planned_alltoallv import _Quiet
     from optiq.runtime.shapes import Shapes
 
-    # one shape left to MPI, agreed calls only where a window ends: the windows double up to the cap
+    # one shape left to MPI, agreed calls only where a window ends: the windows grow fourfold up to the cap
     for cap in (0, 1, 5, 127):
         quiet, agreed_at, call = _Quiet(), [], 0
         while call < 600:
@@ -232,13 +232,13 @@ def test_unchecked_windows_double_up_to_the_cap_and_never_pass_the_call_that_pla
             quiet.agreed("options", (1, 2), cap)
             call += 1 + quiet.remaining
         gaps = np.diff(agreed_at) - 1
-        expect = [min(2 ** s, cap + 1) - 1 for s in range(len(gaps))]
+        expect = [min(4 ** s, cap + 1) - 1 for s in range(len(gaps))]
         assert gaps.tolist() == expect, (cap, gaps.tolist()[:10])
     # another shape or other options restart the streak; a shape to be planned stops it
     quiet = _Quiet()
     for _ in range(3):
         quiet.agreed("options", (1, 2), 127)
-    assert quiet.remaining == 3
+    assert quiet.remaining == 15
     quiet.agreed("options", (3, 4), 127)
     assert quiet.remaining == 0 and quiet.streak == 0
     quiet.agreed("other options", (3, 4), 127)

@@ -12,6 +12,7 @@ every received part the same way.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -171,7 +172,23 @@ def check_placement_here(network: Any, hosts: Any, size: int, link_bw: float | N
     (:func:`names_needed`); raises what the plan would raise."""
     if names_needed(hosts):
         raise ValueError("placing the ranks by processor name takes every rank: use check_placement")
+    if isinstance(network, str) and hosts is None:  # the commonest call: the outcome remembered per spec
+        failure = _default_placement(network, size, link_bw)
+        if failure is not None:
+            raise failure.with_traceback(None)
+        return
     _placement(None, network, hosts, size, link_bw)
+
+
+@functools.lru_cache(maxsize=32)
+def _default_placement(network: str, size: int, link_bw: float | None) -> OptiqError | None:
+    """What placing ``size`` ranks on ``network``'s first endpoints raised (the network is not
+    built again for every new communicator)."""
+    try:
+        _placement(None, network, None, size, link_bw)
+    except OptiqError as exc:
+        return exc
+    return None
 
 
 def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config: str, *, network: Any, method: str,

@@ -56,8 +56,8 @@ travels beside them, so that such a call waits for no other rank before its tran
 agreement, and plans. Once calls
 settle on MPI (agreed calls in a row of one shape, handed to ``comm.Alltoallv``, whose
 shape is not yet worth planning or measured faster with MPI), the calls after them go to
-``comm.Alltoallv`` *unchecked*, with the caller's own arguments and no agreement: one, then
-three, seven, ... up to ``max_unchecked`` (127) calls between agreed ones, and never past the
+``comm.Alltoallv`` *unchecked*, with the caller's own arguments and no agreement: 3, then
+15, 63, ... up to ``max_unchecked`` (127) calls between agreed ones, and never past the
 call after which the shape's planning pays. A mistake in an unchecked call is MPI's to find,
 as with ``comm.Alltoallv`` (``max_unchecked=0`` checks every call); their time is booked to
 the shape when the agreed calls around them have it (``result.checked``). New
@@ -195,7 +195,7 @@ class _Quiet:
     An agreed call of a shape that goes to ``comm.Alltoallv`` and is not about to be planned
     (its calls have not yet paid for planning, or its plan measured slower than MPI) extends
     a *streak* when the agreed call before it, with the same options, had the same shape; it
-    resets it otherwise. After a streak of ``s`` such calls, the next ``min(2**s, cap + 1) - 1``
+    resets it otherwise. After a streak of ``s`` such calls, the next ``min(4**s, cap + 1) - 1``
     calls with the same options go straight to ``comm.Alltoallv``, and never more than the
     shape's calls left before planning it pays. Their time is booked to the shape at the next
     agreed call if that call has the shape too."""
@@ -217,7 +217,7 @@ class _Quiet:
             self.streak += 1
         else:
             self.config, self.shape, self.streak = config, shape, 0
-        self.remaining = min(2 ** min(self.streak, 62), cap + 1) - 1
+        self.remaining = min(4 ** min(self.streak, 31), cap + 1) - 1
         if left is not None:
             self.remaining = min(self.remaining, max(0, left - 1))
 
