@@ -229,7 +229,9 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
         return Pattern("mpi", f"the {planner} plan predicts {predicted_s * 1e3:.4g} ms against the default "
                              f"routes' {default_s * 1e3:.4g} ms: {_too_little(predicted_s, default_s)}",
                       predicted_s=predicted_s, default_s=default_s)
-    slower = _forwarding_costs_more(net, matrix, plan, topology, demands, chunk_model, link_bw)
+    # the same answer on every rank: rank 0 simulates, the others wait without taking its core
+    slower = from_leader(comm, lambda: _forwarding_costs_more(net, matrix, plan, topology, demands, chunk_model,
+                                                              link_bw))
     if slower is not None:
         return Pattern("mpi", slower, predicted_s=predicted_s, default_s=default_s)
     how = f"the {planner} plan" + (" re-split over the last plan of these pairs" if last is not None else "")
