@@ -10,12 +10,13 @@ rank 0 and exits 0 when everything holds.
 """
 
 import sys
+from dataclasses import fields
 
 import numpy as np
 from mpi4py import MPI
 
 from optiq.errors import ArgumentError, OptiqError, TopologyError
-from optiq.runtime import alltoallv, alltoallv_init, clear_cache, ialltoallv
+from optiq.runtime import AlltoallvResult, alltoallv, alltoallv_init, clear_cache, ialltoallv
 from optiq.runtime.planned_alltoallv import _context
 from optiq.topology import from_spec
 
@@ -239,6 +240,8 @@ for cap, expected in ((3, [0, 1, 5, 9, 13]), (0, list(range(16)))):
     check(checked == expected, f"max_unchecked={cap}: the ranks agreed at calls {checked}, not {expected}")
     check(all(r.method == "mpi" and (r.checked or (r.fingerprint == "" and "unchecked" in r.reason))
               for r in results), f"max_unchecked={cap}: an unchecked call not handed to MPI, or unlabelled")
+    check(all(set(vars(r)) == {f.name for f in fields(AlltoallvResult)} and "unchecked" in repr(r)
+              for r in results if not r.checked), "an unchecked call's result lacks a field")
     shape = next(iter(_context(comm).shapes.shapes.values()), None)
     check(shape is not None and shape.calls == expected[-1], f"max_unchecked={cap}: "
           f"{None if shape is None else shape.calls} calls booked to the shape, not {expected[-1]}")
