@@ -96,7 +96,6 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
     left = demands.nbytes.astype(np.int64).copy()
     J = demands.num_jobs
     block = batch_size(J) if batch is None else int(batch)
-    job_offsets, hops = candidates.job_offsets, candidates.hops
     units = int((-(-left // unit)).sum())
     tick, placed = Ticker(progress, "Heuristic 2: units placed", units), 0
     while True:
@@ -108,7 +107,7 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
         for start in range(0, waiting.size, block):
             jobs = waiting[start:start + block]
             amount = np.minimum(left[jobs], unit)
-            best, links, per_link = _best_paths(candidates, job_offsets, hops, jobs, amount, load, cap)
+            best, links, per_link = _best_paths(candidates, jobs, amount, load, cap)
             load += np.bincount(links, weights=per_link, minlength=load.size)
             out[best] += amount
             left[jobs] -= amount
@@ -135,11 +134,11 @@ def _scatter(jobs: np.ndarray) -> np.ndarray:
     return (jobs.astype(np.uint64) * np.uint64(2654435761)) % np.uint64(2**32)
 
 
-def _best_paths(candidates: PathSet, job_offsets: np.ndarray, hops: np.ndarray, jobs: np.ndarray,
-                amount: np.ndarray, load: np.ndarray, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _best_paths(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load: np.ndarray,
+                cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every job's candidate whose busiest link would be least loaded in time after ``amount``
     more bytes (ties: fewer hops, then the earlier path), and its links with the bytes."""
     best, _ = least_loaded(candidates, jobs, amount, load, cap)
-    chosen = csr_positions(candidates.offsets[best], hops[best])
-    return best, candidates.links[chosen], np.repeat(amount.astype(float), hops[best])
-
+    hops = candidates.hops[best]
+    chosen = csr_positions(candidates.offsets[best], hops)
+    return best, candidates.links[chosen], np.repeat(amount.astype(float), hops)

@@ -836,8 +836,8 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
     else:
         ready = time.perf_counter()
         if pattern.trial and call.send is not None:  # in place, the first move would overwrite what the second sends
-            pattern = _context(comm).entries[call.key] = trial(call.comm, pattern, call.send, call.received, sendbuf,
-                                                               recvbuf, timeout)
+            pattern = ctx.entries[call.key] = trial(call.comm, pattern, call.send, call.received, sendbuf, recvbuf,
+                                                    timeout)
         else:
             move(call.comm, pattern, call.send, call.received, sendbuf, recvbuf, timeout)
         done = time.perf_counter()
@@ -845,13 +845,10 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
         ctx.pending = (call.shape, done - ready, call.plan_s)
         if call.plan_s and pattern.method == "mpi":  # planned, and MPI kept: not planned again
             ctx.shapes.mpi_faster(call.shape, pattern.reason)
-    settled = call.shape is not None and pattern.method == "mpi" and not call.plan_s \
-        and ctx.shapes.settled(call.shape)
-    if settled:
-        assert call.shape is not None
-        ctx.quiet.agreed(begun.config, call.shape, max_unchecked, ctx.shapes.calls_left(call.shape, plan_budget))
-    else:
-        ctx.quiet.agreed(begun.config, None, max_unchecked)
+    settled = call.shape if call.shape is not None and pattern.method == "mpi" and not call.plan_s \
+        and ctx.shapes.settled(call.shape) else None  # a shape whose next calls may go unchecked
+    ctx.quiet.agreed(begun.config, settled, max_unchecked,
+                     None if settled is None else ctx.shapes.calls_left(settled, plan_budget))
     return AlltoallvResult(method=pattern.method, cached=call.plan_s == 0.0 and call.fingerprint != "",
                            plan_s=call.plan_s, overhead_s=(ready - start) - call.plan_s, transfer_s=done - ready,
                            reason=pattern.reason, predicted_s=pattern.predicted_s, default_s=pattern.default_s,

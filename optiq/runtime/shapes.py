@@ -100,8 +100,14 @@ class Shapes:
         if not shape.calls or shape.hot:
             return 0
         mean = shape.calls_s / shape.calls
-        need = (shape.spent_s + self.estimate(self.last_pairs) + mean) / budget
+        need = self._cost(shape, self.last_pairs) / budget
         return max(0, int((need - shape.calls_s) / mean)) if mean > 0 else 0
+
+    def _cost(self, shape: _Shape, pairs: int) -> float:
+        """What planning the shape now costs, with what it cost before: the planning spent, the
+        estimate, and trying the plan (which moves a call's bytes once more)."""
+        trial = shape.calls_s / shape.calls if shape.calls else 0.0
+        return shape.spent_s + self.estimate(pairs) + trial
 
     def mpi_faster(self, key: tuple[int, int], reason: str) -> None:
         """The shape's plan measured slower than MPI: it is not planned again."""
@@ -123,14 +129,13 @@ class Shapes:
         self.last_pairs = pairs
         if shape.mpi_faster:
             return Pattern("mpi", f"comm.Alltoallv: {shape.mpi_faster}")
-        estimate = self.estimate(pairs)
-        trial = shape.calls_s / shape.calls if shape.calls else 0.0  # trying a plan moves the bytes once more
-        if budget == float("inf") or shape.spent_s + estimate + trial <= budget * shape.calls_s:
+        cost = self._cost(shape, pairs)
+        if budget == float("inf") or cost <= budget * shape.calls_s:
             if not shape.hot:
                 shape.hot = True
                 self._hot_rows.add(shape.row)
             return None
-        need = (shape.spent_s + estimate + trial) / budget if budget > 0 else float("inf")
+        need = cost / budget if budget > 0 else float("inf")
         return Pattern("mpi", f"comm.Alltoallv until calls of these pairs have taken {need:.3g} s, when planning "
-                              f"them (about {estimate:.3g} s) costs at most {budget:.0%} of their time: "
+                              f"them (about {self.estimate(pairs):.3g} s) costs at most {budget:.0%} of their time: "
                               f"{shape.calls_s:.3g} s in {shape.calls} calls so far")
