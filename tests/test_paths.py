@@ -133,6 +133,31 @@ def test_hop_limited_shortest_paths_match_brute_force(name, limit):
         assert cost[i] == pytest.approx(want) == pytest.approx(w[i][path].sum())
 
 
+@pytest.mark.parametrize("spec", ["torus:4x4", "torus:3x3x2", "fattree:k=4,n=3", "mesh:4x3"])
+def test_the_numpy_layers_give_the_compiled_kernels_paths(spec):
+    # the same sums in the same order: equal costs and paths, ties (small integer weights) and
+    # targets out of reach (hop limit 1) included, a job whose source is its target too
+    from optiq.paths import shortest
+    from optiq.paths.layered import layered_records
+    from optiq.topology.spec import from_spec
+
+    topology = from_spec(spec)
+    inl = shortest._in_links(topology)
+    rng = np.random.default_rng(5)
+    jobs = 300
+    src, dst = rng.integers(0, topology.num_nodes, jobs), rng.integers(0, topology.num_nodes, jobs)
+    dst[0] = src[0]
+    for weights in (rng.integers(1, 4, (jobs, topology.num_links)).astype(float),
+                    rng.random((jobs, topology.num_links)) + 0.1):
+        for limit in (1, 3, 7):
+            record, cost = np.empty((jobs, limit), np.int64), np.zeros(jobs)
+            layered_records(inl.out_start, inl.out_links, topology.link_dst, inl.padded, inl.src_ext, src, dst,
+                            weights, limit, record, cost)
+            dense_record, dense_cost = shortest._dense_records(inl, src, dst, weights, limit)
+            assert np.array_equal(cost, dense_cost) and np.array_equal(record, dense_record), limit
+            assert np.isinf(cost).any() if limit == 1 else limit < 7 or np.isfinite(cost).all()
+
+
 def test_diverse_paths_are_valid_distinct_and_within_the_hop_limit():
     t = torus((4, 4, 2))
     d = random_demands(t, 20, seed=1)

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 __all__ = ["hop_limited_shortest_paths", "hop_limited_shortest_records"]
 
 
+#: Jobs x layers x (nodes x in-degree) up to which the layers are computed with numpy rather
+#: than by the compiled kernel, whose first use in a process loads numba.
+DENSE_WORK = 1_000_000
+
+
 class _InLinks:
     """A padded ``(nodes, max in-degree)`` table of the links entering each node (missing
     entries point at a sentinel link ``num_links``, tail node 0, infinite weight), and the
@@ -86,15 +91,49 @@ def hop_limited_shortest_records(topology: Topology, sources: ArrayLike, targets
 
 def _records(topology: Topology, sources: ArrayLike, targets: ArrayLike, weights: np.ndarray,
              hop_limit: int) -> tuple[np.ndarray, np.ndarray]:
-    from ..utils.compiled import interrupts_held
-    from .layered import layered_records  # numba: imported when a search runs, not with optiq
-
     inl = _in_links(topology)
     sources = np.asarray(sources, dtype=np.int64)
     targets = np.asarray(targets, dtype=np.int64)
+    if sources.size * hop_limit * inl.padded.size <= DENSE_WORK:
+        return _dense_records(inl, sources, targets, weights, hop_limit)
+    from ..utils.compiled import interrupts_held
+    from .layered import layered_records  # numba: imported when a search runs, not with optiq
+
     record = np.empty((sources.size, hop_limit), dtype=np.int64)  # the kernel fills every row
     cost = np.zeros(sources.size)
     with interrupts_held():
         layered_records(inl.out_start, inl.out_links, topology.link_dst, inl.padded, inl.src_ext, sources, targets,
                         weights, int(hop_limit), record, cost)
+    return record, cost
+
+
+def _dense_records(inl: _InLinks, sources: np.ndarray, targets: np.ndarray, weights: np.ndarray,
+                   hop_limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """The compiled kernel's layers and paths (:mod:`optiq.paths.layered`), every job at once
+    with numpy: each layer is the last one lowered by a pass over every node's entering links,
+    and of equally cheap last links into a node the first in its row of ``inl.padded`` is
+    taken, as the kernel takes it. The same sums in the same order, so the same paths."""
+    jobs = np.arange(sources.size)
+    padded, tails = inl.padded, inl.src_ext[inl.padded]
+    entering = np.concatenate((weights, np.full((sources.size, 1), np.inf, weights.dtype)), axis=1)[:, padded]
+    layers = np.full((hop_limit + 1, sources.size, padded.shape[0]), np.inf, dtype=weights.dtype)
+    layers[0, jobs, sources] = 0.0
+    for h in range(1, hop_limit + 1):
+        np.minimum(layers[h - 1], (layers[h - 1][:, tails] + entering).min(axis=2), out=layers[h])
+        if np.array_equal(layers[h], layers[h - 1]):
+            layers[h + 1:] = layers[h]
+            break
+    cost = layers[hop_limit, jobs, targets].copy()
+    record = np.full((sources.size, hop_limit), -1, dtype=np.int64)
+    at = targets.copy()
+    reached = np.isfinite(cost)
+    for h in range(hop_limit, 0, -1):
+        step = reached & (at != sources) & (layers[h, jobs, at] < layers[h - 1, jobs, at])
+        if not step.any():
+            continue
+        b, links = jobs[step], padded[at[step]]
+        via = layers[h - 1][b[:, None], inl.src_ext[links]] + entering[b, at[step]]
+        chosen = links[np.arange(b.size), via.argmin(axis=1)]
+        record[b, h - 1] = chosen
+        at[step] = inl.src_ext[chosen]
     return record, cost
