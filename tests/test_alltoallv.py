@@ -261,8 +261,27 @@ def test_unchecked_windows_grow_to_the_cap_and_never_pass_the_call_that_plans():
         every_call = int(np.ceil(need / call_s - 1e-9))
         assert planned_at is not None and every_call <= planned_at <= every_call + 1, (planned_at, every_call)
         assert shapes.calls_left(key, budget) == 0
+    # a shape planned before: its new counts go to MPI until planning them pays again (what the
+    # plan cost counts), in windows that open one agreed call later while a plan of it is cached
+    shapes, key = Shapes(), (5, 6)
+    assert shapes.decide(key, (0, 0), 12, float("inf")) is None  # hot, planned at once
+    shapes.book(key, 0.01, 1.0)
+    left = shapes.calls_left(key, 0.05)
+    need = (1.0 + shapes.estimate(12) + 0.01) / 0.05
+    assert left == int((need - 0.01) / 0.01) > 0 and shapes.decide(key, (0, 0), 12, 0.05) is not None
+    shapes.book(key, 0.01 * (left - 1), 0.0, left - 1)
+    assert shapes.calls_left(key, 0.05) == 1
+    shapes.book(key, 0.02, 0.0, 2)
+    assert shapes.calls_left(key, 0.05) == 0 and shapes.decide(key, (0, 0), 12, 0.05) is None
+    for planned, expect in ((False, [0, 3, 15, 63]), (True, [0, 0, 3, 15])):
+        quiet = _Quiet()
+        gaps = []
+        for _ in range(4):
+            quiet.agreed("options", key, 127, None, planned)
+            gaps.append(quiet.remaining)
+        assert gaps == expect, (planned, gaps)
     # a shape never to be planned has no limit but the cap
     shapes = Shapes()
     shapes.decide((7, 8), (0, 0), 12, 0.05)
     shapes.mpi_faster((7, 8), "measured")
-    assert shapes.calls_left((7, 8), 0.05) is None and shapes.calls_left((9, 9), 0.05) is None
+    assert shapes.calls_left((7, 8), 0.05) is None and shapes.calls_left((9, 9), 0.05) == 0

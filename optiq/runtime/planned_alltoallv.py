@@ -55,10 +55,11 @@ travels beside them, so that such a call waits for no other rank before its tran
 (``result.ahead``); the call after the one that makes a shape's planning pay waits for the
 agreement, and plans. Once calls
 settle on MPI (agreed calls in a row of one shape, handed to ``comm.Alltoallv``, whose
-shape is not yet worth planning or measured faster with MPI), the calls after them go to
-``comm.Alltoallv`` *unchecked*, with the caller's own arguments and no agreement: 3, then
-15, 63, ... up to ``max_unchecked`` (127) calls between agreed ones, and never past the
-call after which the shape's planning pays. A mistake in an unchecked call is MPI's to find,
+shape is not yet worth planning, or planning again for new counts, or measured faster with
+MPI), the calls after them go to ``comm.Alltoallv`` *unchecked*, with the caller's own
+arguments and no agreement: 3, then 15, 63, ... up to ``max_unchecked`` (127) calls between
+agreed ones (one agreed call later while the cache holds a plan of the shape, whose counts
+may come back), and never past the call after which the shape's planning pays. A mistake in an unchecked call is MPI's to find,
 as with ``comm.Alltoallv`` (``max_unchecked=0`` checks every call); their time is booked to
 the shape when the agreed calls around them have it (``result.checked``). New
 counts of a shape planned before are re-split over that shape's candidate paths
@@ -193,12 +194,14 @@ class _Quiet:
     """``method="auto"``'s calls without the ranks' agreement, alike on every rank.
 
     An agreed call of a shape that goes to ``comm.Alltoallv`` and is not about to be planned
-    (its calls have not yet paid for planning, or its plan measured slower than MPI) extends
-    a *streak* when the agreed call before it, with the same options, had the same shape; it
-    resets it otherwise. After a streak of ``s`` such calls, the next ``min(4**s, cap + 1) - 1``
-    calls with the same options go straight to ``comm.Alltoallv``, and never more than the
-    shape's calls left before planning it pays. Their time is booked to the shape at the next
-    agreed call if that call has the shape too."""
+    (its calls have not yet paid for planning it, or for planning it again, or its plan
+    measured slower than MPI) extends a *streak* when the agreed call before it, with the same
+    options, had the same shape; it resets it otherwise. After a streak of ``s`` such calls,
+    the next ``min(4**s, cap + 1) - 1`` calls with the same options go straight to
+    ``comm.Alltoallv``, and never more than the shape's calls left before planning it pays.
+    A shape with a plan in the cache (for other counts, which may come back) waits one agreed
+    call longer. Their time is booked to the shape at the next agreed call if that call has
+    the shape too."""
 
     config: str = ""
     shape: tuple[int, int] | None = None
@@ -207,9 +210,11 @@ class _Quiet:
     skipped_s: float = 0.0  # this rank's time in them since the last agreed call
     skipped_n: int = 0
 
-    def agreed(self, config: str, shape: tuple[int, int] | None, cap: int, left: int | None = None) -> None:
+    def agreed(self, config: str, shape: tuple[int, int] | None, cap: int, left: int | None = None,
+               planned: bool = False) -> None:
         """An agreed call ended; ``shape`` None unless it is one whose next calls may go unchecked,
-        ``left`` the calls it may take before it is planned (None: it is not to be planned)."""
+        ``left`` the calls it may take before it is planned (None: it is not to be planned),
+        ``planned`` whether the cache holds a plan of the shape."""
         if shape is None or cap <= 0:
             self.shape, self.streak, self.remaining = None, 0, 0
             return
@@ -217,7 +222,8 @@ class _Quiet:
             self.streak += 1
         else:
             self.config, self.shape, self.streak = config, shape, 0
-        self.remaining = min(4 ** min(self.streak, 31), cap + 1) - 1
+        steps = self.streak - planned
+        self.remaining = 0 if steps < 0 else min(4 ** min(steps, 31), cap + 1) - 1
         if left is not None:
             self.remaining = min(self.remaining, max(0, left - 1))
 
@@ -234,6 +240,7 @@ class _Context:
         self._parent = comm
         self._side: Any = None
         self.entries: OrderedDict[tuple[int, int], Pattern] = OrderedDict()
+        self.entry_shapes: dict[tuple[int, int], tuple[int, int]] = {}  # method="auto": each entry's shape
         self.generation = 0  # changes with every insertion and clearing, alike on every rank
         #: what the last call's checks found on this rank, and what they depend on: a call with
         #: the same counts and displacements, on numpy buffers of the same sizes and types, is not
@@ -262,7 +269,13 @@ class _Context:
         for entry in self.entries.values():
             entry.close()
         self.entries.clear()
+        self.entry_shapes.clear()
         self.generation += 1
+
+    def has_plan(self, shape: tuple[int, int]) -> bool:
+        """Whether the cache holds a plan (not MPI) for counts of ``shape``."""
+        return any(self.entry_shapes.get(key) == shape and pattern.method != "mpi"
+                   for key, pattern in self.entries.items())
 
     def release(self) -> None:
         """Close the cached executors and free the duplicate (collective)."""
@@ -676,9 +689,13 @@ def _agree(start: _Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: s
         ctx.pending = (None, 0.0, plan_s)
         if cached:
             ctx.entries[key] = pattern
+            if shape is not None:
+                ctx.entry_shapes[key] = shape_key
             ctx.generation += 1
             while len(ctx.entries) > cache_size:
-                ctx.entries.popitem(last=False)[1].close()  # the same entry on every rank: a collective free
+                gone, entry = ctx.entries.popitem(last=False)
+                ctx.entry_shapes.pop(gone, None)
+                entry.close()  # the same entry on every rank: a collective free
     else:
         ctx.entries.move_to_end(key)
     return _Call(c, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, plan_s, time.perf_counter(),
@@ -846,9 +863,12 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
         if call.plan_s and pattern.method == "mpi":  # planned, and MPI kept: not planned again
             ctx.shapes.mpi_faster(call.shape, pattern.reason)
     settled = call.shape if call.shape is not None and pattern.method == "mpi" and not call.plan_s \
-        and ctx.shapes.settled(call.shape) else None  # a shape whose next calls may go unchecked
-    ctx.quiet.agreed(begun.config, settled, max_unchecked,
-                     None if settled is None else ctx.shapes.calls_left(settled, plan_budget))
+        else None  # a shape whose next calls may go unchecked, until planning it pays
+    if settled is None:
+        ctx.quiet.agreed(begun.config, None, max_unchecked)
+    else:
+        ctx.quiet.agreed(begun.config, settled, max_unchecked, ctx.shapes.calls_left(settled, plan_budget),
+                         ctx.has_plan(settled))
     return AlltoallvResult(method=pattern.method, cached=call.plan_s == 0.0 and call.fingerprint != "",
                            plan_s=call.plan_s, overhead_s=(ready - start) - call.plan_s, transfer_s=done - ready,
                            reason=pattern.reason, predicted_s=pattern.predicted_s, default_s=pattern.default_s,

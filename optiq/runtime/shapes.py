@@ -85,19 +85,16 @@ class Shapes:
         per_pair = PLAN_S_PER_PAIR if self.plan_s_per_pair is None else self.plan_s_per_pair
         return PLAN_S_FIXED + per_pair * pairs
 
-    def settled(self, key: tuple[int, int]) -> bool:
-        """Whether the shape's next calls go to ``comm.Alltoallv`` whatever their counts: its
-        calls have not yet paid for planning it, or its plan measured slower than MPI."""
-        shape = self.get(key)
-        return shape is not None and (not shape.hot or bool(shape.mpi_faster))
-
     def calls_left(self, key: tuple[int, int], budget: float) -> int | None:
-        """How many more calls like its past ones the shape takes before planning it pays (the
-        same on every rank), or None if it is never to be planned."""
+        """How many more calls like its past ones the shape takes before planning it (or, once
+        planned, planning its new counts) pays, the same on every rank: 0 for a shape not
+        known, None for one never to be planned."""
         shape = self.get(key)
-        if shape is None or shape.mpi_faster or budget <= 0:
+        if shape is None:
+            return 0
+        if shape.mpi_faster or budget <= 0:
             return None
-        if not shape.calls or shape.hot:
+        if not shape.calls:
             return 0
         mean = shape.calls_s / shape.calls
         need = self._cost(shape, self.last_pairs) / budget
