@@ -148,13 +148,15 @@ def test_the_numpy_layers_give_the_compiled_kernels_paths(spec):
     src, dst = rng.integers(0, topology.num_nodes, jobs), rng.integers(0, topology.num_nodes, jobs)
     dst[0] = src[0]
     for weights in (rng.integers(1, 4, (jobs, topology.num_links)).astype(float),
-                    rng.random((jobs, topology.num_links)) + 0.1):
+                    rng.random((jobs, topology.num_links)) + 0.1,
+                    (1.0 + rng.random((jobs, topology.num_links)) * 0.07).astype(np.float32)):  # as diverse_paths
         for limit in (1, 3, 7):
             record, cost = np.empty((jobs, limit), np.int64), np.zeros(jobs)
             layered_records(inl.out_start, inl.out_links, topology.link_dst, inl.padded, inl.src_ext, src, dst,
                             weights, limit, record, cost)
             dense_record, dense_cost = shortest._dense_records(inl, src, dst, weights, limit)
-            assert np.array_equal(cost, dense_cost) and np.array_equal(record, dense_record), limit
+            assert dense_cost.dtype == cost.dtype and np.array_equal(cost, dense_cost), limit
+            assert np.array_equal(record, dense_record), limit
             assert np.isinf(cost).any() if limit == 1 else limit < 7 or np.isfinite(cost).all()
 
 

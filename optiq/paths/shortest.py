@@ -123,7 +123,7 @@ def _dense_records(inl: _InLinks, sources: np.ndarray, targets: np.ndarray, weig
         if np.array_equal(layers[h], layers[h - 1]):
             layers[h + 1:] = layers[h]
             break
-    cost = layers[hop_limit, jobs, targets].copy()
+    cost = layers[hop_limit, jobs, targets].astype(np.float64)  # as the kernel's caller keeps it
     record = np.full((sources.size, hop_limit), -1, dtype=np.int64)
     at = targets.copy()
     reached = np.isfinite(cost)
