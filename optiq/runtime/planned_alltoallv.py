@@ -53,15 +53,15 @@ call whose counts belong to no shape about to be planned (each rank can tell fro
 counts) is sent *ahead*: its bytes go to ``comm.Ialltoallv`` at once, and the agreement
 travels beside them, so that such a call waits for no other rank before its transfer
 (``result.ahead``); the call after the one that makes a shape's planning pay waits for the
-agreement, and plans. Once calls
-settle on MPI (agreed calls in a row of one shape, handed to ``comm.Alltoallv``, whose
-shape is not yet worth planning, or planning again for new counts, or measured faster with
-MPI), the calls after them go to ``comm.Alltoallv`` *unchecked*, with the caller's own
-arguments and no agreement: 3, then 15, 63, ... up to ``max_unchecked`` (127) calls between
-agreed ones (one agreed call later while the cache holds a plan of the shape, whose counts
-may come back), and never past the call after which the shape's planning pays. A mistake in an unchecked call is MPI's to find,
-as with ``comm.Alltoallv`` (``max_unchecked=0`` checks every call); their time is booked to
-the shape when the agreed calls around them have it (``result.checked``). New
+agreement, and plans. Once calls settle on MPI (agreed calls in a row of one shape, handed
+to ``comm.Alltoallv``, whose shape is not yet worth planning, or planning again for new
+counts, or measured faster with MPI), the calls after them go to ``comm.Alltoallv``
+*unchecked*, with the caller's own arguments and no agreement: 3, then 15, 63, ... up to
+``max_unchecked`` (127) calls between agreed ones (one agreed call later while the cache
+holds a plan of the shape, whose counts may come back), and never past the call after which
+the shape's planning pays. A mistake in an unchecked call is MPI's to find, as with
+``comm.Alltoallv`` (``max_unchecked=0`` checks every call); their time is booked to the
+shape when the agreed calls around them have it (``result.checked``). New
 counts of a shape planned before are re-split over that shape's candidate paths
 (:func:`optiq.runtime.patterns.prepare`). A shape whose plan measured slower than MPI is not
 planned again. The planning time is
