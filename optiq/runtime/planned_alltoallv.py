@@ -862,13 +862,11 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
         ctx.pending = (call.shape, done - ready, call.plan_s)
         if call.plan_s and pattern.method == "mpi":  # planned, and MPI kept: not planned again
             ctx.shapes.mpi_faster(call.shape, pattern.reason)
-    settled = call.shape if call.shape is not None and pattern.method == "mpi" and not call.plan_s \
-        else None  # a shape whose next calls may go unchecked, until planning it pays
-    if settled is None:
-        ctx.quiet.agreed(begun.config, None, max_unchecked)
+    if call.shape is not None and pattern.method == "mpi" and not call.plan_s:  # unchecked calls may follow
+        ctx.quiet.agreed(begun.config, call.shape, max_unchecked, ctx.shapes.calls_left(call.shape, plan_budget),
+                         ctx.has_plan(call.shape))
     else:
-        ctx.quiet.agreed(begun.config, settled, max_unchecked, ctx.shapes.calls_left(settled, plan_budget),
-                         ctx.has_plan(settled))
+        ctx.quiet.agreed(begun.config, None, max_unchecked)
     return AlltoallvResult(method=pattern.method, cached=call.plan_s == 0.0 and call.fingerprint != "",
                            plan_s=call.plan_s, overhead_s=(ready - start) - call.plan_s, transfer_s=done - ready,
                            reason=pattern.reason, predicted_s=pattern.predicted_s, default_s=pattern.default_s,
