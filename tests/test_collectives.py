@@ -209,6 +209,37 @@ def test_one_rank_is_a_clear_error(capsys):  # in process: a communicator of one
     assert "mpiexec -n N" in capsys.readouterr().err
 
 
+def test_steps_are_timed_back_to_back_and_local_work_from_its_own_start(monkeypatch):
+    """On a fake clock: every common start costs a rank a lag of 5 (woken late) and a call of
+    the work 1. A step timed back to back is charged the lag once per run, not per call;
+    work on the rank's own core is never charged it."""
+    from mpi4py import MPI
+
+    from optiq.collectives import bench
+
+    clock = [0.0]
+    calls = []
+
+    def start_together(comm):
+        moment = clock[0]
+        clock[0] += 5.0      # the lag of a rank that gets its core late
+        return moment
+
+    def work():
+        calls.append(1)
+        clock[0] += 1.0
+
+    monkeypatch.setattr(bench, "start_together", start_together)
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(bench, "cpu_times", lambda: None)
+    monkeypatch.setattr(bench, "idle_share", lambda before, after: 0.0)
+    comm = MPI.COMM_SELF
+    assert bench._timed(comm, work, repeat=3, warmup=1)[0] == 6.0
+    assert bench._timed(comm, work, repeat=3, warmup=1, inner=4)[0] == (5.0 + 4.0) / 4
+    assert len(calls) == 4 + 16
+    assert bench._own_timed(comm, work, repeat=3, warmup=1) == 1.0
+
+
 # -- the network's routes -----------------------------------------------------------------
 
 
