@@ -42,6 +42,8 @@ from .pathset import PathSet, csr_positions
 from .system import network_routes
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..topology import Topology
     from ..workloads import Demands
 
@@ -70,9 +72,8 @@ def _slices(M: int, count: int, rng: np.random.Generator) -> np.ndarray:
 class _Legs:
     """The network's routes of many (tail, head) pairs as one CSR array; a leg's cost is one bincount."""
 
-    def __init__(self, topology: Topology, tail: np.ndarray, head: np.ndarray) -> None:
+    def __init__(self, tail: np.ndarray, head: np.ndarray, routes: PathSet) -> None:
         ok = tail != head
-        routes = network_routes(topology, tail[ok], head[ok])
         hops = np.zeros(tail.size, dtype=np.int64)
         hops[ok] = routes.hops
         self.offsets = np.concatenate(([0], np.cumsum(hops)))
@@ -80,6 +81,23 @@ class _Legs:
         self.owner = np.repeat(np.arange(tail.size, dtype=np.int32), hops)
         self.missing = ~ok  # a "leg" from a rank to itself: no chain takes it
         self.hops = hops
+
+    @classmethod
+    def routed(cls, topology: Topology, pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[_Legs]:
+        """The legs of every (tails, heads) of ``pairs``, routed in one call: a pair that
+        several tables share (on a full all-to-all, every leg is also a direct route) is
+        routed once."""
+        ok = [tail != head for tail, head in pairs]
+        routes = network_routes(topology, np.concatenate([t[o] for (t, _), o in zip(pairs, ok)]),
+                                np.concatenate([h[o] for (_, h), o in zip(pairs, ok)]))
+        legs, first = [], 0
+        for (tail, head), o in zip(pairs, ok):
+            count = int(o.sum())
+            part = PathSet(np.arange(count), routes.offsets[first:first + count + 1] - routes.offsets[first],
+                           routes.links[routes.offsets[first]:routes.offsets[first + count]], count)
+            legs.append(cls(tail, head, part))
+            first += count
+        return legs
 
     def costs(self, link_cost: np.ndarray, per_hop: float = 0.0) -> np.ndarray:
         """Every leg's cost: its links' costs summed, plus ``per_hop`` per link."""
@@ -149,11 +167,14 @@ class ChainSpace:
         if progress:
             progress(f"chains: routing {per_rank * M + demands.num_jobs:,} legs through {M:,} intermediate ranks")
         S, D = self.sources.size, self.targets.size
-        self.out = _Legs(topology, np.repeat(self.sources, M), np.tile(self.via, S))           # (S, M)
-        self.into = _Legs(topology, np.repeat(self.via, D), np.tile(self.targets, M))          # (M, D)
-        self.direct = _Legs(topology, demands.src, demands.dst)                                # (J,)
-        self.between = _Legs(topology, np.repeat(self.via, M), np.tile(self.via, M)) if max_intermediates == 2 \
-            else None                                                                          # (M, M)
+        pairs = [(np.repeat(self.sources, M), np.tile(self.via, S)),          # out: (S, M)
+                 (np.repeat(self.via, D), np.tile(self.targets, M)),          # into: (M, D)
+                 (demands.src, demands.dst)]                                  # direct: (J,)
+        if max_intermediates == 2:
+            pairs.append((np.repeat(self.via, M), np.tile(self.via, M)))      # between: (M, M)
+        legs = _Legs.routed(topology, pairs)
+        self.out, self.into, self.direct = legs[:3]
+        self.between = legs[3] if max_intermediates == 2 else None
 
     def __repr__(self) -> str:
         return (f"ChainSpace({self.topology.name!r}, jobs={self.demands.num_jobs}, intermediates={self.via.size}, "
@@ -194,11 +215,9 @@ class ChainSpace:
     def _exclude_own(self, jobs: np.ndarray, cost: np.ndarray) -> None:
         """No chain stops at the job's own source or destination."""
         M = self.via.size
-        position = np.full(self.topology.num_endpoints, -1, dtype=np.int64)
-        position[self.via] = np.arange(M)
         rows = np.arange(jobs.size)
         for ends in (self.demands.src[jobs], self.demands.dst[jobs]):
-            m = position[ends]
+            m = self._via_position[ends]
             on = m >= 0
             cost[rows[on], 1 + m[on]] = np.inf
             if cost.shape[1] > 1 + M:
@@ -293,12 +312,23 @@ class ChainSpace:
         it has one."""
         valid = offered >= 0
         m = np.where(valid, offered, 0)
-        cost = out[self.src_index[jobs][:, None], m] + into[m, self.dst_index[jobs][:, None]]
-        host = self.via[m]
-        cost[~valid | (host == self.demands.src[jobs][:, None]) | (host == self.demands.dst[jobs][:, None])] = np.inf
+        M, D = self.via.size, self.targets.size
+        # flat gathers: much cheaper than two-dimensional fancy indexing of the same entries
+        cost = np.take(out, self.src_index[jobs][:, None] * M + m)
+        cost += np.take(into, m * D + self.dst_index[jobs][:, None])
+        own_src = self._via_position[self.demands.src[jobs]][:, None]   # -1: the end is no intermediate
+        own_dst = self._via_position[self.demands.dst[jobs]][:, None]
+        cost[~valid | (m == own_src) | (m == own_dst)] = np.inf
         best = np.argmin(cost, axis=1)
         rows = np.arange(jobs.size)
         return 1 + m[rows, best], np.isfinite(cost[rows, best])
+
+    @cached_property
+    def _via_position(self) -> np.ndarray:
+        """Per endpoint, its position in ``via`` (-1 where it is none)."""
+        position = np.full(self.topology.num_endpoints, -1, dtype=np.int64)
+        position[self.via] = np.arange(self.via.size)
+        return position
 
     @cached_property
     def max_links(self) -> int:
