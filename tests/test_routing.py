@@ -257,3 +257,25 @@ def test_free_candidate_plans_are_the_link_paths_of_the_free_generators():
     np.testing.assert_array_equal(lp.path_bytes, round_to_bytes(cands, d, share)[round_to_bytes(cands, d, share) > 0])
     for plan in (heu2, lp):
         np.testing.assert_array_equal(plan.paths.stops, every_rank_stops(plan.paths, t))
+
+
+@pytest.mark.parametrize("spec", ["fattree:k=4,n=3", "torus:4x4x2", "cluster:hosts=12,edges=2,cores=1"])
+@pytest.mark.parametrize("memo_links", [0, None])
+def test_routes_kept_between_calls_are_the_routes_made_afresh(spec, memo_links, monkeypatch):
+    """Calls of overlapping pairs (repeats within a call too) give each pair the route a
+    search of that pair alone gives, whether the routes made before are kept or not."""
+    from optiq.paths import system, system_routes
+
+    if memo_links is not None:
+        monkeypatch.setattr(system, "ROUTE_MEMO_LINKS", memo_links)
+    t = from_spec(spec)
+    n = t.num_endpoints
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        src = rng.integers(0, n, 40)
+        dst = (src + rng.integers(1, n, 40)) % n
+        got = network_routes(t, src, dst)
+        for i, (s, d) in enumerate(zip(src.tolist(), dst.tolist())):
+            alone = system_routes(t, Demands([s], [d], [1]))
+            assert got.path(i).tolist() == alone.path(0).tolist(), (s, d)
+    assert (t in system._MEMO) == (memo_links is None)

@@ -18,6 +18,7 @@ demand set and :func:`network_routes` for any pairs of endpoints, dispatched her
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,7 +35,42 @@ if TYPE_CHECKING:
 
     from ..topology import Topology
 
-__all__ = ["system_routes", "network_routes", "bgq_dimension_order", "torus_routes", "dmodk_routes"]
+__all__ = ["system_routes", "network_routes", "bgq_dimension_order", "torus_routes", "dmodk_routes",
+           "ROUTE_MEMO_LINKS", "forget_routes"]
+
+#: :func:`network_routes` keeps the routes it made for a topology, up to this many links in all,
+#: and routes only the pairs it has not routed before: a plan asks for the same pairs several
+#: times (the default routes, its candidates' legs, its own check).
+ROUTE_MEMO_LINKS = 4_000_000
+
+
+class _Routes:
+    """Routes by pair key (``src * nodes + dst``, sorted), as CSR arrays."""
+
+    def __init__(self, keys: np.ndarray, offsets: np.ndarray, links: np.ndarray) -> None:
+        self.keys, self.offsets, self.links = keys, offsets, links
+
+    def has(self, keys: np.ndarray) -> np.ndarray:
+        if not self.keys.size:
+            return np.zeros(keys.size, dtype=bool)
+        return self.keys[np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)] == keys
+
+    def merged(self, keys: np.ndarray, routes: PathSet) -> _Routes:
+        """These routes and ``routes`` (path ``i`` the route of ``keys[i]``), by key."""
+        all_keys = np.concatenate((self.keys, keys))
+        starts = np.concatenate((self.offsets[:-1], self.links.size + routes.offsets[:-1]))
+        hops = np.concatenate((np.diff(self.offsets), routes.hops))
+        order = np.argsort(all_keys, kind="stable")
+        links = np.concatenate((self.links, routes.links))[csr_positions(starts[order], hops[order])]
+        return _Routes(all_keys[order], np.concatenate(([0], np.cumsum(hops[order]))), links)
+
+
+_MEMO: weakref.WeakKeyDictionary[Topology, _Routes] = weakref.WeakKeyDictionary()
+
+
+def forget_routes() -> None:
+    """Drop the routes :func:`network_routes` kept (for timing a cold start, or memory)."""
+    _MEMO.clear()
 
 
 def torus_routes(topology: Topology, demands: Demands) -> PathSet:
@@ -142,6 +178,10 @@ def network_routes(topology: Topology, src: ArrayLike, dst: ArrayLike, *,
     """The network's own route (:func:`optiq.paths.system_routes`) from ``src[i]`` to ``dst[i]``
     for every ``i``, as path ``i`` (one leg each); pairs may repeat and are routed once.
 
+    The routes made for a topology are kept with it (up to :data:`ROUTE_MEMO_LINKS` links;
+    :func:`forget_routes` drops them), and a later call routes only the pairs it brings anew:
+    a plan asks for the same pairs as its default routes, its candidates' legs and its check.
+
     Raises
     ------
     PathError
@@ -160,12 +200,18 @@ def network_routes(topology: Topology, src: ArrayLike, dst: ArrayLike, *,
         return PathSet(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), 0)
     key = src * topology.num_nodes + dst
     uniq, inverse = np.unique(key, return_inverse=True)
-    try:
-        pairs = Demands(uniq // topology.num_nodes, uniq % topology.num_nodes, np.ones(uniq.size, np.int64),
-                        name="legs")
-    except WorkloadError as exc:
-        raise PathError(f"cannot route a leg: {exc}") from None
-    routes = system_routes(topology, pairs, progress=progress)
-    hops = routes.hops[inverse]
+    memo = _MEMO.get(topology) or _Routes(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64))
+    new = uniq[~memo.has(uniq)]
+    if new.size:
+        try:
+            pairs = Demands(new // topology.num_nodes, new % topology.num_nodes, np.ones(new.size, np.int64),
+                            name="legs")
+        except WorkloadError as exc:
+            raise PathError(f"cannot route a leg: {exc}") from None
+        memo = memo.merged(new, system_routes(topology, pairs, progress=progress))
+        if memo.links.size <= ROUTE_MEMO_LINKS:
+            _MEMO[topology] = memo
+    rows = np.asarray(np.searchsorted(memo.keys, uniq))[inverse]
+    hops = np.diff(memo.offsets)[rows]
     return PathSet(np.arange(src.size), np.concatenate(([0], np.cumsum(hops))),
-                   routes.links[csr_positions(routes.offsets[inverse], hops)], src.size)
+                   memo.links[csr_positions(memo.offsets[rows], hops)], src.size)

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ParameterError, PlanError
 from ..lp import cut_lower_bound
 from ..mpi.workers import Workers
-from ..paths import FORWARDED, ROUTINGS, PathSet, system_routes
+from ..paths import FORWARDED, ROUTINGS, PathSet, network_routes
 from ..paths.chains import MAX_INTERMEDIATES
 from ..paths.space import PathSpace
 from ..plan import DEFAULT_CHUNK_SIZE, Plan, PlanRecord
@@ -217,7 +217,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
                                f"and {'was' if len(unused) == 1 else 'were'} not used")
     start = time.perf_counter()
     bound = cut_lower_bound(topology, demands)
-    default = system_routes(topology, demands, progress=progress)
+    default = network_routes(topology, demands.src, demands.dst, progress=progress)
     record.default_routing = topology.default_routing
     record.cut_bound_s = bound.time_s
     record.default_time_s = default.busiest_link_time(demands.nbytes.astype(float), topology.capacity)
