@@ -502,3 +502,18 @@ def test_the_executor_reloads_a_fabric_plan_and_replays_it_byte_exact(tmp_path):
     proc, _ = launch(4, "-m", "optiq.runtime", tmp_path / "p.json", "--verify", "--json", out, "--repeat", 1)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text())["verified"] is True
+
+
+def test_routes_kept_for_a_fabric_are_dropped_when_its_tables_change():
+    from dataclasses import replace
+
+    from optiq.paths import network_routes, system
+
+    sf = synthetic()
+    t = _read_model(sf, sf.build(4, 2, seed=1))
+    first = network_routes(t, [0], [3])
+    kept = system._MEMO[t]
+    t.fabric = replace(t.fabric)  # other tables (the same, here): the routes kept are not theirs
+    again = network_routes(t, [0], [3])
+    assert system._MEMO[t] is not kept and system._MEMO[t].fabric is t.fabric
+    assert again.path(0).tolist() == first.path(0).tolist()

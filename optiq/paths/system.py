@@ -45,10 +45,11 @@ ROUTE_MEMO_LINKS = 4_000_000
 
 
 class _Routes:
-    """Routes by pair key (``src * nodes + dst``, sorted), as CSR arrays."""
+    """Routes by pair key (``src * nodes + dst``, sorted), as CSR arrays, and the fabric (with
+    its forwarding tables) they were read from: routes of another fabric are not these."""
 
-    def __init__(self, keys: np.ndarray, offsets: np.ndarray, links: np.ndarray) -> None:
-        self.keys, self.offsets, self.links = keys, offsets, links
+    def __init__(self, keys: np.ndarray, offsets: np.ndarray, links: np.ndarray, fabric: object = None) -> None:
+        self.keys, self.offsets, self.links, self.fabric = keys, offsets, links, fabric
 
     def has(self, keys: np.ndarray) -> np.ndarray:
         if not self.keys.size:
@@ -62,7 +63,7 @@ class _Routes:
         hops = np.concatenate((np.diff(self.offsets), routes.hops))
         order = np.argsort(all_keys, kind="stable")
         links = np.concatenate((self.links, routes.links))[csr_positions(starts[order], hops[order])]
-        return _Routes(all_keys[order], np.concatenate(([0], np.cumsum(hops[order]))), links)
+        return _Routes(all_keys[order], np.concatenate(([0], np.cumsum(hops[order]))), links, self.fabric)
 
 
 _MEMO: weakref.WeakKeyDictionary[Topology, _Routes] = weakref.WeakKeyDictionary()
@@ -200,7 +201,9 @@ def network_routes(topology: Topology, src: ArrayLike, dst: ArrayLike, *,
         return PathSet(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), 0)
     key = src * topology.num_nodes + dst
     uniq, inverse = np.unique(key, return_inverse=True)
-    memo = _MEMO.get(topology) or _Routes(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64))
+    memo = _MEMO.get(topology)
+    if memo is None or memo.fabric is not topology.fabric:
+        memo = _Routes(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), topology.fabric)
     new = uniq[~memo.has(uniq)]
     if new.size:
         try:
