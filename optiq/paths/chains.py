@@ -277,14 +277,13 @@ class ChainSpace:
             weight = 1.0 + penalty * uses / mean + rng.random(L) * 0.01
             out, into, _, _ = self._tables(weight)
             jobs_all, picks_all = [], []
-            for start in range(0, J, _JOB_BLOCK):
+            if slices is not None:
+                jobs, picks = self._slice_picks(slices, rnd, out, into)
+                jobs_all.append(jobs)
+                picks_all.append(picks)
+            for start in range(0, J if taken is not None else 0, _JOB_BLOCK):
+                assert taken is not None
                 jobs = np.arange(start, min(start + _JOB_BLOCK, J))
-                if taken is None:
-                    assert slices is not None
-                    pick, fine = self._slice_pick(jobs, slices[(jobs + rnd - 1) % slices.shape[0]], out, into)
-                    jobs_all.append(jobs[fine])
-                    picks_all.append(pick[fine])
-                    continue
                 via = out[self.src_index[jobs]] + into[:, self.dst_index[jobs]].T
                 cost = np.concatenate([np.full((jobs.size, 1), np.inf), via], axis=1)
                 self._exclude_own(jobs, cost)
@@ -305,23 +304,37 @@ class ChainSpace:
         merged, _ = PathSet.concat(parts)
         return merged
 
-    def _slice_pick(self, jobs: np.ndarray, offered: np.ndarray, out: np.ndarray,
-                    into: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per job, the cheapest of the intermediates ``offered`` to it (a row of positions in
-        ``via``, -1 for none) other than its own two ends: its option (``1 + m``), and whether
-        it has one."""
-        valid = offered >= 0
-        m = np.where(valid, offered, 0)
-        M, D = self.via.size, self.targets.size
-        # flat gathers: much cheaper than two-dimensional fancy indexing of the same entries
-        cost = np.take(out, self.src_index[jobs][:, None] * M + m)
-        cost += np.take(into, m * D + self.dst_index[jobs][:, None])
-        own_src = self._via_position[self.demands.src[jobs]][:, None]   # -1: the end is no intermediate
-        own_dst = self._via_position[self.demands.dst[jobs]][:, None]
-        cost[~valid | (m == own_src) | (m == own_dst)] = np.inf
-        best = np.argmin(cost, axis=1)
-        rows = np.arange(jobs.size)
-        return 1 + m[rows, best], np.isfinite(cost[rows, best])
+    def _slice_picks(self, slices: np.ndarray, rnd: int, out: np.ndarray, into: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """Round ``rnd``'s pick of every job that has one, in job order: the cheapest of the
+        intermediates of its slice (row ``(job + rnd - 1) mod count`` of ``slices``, positions
+        in ``via``, -1 for none) other than its own two ends, as option ``1 + m``. Jobs are
+        taken slice by slice, so that a block's costs are whole rows of the slice's columns."""
+        J, count = self.demands.num_jobs, slices.shape[0]
+        pick = np.zeros(J, dtype=np.int64)
+        fine = np.zeros(J, dtype=bool)
+        column = np.full(self.via.size + 1, -1, dtype=np.int64)  # a via position's column in the slice
+        for c in range(count):
+            offered = slices[c]
+            valid = offered >= 0
+            m = np.where(valid, offered, 0)
+            out_c, into_c = out[:, m], into[m].T   # (sources, offered), (targets, offered)
+            out_c[:, ~valid] = np.inf
+            column[:] = -1
+            column[offered[valid]] = np.flatnonzero(valid)
+            mine = np.arange((c - rnd + 1) % count, J, count)   # the jobs offered slice c
+            for start in range(0, mine.size, _JOB_BLOCK):
+                jobs = mine[start:start + _JOB_BLOCK]
+                cost = out_c[self.src_index[jobs]]
+                cost += into_c[self.dst_index[jobs]]
+                for ends in (self.demands.src[jobs], self.demands.dst[jobs]):  # not through its own ends
+                    at = column[self._via_position[ends]]   # position -1 (no intermediate) reads column[-1] = -1
+                    rows = np.flatnonzero(at >= 0)
+                    cost[rows, at[rows]] = np.inf
+                best = np.argmin(cost, axis=1)
+                pick[jobs] = 1 + m[best]
+                fine[jobs] = np.isfinite(cost[np.arange(jobs.size), best])
+        return np.flatnonzero(fine), pick[fine]
 
     @cached_property
     def _via_position(self) -> np.ndarray:
