@@ -237,7 +237,7 @@ def test_steps_are_timed_back_to_back_and_local_work_from_its_own_start(monkeypa
     assert bench._timed(comm, work, repeat=3, warmup=1)[0] == 6.0
     assert bench._timed(comm, work, repeat=3, warmup=1, inner=4)[0] == (5.0 + 4.0) / 4
     assert len(calls) == 4 + 16
-    assert bench._own_timed(comm, work, repeat=3, warmup=1) == 1.0
+    assert bench._timed(comm, work, repeat=3, warmup=1, own_clock=True)[0] == 1.0
 
 
 # -- the network's routes -----------------------------------------------------------------

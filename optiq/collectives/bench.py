@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["run_microbenchmarks", "bench_algorithms", "trace_exchanges", "TRACE_GAP_S"]
 
 
-def _timed(comm, run: Callable[[], object], repeat: int, warmup: int, inner: int = 1
+def _timed(comm, run: Callable[[], object], repeat: int, warmup: int, inner: int = 1, own_clock: bool = False
            ) -> tuple[float, list[float], float | None]:
     """Median (and all) of the slowest rank's time of ``run``, and the machine's idle share of
     its CPU over the timed runs (rank 0; None elsewhere).
@@ -36,7 +36,10 @@ def _timed(comm, run: Callable[[], object], repeat: int, warmup: int, inner: int
     call as the run's time over ``inner``: the steps of an algorithm follow one another
     without a common start, so a micro-benchmark of one step is timed the same way, and what
     a common start costs (ranks that share cores wake one after another, TCP restarts an idle
-    connection's window) is not charged to every step.
+    connection's window) is not charged to every step. With ``own_clock`` each rank times
+    ``run`` from the moment it starts it, not from the common start: for work on the rank's
+    own core (reductions, copies), which no other rank waits for, so that the lag of a rank
+    woken late is not counted as the work's.
     """
     from mpi4py import MPI
 
@@ -46,6 +49,8 @@ def _timed(comm, run: Callable[[], object], repeat: int, warmup: int, inner: int
         t0 = start_together(comm)
         if i == warmup:
             before = cpu_times()
+        if own_clock:
+            t0 = time.perf_counter()
         for _ in range(inner):
             run()
         elapsed = allreduce_asleep(comm, time.perf_counter() - t0, MPI.MAX) / inner
@@ -53,23 +58,6 @@ def _timed(comm, run: Callable[[], object], repeat: int, warmup: int, inner: int
             times.append(elapsed)
     idle = idle_share(before, cpu_times()) if comm.Get_rank() == 0 else None
     return float(np.median(times)), times, idle
-
-
-def _own_timed(comm, run: Callable[[], object], repeat: int, warmup: int) -> float:
-    """Median of the slowest rank's time of ``run`` on its own clock, from the moment it starts
-    ``run``: for work on the rank's own core (reductions, copies), which no other rank waits
-    for, so that the lag of a rank woken late is not counted as the work's."""
-    from mpi4py import MPI
-
-    times = []
-    for i in range(warmup + repeat):
-        start_together(comm)
-        t0 = time.perf_counter()
-        run()
-        elapsed = allreduce_asleep(comm, time.perf_counter() - t0, MPI.MAX)
-        if i >= warmup:
-            times.append(elapsed)
-    return float(np.median(times))
 
 
 def run_microbenchmarks(comm: Any, sizes: Sequence[int] = (16384, 131072, 1048576), *, repeat: int = 5, warmup: int = 1,
@@ -85,7 +73,7 @@ def run_microbenchmarks(comm: Any, sizes: Sequence[int] = (16384, 131072, 104857
 
     The exchanges are timed ``back_to_back`` at a time (a timed run's time over that count),
     as an algorithm's steps follow one another; ``reduce`` and ``copy`` on each rank's own
-    clock from the moment it starts them (see :func:`_timed`, :func:`_own_timed`).
+    clock from the moment it starts them (see :func:`_timed`).
 
     Raises
     ------
@@ -129,9 +117,10 @@ def run_microbenchmarks(comm: Any, sizes: Sequence[int] = (16384, 131072, 104857
             operands = np.ones((k, m))
             say(f"reduce {k} x {nbytes} B")
             samples.append(Sample("reduce", k, nbytes,
-                                  _own_timed(comm, lambda: np.sum(operands, axis=0, out=target), repeat, warmup)))
+                                  _timed(comm, lambda: np.sum(operands, axis=0, out=target), repeat, warmup,
+                                         own_clock=True)[0]))
         say(f"copy {nbytes} B")
-        samples.append(Sample("copy", 1, nbytes, _own_timed(comm, lambda: np.copyto(target, out), repeat, warmup)))
+        samples.append(Sample("copy", 1, nbytes, _timed(comm, lambda: np.copyto(target, out), repeat, warmup, own_clock=True)[0]))
     return samples
 
 
@@ -172,7 +161,8 @@ def bench_algorithms(comm: Any, nbytes: int, *, names: Sequence[str] | None = No
         correct = comm.allreduce(bool(np.array_equal(allreduce(comm, data, name, result), expected)), op=MPI.LAND)
         median, times, idle = _timed(comm, lambda: allreduce(comm, data, name, result), repeat, warmup)
         with exchanges_by(lambda *exchange: None):  # the reductions and copies alone: the calculation
-            compute = _own_timed(comm, lambda: allreduce(comm, data, name, result), repeat, warmup)
+            compute = _timed(comm, lambda: allreduce(comm, data, name, result), repeat, warmup,
+                             own_clock=True)[0]
         timings.append(AlgorithmTiming(name, median, tuple(times), correct, compute_s=compute, cpu_idle=idle))
     return timings, mpi_time
 
