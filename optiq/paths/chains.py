@@ -276,33 +276,36 @@ class ChainSpace:
             mean = uses[uses > 0].mean() if (uses > 0).any() else 1.0
             weight = 1.0 + penalty * uses / mean + rng.random(L) * 0.01
             out, into, _, _ = self._tables(weight)
-            jobs_all, picks_all = [], []
             if slices is not None:
                 jobs, picks = self._slice_picks(slices, rnd, out, into)
-                jobs_all.append(jobs)
-                picks_all.append(picks)
-            for start in range(0, J if taken is not None else 0, _JOB_BLOCK):
+            else:
                 assert taken is not None
-                jobs = np.arange(start, min(start + _JOB_BLOCK, J))
-                via = out[self.src_index[jobs]] + into[:, self.dst_index[jobs]].T
-                cost = np.concatenate([np.full((jobs.size, 1), np.inf), via], axis=1)
-                self._exclude_own(jobs, cost)
-                cost[:, 1:][taken[jobs]] = np.inf
-                pick = np.argmin(cost, axis=1)
-                fine = np.isfinite(cost[np.arange(jobs.size), pick])
-                jobs_all.append(jobs[fine])
-                picks_all.append(pick[fine])
-            jobs, picks = np.concatenate(jobs_all), np.concatenate(picks_all)
+                jobs, picks = self._untaken_picks(taken, out, into)
+                taken[jobs, picks - 1] = True
             if not jobs.size:
                 break
-            if taken is not None:
-                taken[jobs, picks - 1] = True
             chains = self._chains(jobs, picks, weight)
             uses += np.bincount(chains.links, minlength=L)
             parts.append(chains)
         tick(k)
         merged, _ = PathSet.concat(parts)
         return merged
+
+    def _untaken_picks(self, taken: np.ndarray, out: np.ndarray, into: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every job's pick that has one, in job order: the cheapest intermediate it has not
+        taken (``taken``, jobs x ``via``) other than its own two ends, as option ``1 + m``."""
+        jobs_all, picks_all = [], []
+        for start in range(0, self.demands.num_jobs, _JOB_BLOCK):
+            jobs = np.arange(start, min(start + _JOB_BLOCK, self.demands.num_jobs))
+            via = out[self.src_index[jobs]] + into[:, self.dst_index[jobs]].T
+            cost = np.concatenate([np.full((jobs.size, 1), np.inf), via], axis=1)
+            self._exclude_own(jobs, cost)
+            cost[:, 1:][taken[jobs]] = np.inf
+            pick = np.argmin(cost, axis=1)
+            fine = np.isfinite(cost[np.arange(jobs.size), pick])
+            jobs_all.append(jobs[fine])
+            picks_all.append(pick[fine])
+        return np.concatenate(jobs_all), np.concatenate(picks_all)
 
     def _slice_picks(self, slices: np.ndarray, rnd: int, out: np.ndarray, into: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray]:
