@@ -51,10 +51,12 @@ class _Routes:
     def __init__(self, keys: np.ndarray, offsets: np.ndarray, links: np.ndarray, fabric: object = None) -> None:
         self.keys, self.offsets, self.links, self.fabric = keys, offsets, links, fabric
 
-    def has(self, keys: np.ndarray) -> np.ndarray:
+    def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where each of ``keys`` is (its row), and whether it is there."""
+        rows = np.asarray(np.searchsorted(self.keys, keys))
         if not self.keys.size:
-            return np.zeros(keys.size, dtype=bool)
-        return self.keys[np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)] == keys
+            return rows, np.zeros(keys.size, dtype=bool)
+        return rows, self.keys[np.minimum(rows, self.keys.size - 1)] == keys
 
     def merged(self, keys: np.ndarray, routes: PathSet) -> _Routes:
         """These routes and ``routes`` (path ``i`` the route of ``keys[i]``), by key."""
@@ -204,7 +206,8 @@ def network_routes(topology: Topology, src: ArrayLike, dst: ArrayLike, *,
     memo = _MEMO.get(topology)
     if memo is None or memo.fabric is not topology.fabric:
         memo = _Routes(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), topology.fabric)
-    new = uniq[~memo.has(uniq)]
+    rows, found = memo.find(uniq)
+    new = uniq[~found]
     if new.size:
         try:
             pairs = Demands(new // topology.num_nodes, new % topology.num_nodes, np.ones(new.size, np.int64),
@@ -214,7 +217,8 @@ def network_routes(topology: Topology, src: ArrayLike, dst: ArrayLike, *,
         memo = memo.merged(new, system_routes(topology, pairs, progress=progress))
         if memo.links.size <= ROUTE_MEMO_LINKS:
             _MEMO[topology] = memo
-    rows = np.asarray(np.searchsorted(memo.keys, uniq))[inverse]
+        rows, _ = memo.find(uniq)
+    rows = rows[inverse]
     hops = np.diff(memo.offsets)[rows]
     return PathSet(np.arange(src.size), np.concatenate(([0], np.cumsum(hops))),
                    memo.links[csr_positions(memo.offsets[rows], hops)], src.size)
