@@ -6,8 +6,8 @@ this process; printed: its planning time (the first plan of the process, and the
 again), the first over ``default``'s, its plan's predicted time over ``opt``'s (where ``opt``
 runs) and over the cut bound, the plan's predicted exchange at the topology's link rates and
 the second planning time over it (the issue's "planning in well under the exchange's own
-time"), and whether it kept the default routes (``info.fallback``). The issue's marks: ``heu2`` within 5x ``default``'s time on
-512 hosts, its plan within 1.15x of ``opt``'s.
+time"), and whether it kept the default routes (``info.fallback``). The issue's marks:
+``heu2`` within 5x ``default``'s time on 512 hosts, its plan within 1.15x of ``opt``'s.
 
 With ``--against DIR`` the same run is repeated with the package found in ``DIR`` (another
 checkout), one machine at a time in turn, so that before and after share the machine's state.
@@ -36,6 +36,12 @@ def plan_all(spec: str, methods: list[str], no_opt_above: int, seed: int) -> lis
     from optiq.topology import from_spec
     from optiq.workloads import Demands
 
+    try:
+        from optiq.paths.system import forget_routes
+    except ImportError:  # a checkout from before the routes were kept
+        def forget_routes() -> None:
+            pass
+
     topology = from_spec(spec)
     n = topology.num_endpoints
     rng = np.random.default_rng(seed)
@@ -48,12 +54,7 @@ def plan_all(spec: str, methods: list[str], no_opt_above: int, seed: int) -> lis
     for method in methods:
         if method == "opt" and n > no_opt_above:
             continue
-        try:  # every method's first plan routes afresh (the network's routes are kept between plans)
-            from optiq.paths.system import forget_routes
-        except ImportError:
-            pass
-        else:
-            forget_routes()
+        forget_routes()  # every method's first plan routes afresh (the network's routes are kept between plans)
         start = time.perf_counter()
         plan = make_plan(topology, demands, method)
         seconds = time.perf_counter() - start
