@@ -44,6 +44,25 @@ def test_a_heuristic_slower_than_the_default_routes_keeps_the_routes_and_says_so
     assert "warnings" not in plan.info and any("keeping the default routes" in line for line in said)
 
 
+@pytest.mark.parametrize("method", ["heu1", "heu2", "dynamic", "lp", "opt"])
+def test_default_routes_that_are_shortest_and_at_the_cut_bound_are_kept_without_planning(method):
+    t = from_spec("fattree:k=4,n=3")  # D-mod-K spreads an all-to-all-v of 16 hosts evenly: their links are the cut
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 2**16, (16, 16)) * 8
+    np.fill_diagonal(sizes, 0)
+    src, dst = np.nonzero(sizes)
+    d = Demands(src, dst, sizes[src, dst])
+    said: list[str] = []
+    plan = make_plan(t, d, method, progress=said.append)
+    assert plan.info["default_optimal"] is True and any("finish at the cut bound" in line for line in said)
+    assert np.array_equal(plan.paths.links, system_routes(t, d).links)
+    assert plan.predicted_time_s == pytest.approx(plan.info["cut_bound_s"], rel=1e-9)
+    busy = torus((4, 4))  # dimension order is not at the bound here: the method plans
+    d = Demands(src, dst, sizes[src, dst])
+    plan = make_plan(busy, d, method)
+    assert "default_optimal" not in plan.info and plan.predicted_time_s < plan.info["default_time_s"]
+
+
 def test_column_generation_cut_short_by_the_hop_limit_says_so():
     ring = torus((20,))  # every pair but the antipodal ones has one shortest direction
     d = Demands([0, 1, 2], [9, 10, 11], [2**20] * 3)

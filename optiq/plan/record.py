@@ -45,6 +45,7 @@ class PlanRecord:
     lean: dict[str, Any] | None = None
     default_routing: str | None = None
     default_time_s: float | None = None
+    default_optimal: bool | None = None
     cut_bound_s: float | None = None
     qos_shares: dict[str, float] | None = None
     qos_throughput_Bps: dict[str, float] | None = None
@@ -96,7 +97,7 @@ class PlanRecord:
 
 def _field_types() -> dict[str, tuple[type, ...]]:
     """What each field of :class:`PlanRecord` accepts, from its annotation."""
-    kinds = {"int": (int,), "float": (int, float), "str": (str,), "dict": (dict,), "list": (list,)}
+    kinds = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,), "dict": (dict,), "list": (list,)}
     return {f.name: kinds[str(f.type).split("[")[0].split(" ")[0]] for f in fields(PlanRecord) if f.name != "extra"}
 
 

@@ -20,7 +20,7 @@ from ..utils.checks import check_count
 from ..utils.resources import PLAN_BYTES_PER_ENTRY, check_memory
 from ..workloads import Demands
 from ..workloads.qos import QoSClasses
-from .methods import PLANNERS, CandidatePlanner, Context, Planner, SystemRoutes, planner_named
+from .methods import PLANNERS, CandidatePlanner, Context, Planner, PlannerResult, SystemRoutes, planner_named
 
 __all__ = ["make_plan", "plan_memory_estimate", "METHODS"]
 
@@ -198,6 +198,19 @@ def _no_worse_than_default(topology: Topology, demands: Demands, planner: Planne
     return default, demands.nbytes.copy()
 
 
+def _default_is_optimal(topology: Topology, demands: Demands, default: PathSet, planner: Planner,
+                        record: PlanRecord, candidates: PathSet | None, qos: QoSClasses | None) -> bool:
+    """Whether the default routes are shortest paths that finish at the cut bound: no plan is
+    faster, none of that time moves fewer hop-bytes, so planning cannot gain. (Not asked of
+    ``default`` itself, nor where the caller gave candidates to choose from or QoS classes to
+    share.)"""
+    if isinstance(planner, SystemRoutes) or candidates is not None or qos is not None:
+        return False
+    if float(record.default_time_s or 0.0) > float(record.cut_bound_s or 0.0) * (1 + 1e-9):
+        return False
+    return bool((default.hops == topology.pair_hops(demands.src, demands.dst)).all())
+
+
 def _make_plan(topology: Topology, demands: Demands, method: str | Planner, params: dict[str, Any], *,
                chunk_size: int, seed: int, candidates: PathSet | None, qos: QoSClasses | None,
                progress: Callable[[str], None] | None, workers: Workers, routing: str, max_intermediates: int,
@@ -232,7 +245,13 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
                   bound_from=bound.cut, candidates=candidates, default=default, progress=progress, workers=workers,
                   space=space)
     ctx.say(f"cut lower bound {bound.time_s * 1e3:.4f} ms ({bound.cut})")
-    result = planner.run(ctx)
+    if _default_is_optimal(topology, demands, default, planner, record, candidates, qos):
+        ctx.say(f"the default routes finish at the cut bound ({record.default_time_s * 1e3:.4f} ms): no plan is "
+                f"faster, so {name} keeps them")
+        record.default_optimal = True
+        result = PlannerResult(default, demands.nbytes.copy())
+    else:
+        result = planner.run(ctx)
     record.update(result.record)
     if space.note:
         record.warnings.append(space.note)
@@ -242,6 +261,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
         paths, nbytes = _no_worse_than_default(topology, demands, planner, paths, nbytes, record, default, progress)
     nbytes = np.asarray(nbytes, dtype=np.int64)
     used = nbytes > 0  # the plan keeps the paths that carry bytes (stops and checks for those alone)
+    own_routes = paths is default  # the network's routes by construction: no leg to check
     paths, nbytes = space.finish(paths.select(used)), nbytes[used]
     if qos is not None:
         record.qos_shares = dict(qos.shares)
@@ -252,4 +272,4 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     record.timings.update(ranks=workers.size, total_s=time.perf_counter() - start)
     return Plan(topology, demands, paths, nbytes, chunk_size=chunk_size,
                 method=name, lower_bound_time_s=bound_s, lower_bound_cut=bound_from, record=record,
-                routing=space.routing)
+                routing=space.routing, check_legs=not own_routes)
