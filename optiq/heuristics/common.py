@@ -38,6 +38,12 @@ def job_candidates(paths: PathSet, j: int) -> tuple[np.ndarray, np.ndarray, np.n
     return ids, paths.links[start:stop], paths.offsets[jo[j]:jo[j + 1]] - start, paths.hops[ids]
 
 
+#: Candidate paths (of the whole set) from which :func:`least_loaded` runs compiled: below, a
+#: plan's calls in numpy cost less than the kernel's first call in a process (numba's import and
+#: cached code, about a second).
+COMPILED_FROM = 500_000
+
+
 def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load: np.ndarray,
                  cap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each of ``jobs``, its candidate whose busiest link would be least loaded in time
@@ -53,6 +59,11 @@ def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load
     count = job_offsets[jobs + 1] - job_offsets[jobs]
     if (count == 0).any():
         raise PlanError(f"job {int(jobs[np.flatnonzero(count == 0)[0]])} has no candidate path")
+    if candidates.num_paths >= COMPILED_FROM:
+        from .least_loaded_kernel import least_loaded_paths
+
+        return least_loaded_paths(job_offsets, candidates.offsets, candidates.links, jobs,
+                                  np.broadcast_to(np.asarray(amount, dtype=float), jobs.shape), load, cap)
     paths = csr_positions(job_offsets[jobs], count)        # the candidates, job by job
     owner = np.repeat(np.arange(jobs.size), count)
     h = hops[paths]

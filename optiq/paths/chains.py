@@ -313,6 +313,8 @@ class ChainSpace:
         intermediates of its slice (row ``(job + rnd - 1) mod count`` of ``slices``, positions
         in ``via``, -1 for none) other than its own two ends, as option ``1 + m``. Jobs are
         taken slice by slice, so that a block's costs are whole rows of the slice's columns."""
+        from .chain_picks import cheapest_columns
+
         J, count = self.demands.num_jobs, slices.shape[0]
         pick = np.zeros(J, dtype=np.int64)
         fine = np.zeros(J, dtype=bool)
@@ -321,22 +323,16 @@ class ChainSpace:
             offered = slices[c]
             valid = offered >= 0
             m = np.where(valid, offered, 0)
-            out_c, into_c = out[:, m], into[m].T   # (sources, offered), (targets, offered)
+            out_c, into_c = out[:, m], np.ascontiguousarray(into[m].T)   # (sources, offered), (targets, offered)
             out_c[:, ~valid] = np.inf
             column[:] = -1
             column[offered[valid]] = np.flatnonzero(valid)
-            mine = np.arange((c - rnd + 1) % count, J, count)   # the jobs offered slice c
-            for start in range(0, mine.size, _JOB_BLOCK):
-                jobs = mine[start:start + _JOB_BLOCK]
-                cost = out_c[self.src_index[jobs]]
-                cost += into_c[self.dst_index[jobs]]
-                for ends in (self.demands.src[jobs], self.demands.dst[jobs]):  # not through its own ends
-                    at = column[self._via_position[ends]]   # position -1 (no intermediate) reads column[-1] = -1
-                    rows = np.flatnonzero(at >= 0)
-                    cost[rows, at[rows]] = np.inf
-                best = np.argmin(cost, axis=1)
-                pick[jobs] = 1 + m[best]
-                fine[jobs] = np.isfinite(cost[np.arange(jobs.size), best])
+            jobs = np.arange((c - rnd + 1) % count, J, count)   # the jobs offered slice c
+            # not through its own ends: a position -1 (no intermediate) reads column[-1] = -1
+            best, fine[jobs] = cheapest_columns(out_c, into_c, self.src_index[jobs], self.dst_index[jobs],
+                                                column[self._via_position[self.demands.src[jobs]]],
+                                                column[self._via_position[self.demands.dst[jobs]]])
+            pick[jobs] = 1 + m[best]
         return np.flatnonzero(fine), pick[fine]
 
     @cached_property

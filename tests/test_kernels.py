@@ -1,0 +1,64 @@
+"""The compiled kernels of the heuristics and of the chain candidates' sliced rounds, against
+plain loops over the same numbers and against the numpy forms they replace: the same choice,
+ties included."""
+
+import numpy as np
+import pytest
+
+from optiq.heuristics import common
+from optiq.paths import PathSet
+from optiq.paths.chain_picks import cheapest_columns
+
+
+def _random_candidates(rng, num_jobs: int, num_links: int) -> PathSet:
+    lists, jobs = [], []
+    for j in range(num_jobs):
+        for _ in range(int(rng.integers(1, 6))):
+            lists.append(rng.integers(0, num_links, int(rng.integers(1, 6))).tolist())
+            jobs.append(j)
+    return PathSet.from_lists(lists, jobs, num_jobs)
+
+
+def _least_loaded_by_loops(ps: PathSet, jobs, amount, load, cap):
+    best, worst = [], []
+    for i, j in enumerate(jobs):
+        keys = [(max((load[link] + amount[i]) / cap[link] for link in ps.path(p)), int(ps.hops[p]), p)
+                for p in range(ps.job_offsets[j], ps.job_offsets[j + 1])]
+        w, _, p = min(keys)   # least busiest link, then fewer hops, then the earlier path
+        best.append(p)
+        worst.append(w)
+    return np.array(best), np.array(worst)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_least_loaded_compiled_and_in_numpy_pick_what_loops_pick(monkeypatch, seed):
+    rng = np.random.default_rng(seed)
+    num_links = int(rng.integers(2, 30))
+    ps = _random_candidates(rng, int(rng.integers(1, 40)), num_links)
+    load = rng.integers(0, 5, num_links) * 3.0       # few distinct values: many ties
+    cap = rng.choice([1.0, 2.0], num_links)
+    jobs = rng.choice(ps.num_jobs, int(rng.integers(1, ps.num_jobs + 1)), replace=False)
+    amount = rng.integers(1, 4, jobs.size).astype(float)
+    want = _least_loaded_by_loops(ps, jobs, amount, load, cap)
+    for compiled_from in (0, 10**12):   # the kernel, then numpy
+        monkeypatch.setattr(common, "COMPILED_FROM", compiled_from)
+        got = common.least_loaded(ps, jobs, amount, load, cap)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_cheapest_columns_are_numpy_argmin_with_the_skipped_columns_infinite(seed):
+    rng = np.random.default_rng(seed)
+    sources, targets, width, jobs = 7, 5, int(rng.integers(1, 9)), 60
+    out_c = rng.integers(0, 4, (sources, width)).astype(float)   # integers: ties
+    into_c = rng.integers(0, 4, (targets, width)).astype(float)
+    out_c[:, rng.random(width) < 0.2] = np.inf                    # columns no slice offers
+    src, dst = rng.integers(0, sources, jobs), rng.integers(0, targets, jobs)
+    skip_a, skip_b = rng.integers(-1, width, jobs), rng.integers(-1, width, jobs)
+    cost = out_c[src] + into_c[dst]
+    for skip in (skip_a, skip_b):
+        rows = np.flatnonzero(skip >= 0)
+        cost[rows, skip[rows]] = np.inf
+    best, fine = cheapest_columns(out_c, into_c, src, dst, skip_a, skip_b)
+    assert np.array_equal(best, np.argmin(cost, axis=1))
+    assert np.array_equal(fine, np.isfinite(cost.min(axis=1)))
