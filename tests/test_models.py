@@ -101,12 +101,19 @@ def _every_family_set(topology, demands):
                 box &= np.isin(topology.coords[:, dim], topology.coords[nodes, dim])
             sets.append(box)
     else:
-        for v in range(topology.num_endpoints, n):
-            mask = np.arange(n) == v
-            heads = topology.link_dst[topology.link_src == v]
-            mask[heads[heads < topology.num_endpoints]] = True
-            if mask.sum() > 1:
-                sets.append(mask)
+        sets += _switch_sets(topology)
+    return sets
+
+
+def _switch_sets(topology):
+    """Every switch with the endpoints hanging off it, as boolean masks (those with any)."""
+    n, sets = topology.num_nodes, []
+    for v in range(topology.num_endpoints, n):
+        mask = np.arange(n) == v
+        heads = topology.link_dst[topology.link_src == v]
+        mask[heads[heads < topology.num_endpoints]] = True
+        if mask.sum() > 1:
+            sets.append(mask)
     return sets
 
 
@@ -120,6 +127,29 @@ def test_cut_bound_equals_the_best_set_of_its_families_evaluated_densely(spec, s
     d = random_demands(t, 9, seed)
     want = max(_dense_cut(t, d, m) for m in _every_family_set(t, d))
     assert cut_lower_bound(t, d).time_s == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cut_bound_with_hosts_on_two_switches_equals_the_best_set_evaluated_densely(seed):
+    import networkx as nx
+
+    from optiq.lp.bounds import _switch_cuts
+    from optiq.topology import from_networkx
+
+    g = nx.Graph()   # hosts 0-3 on both rails (switches 6 and 7), 4 and 5 on rail 6 only
+    g.add_nodes_from(range(6), host=True)
+    g.add_edges_from([(h, 6) for h in range(6)] + [(h, 7) for h in range(4)], capacity=1e9)
+    g.add_edge(6, 7, capacity=2e9)
+    t = from_networkx(g)
+    d = random_demands(t, 12, seed)
+    want = max(_dense_cut(t, d, m) for m in _every_family_set(t, d))
+    assert cut_lower_bound(t, d).time_s == pytest.approx(want, rel=1e-12)
+    # the switch sets alone, out of them and into them: a host on both rails is in both sets
+    size, cap = d.nbytes.astype(float), t.capacity
+    for got, (tails, heads, s, e) in zip(_switch_cuts(t, d), ((t.link_src, t.link_dst, d.src, d.dst),
+                                                              (t.link_dst, t.link_src, d.dst, d.src))):
+        want = max(size[m[s] & ~m[e]].sum() / cap[m[tails] & ~m[heads]].sum() for m in _switch_sets(t))
+        assert got.time_s == pytest.approx(want, rel=1e-12)
 
 
 def test_cut_bound_of_the_disjoint_experiment_is_the_source_block():

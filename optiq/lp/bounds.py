@@ -5,8 +5,8 @@ leave through the links from ``S`` to its complement. The families of sets tried
 with the problem, never as (sets x links) arrays: single nodes and the set of sources or
 destinations are one pass over the links each; a torus slab's crossing capacity is the
 sum of two per-coordinate totals, and the bytes crossing every slab that starts at one
-coordinate come from one histogram of the jobs; a fat-tree's switch sets are a sparse
-membership matrix.
+coordinate come from one histogram of the jobs; a fat-tree's switch sets (a switch and the
+endpoints hanging off it) are one label per node.
 """
 
 from __future__ import annotations
@@ -110,25 +110,38 @@ def _bounding_box(topology, nodes: np.ndarray) -> np.ndarray:
 
 
 def _switch_cuts(topology, demands) -> list[CutBound | None]:
-    """Bounds of every switch together with the endpoints hanging off it, as a sparse matrix."""
+    """Bounds of every switch together with the endpoints hanging off it: one pass over the links
+    and one over the jobs where every endpoint hangs off one switch, a sparse membership matrix
+    where some hang off several."""
     ends, n = topology.num_endpoints, topology.num_nodes
     ls, ld = topology.link_src, topology.link_dst
     switch_to_host = (ls >= ends) & (ld < ends)
     switches = np.arange(ends, n)
     if not switches.size:
         return []
-    rows = np.concatenate([switches - ends, ls[switch_to_host] - ends])
-    cols = np.concatenate([switches, ld[switch_to_host]])
-    member = csr_matrix((np.ones(rows.size), (rows, cols)), shape=(switches.size, n))
-    member.data[:] = 1.0
-    keep = np.flatnonzero(np.asarray(member.sum(axis=1)).ravel() > 1)
+    pairs = np.unique((ls[switch_to_host] - ends) * n + ld[switch_to_host])   # (switch set, host), cables once
+    set_of, host = pairs // n, pairs % n
+    keep = np.flatnonzero(np.bincount(set_of, minlength=switches.size) > 0)     # the switch and at least one host
     if not keep.size:
         return []
-    member = member[keep]
+    if np.bincount(host, minlength=ends).max(initial=0) <= 1:   # every node in one set at most: a set per node
+        group = np.full(n, -1, dtype=np.int64)
+        group[switches] = switches - ends
+        group[host] = set_of
 
-    def crossing(tails, heads, weights):
-        at_tail, at_head = member[:, tails], member[:, heads]
-        return (at_tail - at_tail.multiply(at_head)) @ weights
+        def crossing(tails, heads, weights):
+            g = group[tails]
+            leaves = (g >= 0) & (g != group[heads])
+            return np.bincount(g[leaves], weights=np.asarray(weights, float)[leaves], minlength=switches.size)[keep]
+    else:   # hosts on several switches: a sparse membership matrix
+        rows = np.concatenate([switches - ends, set_of])
+        member = csr_matrix((np.ones(rows.size), (rows, np.concatenate([switches, host]))), shape=(switches.size, n))
+        member.data[:] = 1.0
+        member = member[keep]
+
+        def crossing(tails, heads, weights):
+            at_tail, at_head = member[:, tails], member[:, heads]
+            return (at_tail - at_tail.multiply(at_head)) @ weights
 
     size = demands.nbytes.astype(float)
     cap_out = crossing(ls, ld, topology.capacity)
