@@ -8,7 +8,7 @@ from ..plan import PlanRecord
 from .cluster_tables import ClusterTables, cluster_tables
 from .compare import COMPARE_METHODS, MethodRun, compare_methods
 from .exact_tables import ExactTables, exact_tables
-from .make import METHODS, make_plan, plan_memory_estimate
+from .make import METHODS, default_routes_optimal, make_plan, plan_memory_estimate
 from .methods import (
     CANDIDATE_KINDS,
     PLANNERS,
@@ -25,7 +25,7 @@ from .methods import (
 )
 from .tables import JobTables, job_tables, single_path_bound, split_plan
 
-__all__ = ["make_plan", "make_candidates", "plan_memory_estimate", "METHODS", "CANDIDATE_KINDS", "PLANNERS",
+__all__ = ["make_plan", "default_routes_optimal", "make_candidates", "plan_memory_estimate", "METHODS", "CANDIDATE_KINDS", "PLANNERS",
            "Planner", "CandidatePlanner", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic", "SystemRoutes",
            "planner_named", "PlanRecord", "compare_methods", "MethodRun", "COMPARE_METHODS", "job_tables", "JobTables",
            "single_path_bound", "cluster_tables", "ClusterTables", "exact_tables", "ExactTables", "split_plan"]

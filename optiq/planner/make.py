@@ -22,7 +22,7 @@ from ..workloads import Demands
 from ..workloads.qos import QoSClasses
 from .methods import PLANNERS, CandidatePlanner, Context, Planner, PlannerResult, SystemRoutes, planner_named
 
-__all__ = ["make_plan", "plan_memory_estimate", "METHODS"]
+__all__ = ["make_plan", "default_routes_optimal", "plan_memory_estimate", "METHODS"]
 
 #: Planning methods. ``opt``: column generation to a certified gap; ``lp``: the LP over ``k``
 #: diverse candidates per job; then the heuristics and the system's default routes.
@@ -198,15 +198,37 @@ def _no_worse_than_default(topology: Topology, demands: Demands, planner: Planne
     return default, demands.nbytes.copy()
 
 
-def _default_is_optimal(topology: Topology, demands: Demands, default: PathSet, planner: Planner,
-                        record: PlanRecord, candidates: PathSet | None, qos: QoSClasses | None) -> bool:
-    """Whether the default routes are shortest paths that finish at the cut bound: no plan is
-    faster, none of that time moves fewer hop-bytes, so planning cannot gain. (Not asked of
-    ``default`` itself, nor where the caller gave candidates to choose from or QoS classes to
-    share.)"""
-    if isinstance(planner, SystemRoutes) or candidates is not None or qos is not None:
-        return False
-    if float(record.default_time_s or 0.0) > float(record.cut_bound_s or 0.0) * (1 + 1e-9):
+def default_routes_optimal(topology: Topology, demands: Demands) -> bool:
+    """Whether the network's own routes of ``demands`` are shortest paths that finish at the cut
+    bound: then no plan is faster and none of that time moves fewer hop-bytes, and every
+    method keeps them without planning (``info["default_optimal"]``).
+
+    Raises
+    ------
+    WorkloadError
+        If a job's source or destination is not an endpoint of ``topology``.
+
+    Examples
+    --------
+    >>> from optiq.topology import from_spec, torus
+    >>> from optiq.workloads import Demands
+    >>> d = Demands([0, 1, 2, 3], [1, 2, 3, 0], [8, 8, 8, 8])
+    >>> default_routes_optimal(from_spec("fattree:k=4,n=1"), d)   # one switch: one route per pair
+    True
+    >>> default_routes_optimal(torus((4,)), Demands([0, 0], [1, 2], [8, 8]))   # both leave 0 the same way
+    False
+    """
+    demands.check_against(topology)
+    default = network_routes(topology, demands.src, demands.dst)
+    return _optimal_routes(topology, demands, default,
+                           default.busiest_link_time(demands.nbytes.astype(float), topology.capacity),
+                           cut_lower_bound(topology, demands).time_s)
+
+
+def _optimal_routes(topology: Topology, demands: Demands, default: PathSet, default_s: float, bound_s: float) -> bool:
+    """:func:`default_routes_optimal` of routes ``default`` that finish in ``default_s`` under a
+    cut bound of ``bound_s``."""
+    if default_s > bound_s * (1 + 1e-9):
         return False
     return bool((default.hops == topology.pair_hops(demands.src, demands.dst)).all())
 
@@ -233,7 +255,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     default = network_routes(topology, demands.src, demands.dst, progress=progress)
     record.default_routing = topology.default_routing
     record.cut_bound_s = bound.time_s
-    record.default_time_s = default.busiest_link_time(demands.nbytes.astype(float), topology.capacity)
+    record.default_time_s = default_s = default.busiest_link_time(demands.nbytes.astype(float), topology.capacity)
     space = PathSpace(topology, demands, planner.routing or routing, max_intermediates=max_intermediates, seed=seed,
                       forwarders=forwarders, progress=progress)
     if candidates is not None:
@@ -245,7 +267,10 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
                   bound_from=bound.cut, candidates=candidates, default=default, progress=progress, workers=workers,
                   space=space)
     ctx.say(f"cut lower bound {bound.time_s * 1e3:.4f} ms ({bound.cut})")
-    if _default_is_optimal(topology, demands, default, planner, record, candidates, qos):
+    # where the default routes are optimal, planning cannot gain (not asked of ``default`` itself,
+    # nor where the caller gave candidates to choose from or QoS classes to share)
+    if not isinstance(planner, SystemRoutes) and candidates is None and qos is None and \
+            _optimal_routes(topology, demands, default, default_s, bound.time_s):
         ctx.say(f"the default routes finish at the cut bound ({record.default_time_s * 1e3:.4f} ms): no plan is "
                 f"faster, so {name} keeps them")
         record.default_optimal = True

@@ -212,12 +212,14 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
         if method == "auto":
             return Pattern("mpi", "every byte stays within hosts")
         return _compiled(comm, net, matrix, None, method, link_bw, "every byte stays within hosts")
-    from ..planner import make_plan
+    from ..planner import default_routes_optimal, make_plan
 
     planner = AUTO_METHOD if method == "auto" else method
     # a path may stop only at a host that runs a rank: only ranks forward
     forwarders = np.unique(net.host_of)
     if method == "auto":
+        if default_routes_optimal(topology, demands):   # the same answer on every rank
+            return Pattern("mpi", "the default routes are shortest paths at the cut bound: no plan is faster")
         plan, candidates = _auto_plan(comm, topology, demands, forwarders, options, last)
         planner = plan.method
     else:

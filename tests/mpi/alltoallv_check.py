@@ -219,6 +219,24 @@ at_once = a2a(send, sc, sd, recv, rc, rd, network=ring, plan_budget=float("inf")
 check(at_once.plans_made == 1 and at_once.plan_s > 0 and not at_once.ahead,
       f"plan_budget=inf did not plan: {at_once.reason}")
 
+# on one switch every pair has one route, at the cut bound: auto asked to plan keeps MPI and says
+# why, and makes no candidates
+clear_cache(comm)
+import optiq.runtime.patterns as _patterns  # noqa: E402
+
+made = []
+_auto_plan = _patterns._auto_plan
+_patterns._auto_plan = lambda *args: made.append(args) or _auto_plan(*args)
+sc, sd, rc, rd = pattern(73)
+send, recv = buffers(np.float64, sc, sd, rc, rd, 73)
+want = reference(send, sc, sd, rc, rd, recv)
+optimal = a2a(send, sc, sd, recv, rc, rd, network=f"fattree:k={size},n=1", plan_budget=float("inf"))
+_patterns._auto_plan = _auto_plan
+check(optimal.method == "mpi" and "at the cut bound" in optimal.reason and not made,
+      f"auto on one switch: {optimal.method}, {len(made)} plans: {optimal.reason}")
+check(all(np.array_equal(recv[rd[s]:rd[s] + rc[s]], want[rd[s]:rd[s] + rc[s]]) for s in range(size)),
+      "auto on one switch: bytes differ")
+
 
 def refused(option: str, *bad) -> None:
     """Every value in ``bad`` for ``option`` raises an error naming it (on every rank alike)."""
