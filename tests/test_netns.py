@@ -200,6 +200,7 @@ def test_testbed_collectives_fits_both_models_and_measures_every_algorithm_on_a_
     assert "fastest measured" in capsys.readouterr().out
     for r in rows:  # the break-down: the calculation timed apart, each model's terms adding up to its prediction
         assert 0 < r["compute_s"] < r["measured_s"] and 0 <= r["cpu_idle"] <= 1
+        assert r["runs_s"] == [pytest.approx(r["measured_s"])]   # --repeat 1: the one run is the median
         assert sum(r["terms"]["contention"].values()) == pytest.approx(r["model_s"])
         assert sum(r["terms"]["abg"].values()) == pytest.approx(r["abg_s"])
         # every phase of the traced run is named, and a phase's drops are never negative

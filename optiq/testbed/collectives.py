@@ -89,11 +89,14 @@ class CollectivesRow:
     terms: dict[str, dict[str, float]] = field(default_factory=dict)
     #: Packets the queues dropped in each phase of one traced run (:data:`PHASES` order).
     step_drops: dict[str, int] = field(default_factory=dict)
+    #: Every timed run's seconds (``measured_s`` is their median), in the order they ran.
+    runs_s: tuple[float, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"algorithm": self.algorithm, "measured_s": self.measured_s, "model_s": self.model_s,
                 "abg_s": self.abg_s, "drops": self.drops, "correct": self.correct, "compute_s": self.compute_s,
-                "cpu_idle": self.cpu_idle, "terms": self.terms, "step_drops": self.step_drops}
+                "cpu_idle": self.cpu_idle, "terms": self.terms, "step_drops": self.step_drops,
+                "runs_s": list(self.runs_s)}
 
 
 @dataclass
@@ -251,7 +254,8 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
             rows.append(CollectivesRow(algorithm, float(timing["time_s"]), float(timing["predicted_s"]["contention"]),
                                        float(timing["predicted_s"]["abg"]), drops, bool(timing["correct"]),
                                        float(timing["compute_s"]), timing.get("cpu_idle"),
-                                       timing.get("predicted_terms", {}), step_drops))
+                                       timing.get("predicted_terms", {}), step_drops,
+                                       tuple(float(t) for t in timing.get("times_s", ()))))
             say(f"{algorithm}: {rows[-1].measured_s * 1e3:.2f} ms (model {rows[-1].model_s * 1e3:.2f}, abg "
                 f"{rows[-1].abg_s * 1e3:.2f}), {drops:,} drops"
                 + (f"; traced: {', '.join(f'{k} {v:,}' for k, v in step_drops.items())}" if step_drops else ""))
