@@ -55,7 +55,7 @@ def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load
     PlanError
         If a job has no candidate path.
     """
-    job_offsets, hops = candidates.job_offsets, candidates.hops
+    job_offsets = candidates.job_offsets
     count = job_offsets[jobs + 1] - job_offsets[jobs]
     if (count == 0).any():
         raise PlanError(f"job {int(jobs[np.flatnonzero(count == 0)[0]])} has no candidate path")
@@ -66,7 +66,7 @@ def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load
                                   np.broadcast_to(np.asarray(amount, dtype=float), jobs.shape), load, cap)
     paths = csr_positions(job_offsets[jobs], count)        # the candidates, job by job
     owner = np.repeat(np.arange(jobs.size), count)
-    h = hops[paths]
+    h = candidates.hops[paths]
     entries = csr_positions(candidates.offsets[paths], h)
     links = candidates.links[entries]
     after = (load[links] + np.repeat(np.asarray(amount, dtype=float)[owner], h)) / cap[links]

@@ -1,6 +1,7 @@
 """The compiled kernel of :func:`optiq.heuristics.common.least_loaded`: every job's candidates
 scanned in place, without the arrays of (path, link) entries and the sort numpy would build
-(imported when the heuristics first place bytes)."""
+(imported the first time a candidate set reaches ``optiq.heuristics.common.COMPILED_FROM``
+paths)."""
 
 from __future__ import annotations
 
