@@ -150,7 +150,7 @@ def test_algorithms_equal_mpi_allreduce(n):
     proc, _ = launch(n, MPI_SCRIPTS / "allreduce_check.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 8 * len(algorithms(n)) + 1 and all(line.endswith(": ok") for line in lines[:-1])
+    assert len(lines) == 9 * len(algorithms(n)) + 1 and all(line.endswith(": ok") for line in lines[:-1])
     assert lines[-1].endswith("the application's messages with the algorithms' tags arrived intact")
 
 

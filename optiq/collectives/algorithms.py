@@ -186,13 +186,30 @@ def rhd_allreduce(comm: Any, send: np.ndarray, out: np.ndarray | None = None) ->
     return buf
 
 
+def peer_order(n: int, me: int) -> list[int]:
+    """The other members of a group of ``n`` in the order member ``me`` sends to them: from the
+    next one on, around the group.
+
+    Every member sending to member 0 first, then 1, ... would aim the first bytes of all at
+    one receiver at a time: that receiver's switch port queues them while the other ports
+    idle, and a message of the step before, still on its way to it, waits behind them. From
+    the next one on, each member's first message goes to a different receiver.
+
+    Examples
+    --------
+    >>> peer_order(4, 0), peer_order(4, 2)
+    ([1, 2, 3], [3, 0, 1])
+    """
+    return [(me + step) % n for step in range(1, n)]
+
+
 def _mesh_reduce_scatter(comm, peers, me: int, data: np.ndarray, tag: int, result: np.ndarray) -> None:
     """All ``peers`` at once: peer ``i`` receives block ``i`` of ``data`` from every peer and sums
     the blocks into ``result`` (its length)."""
     b = block_bounds(data.size, len(peers))
     rows = _scratch(f"rows{tag}", len(peers), b[me + 1] - b[me])
     rows[me] = data[b[me]:b[me + 1]]
-    others = [i for i in range(len(peers)) if i != me]
+    others = peer_order(len(peers), me)
     exchange(comm, [(data[b[i]:b[i + 1]], peers[i]) for i in others], [(rows[i], peers[i]) for i in others], tag)
     np.sum(rows, axis=0, out=result)
 
@@ -201,7 +218,7 @@ def _mesh_allgather(comm, peers, me: int, part: np.ndarray, out: np.ndarray, tag
     """All ``peers`` at once: peer ``i``'s ``part`` lands in block ``i`` of every peer's ``out``."""
     b = block_bounds(out.size, len(peers))
     out[b[me]:b[me + 1]] = part
-    others = [i for i in range(len(peers)) if i != me]
+    others = peer_order(len(peers), me)
     exchange(comm, [(part, peers[i]) for i in others], [(out[b[i]:b[i + 1]], peers[i]) for i in others], tag)
 
 

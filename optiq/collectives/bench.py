@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import OptiqError
 from ..mpi.waiting import allreduce_asleep, start_together
 from ..utils.resources import cpu_times, idle_share
-from .algorithms import PHASES, allreduce, exchange, exchanges_by, send_and_receive
+from .algorithms import PHASES, allreduce, exchange, exchanges_by, peer_order, send_and_receive
 from .cost import algorithms
 from .fit import Sample
 from .report import AlgorithmTiming
@@ -106,7 +106,7 @@ def run_microbenchmarks(comm: Any, sizes: Sequence[int] = (16384, 131072, 104857
 
             def mesh():  # every full group of fan_in + 1 consecutive ranks at once: all to all, then sum
                 if (group + 1) * size <= N:
-                    others = [group * size + j for j in range(size) if group * size + j != rank]
+                    others = [group * size + j for j in peer_order(size, rank % size)]
                     inbox[rank % size] = out
                     exchange(comm, [(out, g) for g in others], [(inbox[g % size], g) for g in others], 3)
                     np.sum(inbox[:size], axis=0, out=target)

@@ -48,11 +48,23 @@ for name in algorithms(N):
     with exchanges_by(record):
         allreduce(comm, data, name)
     steps = sorted({tag for tag, _ in log}.union(*[{t for t, _ in per} for per in comm.allgather(log)]))
-    sent, calls = set(), {}
+    sent, calls, aimed = set(), {}, {}
     for tag, sends in log:
         k = calls[tag] = calls.get(tag, -1) + 1
         sent |= {(steps.index(tag), k, rank, dst, n) for dst, n in sends}
+        for position, (dst, _) in enumerate(sends):
+            aimed[steps.index(tag), k, position] = dst
     sent = set().union(*comm.allgather(sent))
+    # the i-th message every rank posts in a step goes to a different receiver: no port gets
+    # all the first messages of a full mesh while the others wait
+    receivers = {}
+    for per_rank in comm.allgather(aimed):
+        for key, dst in per_rank.items():
+            receivers.setdefault(key, []).append(dst)
+    spread = all(len(set(dsts)) == len(dsts) for dsts in receivers.values())
+    failures += not spread
+    if rank == 0:
+        print(f"N={N} send order of {name}: {'ok' if spread else 'one receiver first for several ranks'}")
     model = {(s, k, int(i), int(j), round(b)) for s, rounds in enumerate(algorithm_rounds(name, N, 8.0 * length))
              for k, (src, dst, nbytes) in enumerate(rounds) for i, j, b in zip(src, dst, nbytes)}
     ok = sent == model
