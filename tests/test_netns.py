@@ -195,6 +195,11 @@ def test_testbed_collectives_fits_both_models_and_measures_every_algorithm_on_a_
     assert report["model_error_max"] == pytest.approx(max(errors))
     assert report["measured_best"] == min(rows, key=lambda r: r["measured_s"])["algorithm"]
     assert report["model_choice"] == min(rows, key=lambda r: r["model_s"])["algorithm"]
+    measured = {r["algorithm"]: r["measured_s"] for r in rows}
+    assert report["model_choice_shortfall"] == pytest.approx(
+        measured[report["model_choice"]] / measured[report["measured_best"]] - 1) and report["model_choice_shortfall"] >= 0
+    predicted = sorted(r["model_s"] for r in rows)
+    assert report["model_choice_margin"] == pytest.approx(predicted[1] / predicted[0] - 1)
     assert report["drops"] == sum(r["drops"] for r in rows) >= 0
     assert report["rate_bps"] == pytest.approx(20e6) and report["ranks"] == 4
     assert "fastest measured" in capsys.readouterr().out

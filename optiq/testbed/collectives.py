@@ -151,6 +151,27 @@ class CollectivesRun:
     def measured_best(self) -> str:
         return min(self.rows, key=lambda r: r.measured_s).algorithm
 
+    @property
+    def choice_shortfall(self) -> float:
+        """How much longer the model's choice measured than the fastest (0: it is the fastest).
+
+        Examples
+        --------
+        >>> run = CollectivesRun(2, 8, 1.0, 8, "reno", [CollectivesRow("ring", 0.20, 0.23, 0.2, 0, True),
+        ...                      CollectivesRow("cps", 0.24, 0.22, 0.2, 0, True)], 0.3, {}, 0, 0.5, 1.0)
+        >>> run.model_choice, round(run.choice_shortfall, 3), round(run.choice_margin, 3)
+        ('cps', 0.2, 0.045)
+        """
+        measured = {r.algorithm: r.measured_s for r in self.rows}
+        return measured[self.model_choice] / measured[self.measured_best] - 1
+
+    @property
+    def choice_margin(self) -> float:
+        """How far the model's best prediction is ahead of its second best, relative: a margin
+        under the model's error leaves the choice to the measurements' noise."""
+        predicted = sorted(r.model_s for r in self.rows)
+        return predicted[1] / predicted[0] - 1 if len(predicted) > 1 else float("inf")
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract: ``rows``, both models' errors, their choices, the fastest, the drops."""
         return {"ranks": self.ranks, "network": self.network, "size_bytes": self.size_bytes, "rate_bps": self.rate * 8,
@@ -159,6 +180,7 @@ class CollectivesRun:
                 "model_error_mean": self.model_error[0], "model_error_max": self.model_error[1],
                 "abg_error_mean": self.abg_error[0], "abg_error_max": self.abg_error[1],
                 "model_choice": self.model_choice, "abg_choice": self.abg_choice,
+                "model_choice_shortfall": self.choice_shortfall, "model_choice_margin": self.choice_margin,
                 "measured_best": self.measured_best, "drops": int(sum(r.drops for r in self.rows)),
                 "fit_drops": self.fit_drops, "fit_s": self.fit_s, "fit_error": self.fit_error, "cpu_idle": self.cpu_idle,
                 "cpu_idle_timed": self.timed_idle,
@@ -180,8 +202,9 @@ class CollectivesRun:
                          f"{model_calc * 1e3:10.2f} {idle:>5}" + ("" if r.correct else "  WRONG"))
         (mm, mx), (am, ax) = self.model_error, self.abg_error
         lines.append(f"model error: mean {mm:.1%}, max {mx:.1%}; alpha-beta-gamma: mean {am:.1%}, max {ax:.1%}")
-        lines.append(f"fastest measured: {self.measured_best}; the model picks {self.model_choice}, "
-                     f"alpha-beta-gamma {self.abg_choice}")
+        took = f"measured {self.choice_shortfall:.1%} longer" if self.choice_shortfall > 0 else "the fastest"
+        lines.append(f"fastest measured: {self.measured_best}; the model picks {self.model_choice} ({took}; "
+                     f"predicted {self.choice_margin:.1%} ahead of the next), alpha-beta-gamma {self.abg_choice}")
         traced = [r for r in self.rows if any(r.step_drops.values())]
         if traced:
             lines.append("drops per phase of one traced run (exchanges apart in time): " + "; ".join(
