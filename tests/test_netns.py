@@ -132,8 +132,8 @@ def test_ctrl_c_removes_the_network_and_says_so_once(tmp_path):
                   "--methods", "default", "--repeat", "20", "--name", "optiq-ctrlc", cwd=tmp_path)
     _wait_for_network(proc, "optiq-ctrlc")
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, out[-3000:], err[-3000:])
     assert err.count("optiq: interrupted") == 1
     assert left("optiq-ctrlc") == []
 
