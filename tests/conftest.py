@@ -1,4 +1,5 @@
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -17,6 +18,13 @@ from optiq.workloads import Demands
 collect_ignore = ["mpi"]  # scripts run under mpiexec by the tests, not test modules
 
 SYNTHETIC_FABRIC = Path(__file__).parent.parent / "scripts" / "synthetic_fabric.py"
+
+
+def sigint_as_at_a_terminal() -> None:
+    """``Popen(preexec_fn=...)`` for a child that a test interrupts: Ctrl-C's default action,
+    whatever the test runner inherited. A shell without job control starts a background job
+    with SIGINT ignored, and every process it starts would ignore the test's SIGINT too."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def script(name: str):

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import sigint_as_at_a_terminal
 
 from optiq import from_spec
 from optiq.errors import TestbedError
@@ -115,7 +116,7 @@ def test_a_run_measures_every_method_with_counters_equal_to_the_plans_bytes(tmp_
 
 def _optiq(*argv, **kw):
     return subprocess.Popen([sys.executable, "-m", "optiq", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_at_a_terminal, **kw)
 
 
 def _wait_for_network(proc, name: str, seconds: float = 120) -> None:

@@ -356,12 +356,13 @@ def test_ctrl_c_under_mpiexec_is_said_once(tmp_path):
     import sys
     import time
 
-    from conftest import mpiexec
+    from conftest import mpiexec, sigint_as_at_a_terminal
 
     # planning a large machine takes long enough to be interrupted while every rank works
     proc = subprocess.Popen([mpiexec(), "-n", "4", sys.executable, "-m", "optiq.cli.main", "plan", "-t", "bgq:8192",
                              "--pattern", "disjoint", "-m", "opt", "-o", str(tmp_path / "p.json")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_at_a_terminal)
     time.sleep(8)  # every rank is planning by then
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
