@@ -10,13 +10,16 @@ from optiq.cli import main
 from optiq.collectives.algorithms import PHASES
 from optiq.collectives.bench import TRACE_GAP_S
 from optiq.collectives.cost import (
+    CHOICE_TIE,
     AllreduceParams,
     Routes,
     algorithm_steps,
     algorithms,
+    choose,
     feature_row,
     incast_volume,
     load_params,
+    max_fan_in,
     predict,
     routed_steps,
     save_params,
@@ -122,7 +125,8 @@ def test_params_file_round_trip_and_predict_cli(tmp_path, capsys):
         rows = out["models"][model]
         assert {r["algorithm"] for r in rows} == set(algorithms(12))
         times = [r["time_s"] for r in rows]
-        assert times == sorted(times) and out["best"][model] == rows[0]["algorithm"]
+        assert times == sorted(times)
+        assert out["best"][model] == choose({r["algorithm"]: r["time_s"] for r in rows}, 12)
         want = predict(rows[0]["algorithm"], 12, 2**20, models[model]).total
         assert rows[0]["time_s"] == pytest.approx(want)
 
@@ -372,7 +376,7 @@ def test_the_fit_on_a_tree_recovers_the_links_parameters_only_with_the_routes():
 
 
 def test_predict_reads_the_network_the_parameters_were_fitted_on(tmp_path, capsys):
-    p = AllreduceParams(1e-4, 4e-7, 1e-9, 1e-10, 1e-8, threshold=2)
+    p = AllreduceParams(1e-3, 4e-7, 1e-9, 1e-10, 1e-8, threshold=2)  # on the star, fewer rounds win clearly
     star, tree = tmp_path / "star.json", tmp_path / "tree.json"
     save_params({"contention": p, "abg": p}, star)
     save_params({"contention": p, "abg": p}, tree, network="cluster:hosts=12,edges=2,cores=1")
@@ -382,3 +386,22 @@ def test_predict_reads_the_network_the_parameters_were_fitted_on(tmp_path, capsy
                      "--json"]) == 0
         best[path] = json.loads(capsys.readouterr().out)["best"]
     assert best[star]["contention"] == best[star]["abg"] == best[tree]["abg"] != best[tree]["contention"] == "ring"
+
+
+@pytest.mark.parametrize("ranks", [4, 12, 15, 16])
+def test_the_choice_is_the_fastest_prediction_but_for_a_tie_won_by_the_smaller_fan_in(ranks):
+    names = algorithms(ranks)
+    assert max_fan_in("ring", ranks) == max_fan_in("rhd", ranks) == 1 and max_fan_in("cps", ranks) == ranks - 1
+    for name in names[3:]:
+        a, b = (int(x) for x in name.split(":")[1].split("x"))
+        assert max_fan_in(name, ranks) == max(a, b) - 1
+    rng = np.random.default_rng(ranks)
+    for _ in range(200):
+        predicted = dict(zip(names, 0.2 * (1 + rng.choice([0.0, 0.004, 0.008, 0.02, 0.1], len(names)))))
+        chosen, fastest = choose(predicted, ranks), min(predicted.values())
+        tied = [n for n in names if predicted[n] <= fastest * (1 + CHOICE_TIE)]
+        assert chosen in tied and max_fan_in(chosen, ranks) == min(max_fan_in(n, ranks) for n in tied)
+        assert predicted[chosen] == min(predicted[n] for n in tied if max_fan_in(n, ranks) == max_fan_in(chosen, ranks))
+        assert predicted[choose(predicted, ranks, tie=0.0)] == fastest
+    with pytest.raises(OptiqError, match="no predictions"):
+        choose({}, ranks)

@@ -57,11 +57,16 @@ from ..utils.jsonfile import read_tagged, write_tagged
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["AllreduceParams", "Step", "algorithm_steps", "algorithms", "predict", "rank_algorithms", "Routes",
+__all__ = ["AllreduceParams", "Step", "algorithm_steps", "algorithms", "predict", "rank_algorithms", "choose", "CHOICE_TIE",
+           "max_fan_in", "Routes",
            "algorithm_rounds", "routed_steps", "model_routes", "load_routes", "pairs_within",
            "CostTerms", "step_terms", "load_params", "MODELS"]
 
 MODELS = ("contention", "abg")
+
+#: Predictions within this fraction of the best are a tie (:func:`choose`): an algorithm's
+#: measured time moves by more than that from run to run, so they do not say which is faster.
+CHOICE_TIE = 0.01
 
 
 @dataclass(frozen=True)
@@ -349,6 +354,41 @@ def rank_algorithms(ranks: int, nbytes: float, params: AllreduceParams,
     """Every algorithm for ``ranks``, fastest first by predicted time."""
     return sorted(((name, predict(name, ranks, nbytes, params, routes)) for name in algorithms(ranks)),
                   key=lambda item: item[1].total)
+
+
+def max_fan_in(name: str, ranks: int) -> int:
+    """The most ranks that send to one rank at once in any step of ``name``."""
+    return max(s.fan_in for s in algorithm_steps(name, ranks, 1.0))
+
+
+def choose(predicted: dict[str, float], ranks: int, tie: float = CHOICE_TIE) -> str:
+    """The algorithm to run, given each one's predicted time: the fastest, except that
+    predictions within ``tie`` of the fastest are a tie, which the smaller fan-in wins
+    (then the faster prediction).
+
+    Where the fitted contention is too small to tell them apart, as on a switch whose queues
+    never overflow in the micro-benchmarks, every bandwidth-optimal algorithm is predicted
+    within a fraction of a percent of the others, and the order among them is the fit's noise.
+    The contention term is the one that would separate them, and it grows with the fan-in:
+    the smaller fan-in is the side of the tie it would favour.
+
+    Raises
+    ------
+    OptiqError
+        With no predictions, or a name :func:`algorithm_steps` does not know.
+
+    Examples
+    --------
+    >>> choose({"ring": 0.2187, "hcps:6x2": 0.2186, "rhd": 0.5}, 12)   # a tie: ring sends to one rank at a time
+    'ring'
+    >>> choose({"ring": 0.25, "hcps:6x2": 0.2186}, 12)
+    'hcps:6x2'
+    """
+    if not predicted:
+        raise OptiqError("no predictions to choose from")
+    fastest = min(predicted.values())
+    tied = [name for name, t in predicted.items() if t <= fastest * (1 + tie)]
+    return min(tied, key=lambda name: (max_fan_in(name, ranks), predicted[name]))
 
 
 def feature_row(steps: Any) -> np.ndarray:

@@ -141,11 +141,26 @@ class CollectivesRun:
 
     @property
     def model_choice(self) -> str:
-        return min(self.rows, key=lambda r: r.model_s).algorithm
+        """What the model would run (:func:`optiq.collectives.cost.choose`)."""
+        from ..collectives.cost import choose
+
+        return choose({r.algorithm: r.model_s for r in self.rows}, self.ranks)
 
     @property
     def abg_choice(self) -> str:
-        return min(self.rows, key=lambda r: r.abg_s).algorithm
+        from ..collectives.cost import choose
+
+        return choose({r.algorithm: r.abg_s for r in self.rows}, self.ranks)
+
+    @property
+    def choice_tied(self) -> list[str]:
+        """The other algorithms whose predictions tied with the model's choice's (within
+        :data:`optiq.collectives.cost.CHOICE_TIE` of the fastest prediction)."""
+        from ..collectives.cost import CHOICE_TIE
+
+        fastest = min(r.model_s for r in self.rows)
+        return [r.algorithm for r in sorted(self.rows, key=lambda r: r.model_s)
+                if r.model_s <= fastest * (1 + CHOICE_TIE) and r.algorithm != self.model_choice]
 
     @property
     def measured_best(self) -> str:
@@ -181,6 +196,7 @@ class CollectivesRun:
                 "abg_error_mean": self.abg_error[0], "abg_error_max": self.abg_error[1],
                 "model_choice": self.model_choice, "abg_choice": self.abg_choice,
                 "model_choice_shortfall": self.choice_shortfall, "model_choice_margin": self.choice_margin,
+                "model_choice_tied": self.choice_tied,
                 "measured_best": self.measured_best, "drops": int(sum(r.drops for r in self.rows)),
                 "fit_drops": self.fit_drops, "fit_s": self.fit_s, "fit_error": self.fit_error, "cpu_idle": self.cpu_idle,
                 "cpu_idle_timed": self.timed_idle,
@@ -202,9 +218,14 @@ class CollectivesRun:
                          f"{model_calc * 1e3:10.2f} {idle:>5}" + ("" if r.correct else "  WRONG"))
         (mm, mx), (am, ax) = self.model_error, self.abg_error
         lines.append(f"model error: mean {mm:.1%}, max {mx:.1%}; alpha-beta-gamma: mean {am:.1%}, max {ax:.1%}")
+        from ..collectives.cost import CHOICE_TIE
+
         took = f"measured {self.choice_shortfall:.1%} longer" if self.choice_shortfall > 0 else "the fastest"
-        lines.append(f"fastest measured: {self.measured_best}; the model picks {self.model_choice} ({took}; "
-                     f"predicted {self.choice_margin:.1%} ahead of the next), alpha-beta-gamma {self.abg_choice}")
+        tied = self.choice_tied
+        why = (f"predicted within {CHOICE_TIE:.0%} of {', '.join(tied)}: the smallest fan-in of them" if tied else
+               f"predicted {self.choice_margin:.1%} ahead of the next")
+        lines.append(f"fastest measured: {self.measured_best}; the model picks {self.model_choice} ({took}; {why}), "
+                     f"alpha-beta-gamma {self.abg_choice}")
         traced = [r for r in self.rows if any(r.step_drops.values())]
         if traced:
             lines.append("drops per phase of one traced run (exchanges apart in time): " + "; ".join(
