@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .cost import MODELS, AllreduceParams, Routes, choose, model_routes, predict, rank_algorithms
+from .cost import CHOICE_TIE, MODELS, AllreduceParams, Routes, choose, model_routes, predict, rank_algorithms
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -41,6 +41,8 @@ class PredictionReport:
                  f"contention model)", f"{'algorithm':12}{'contention':>14}{'alpha-beta-gamma':>18}"]
         lines += [f"{n:12}{times['contention'][n] * 1e3:11.4f} ms{times['abg'][n] * 1e3:15.4f} ms" for n in names]
         lines.append(f"best: {self.best['contention']} (contention model), {self.best['abg']} (alpha-beta-gamma)")
+        if any(self.best[m] != self.models[m][0]["algorithm"] for m in MODELS):
+            lines.append(f"(predictions within {CHOICE_TIE:.0%} of the fastest are a tie, which the smaller fan-in wins)")
         return "\n".join(lines)
 
 
@@ -61,6 +63,8 @@ def prediction_report(models: dict[str, AllreduceParams], ranks: int, nbytes: in
 
     >>> [row["algorithm"] for row in r.to_dict()["models"]["abg"][:2]]
     ['cps', 'hcps:2x4']
+    >>> print(str(r).splitlines()[-1])
+    (predictions within 1% of the fastest are a tie, which the smaller fan-in wins)
     """
     best: dict[str, str] = {}
     listed: dict[str, list[dict[str, Any]]] = {}
