@@ -57,8 +57,8 @@ from ..utils.jsonfile import read_tagged, write_tagged
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["AllreduceParams", "Step", "algorithm_steps", "algorithms", "predict", "rank_algorithms", "choose", "CHOICE_TIE",
-           "max_fan_in", "Routes",
+__all__ = ["AllreduceParams", "Step", "algorithm_steps", "algorithms", "predict", "rank_algorithms", "choose", "tied",
+           "CHOICE_TIE", "max_fan_in", "Routes",
            "algorithm_rounds", "routed_steps", "model_routes", "load_routes", "pairs_within",
            "CostTerms", "step_terms", "load_params", "MODELS"]
 
@@ -386,9 +386,20 @@ def choose(predicted: dict[str, float], ranks: int, tie: float = CHOICE_TIE) -> 
     """
     if not predicted:
         raise OptiqError("no predictions to choose from")
-    fastest = min(predicted.values())
-    tied = [name for name, t in predicted.items() if t <= fastest * (1 + tie)]
-    return min(tied, key=lambda name: (max_fan_in(name, ranks), predicted[name]))
+    return min(tied(predicted, tie), key=lambda name: (max_fan_in(name, ranks), predicted[name]))
+
+
+def tied(predicted: dict[str, float], tie: float = CHOICE_TIE) -> list[str]:
+    """The algorithms predicted within ``tie`` of the fastest, fastest first (:func:`choose`
+    picks among them).
+
+    Examples
+    --------
+    >>> tied({"ring": 0.2187, "hcps:6x2": 0.2186, "rhd": 0.5})
+    ['hcps:6x2', 'ring']
+    """
+    fastest = min(predicted.values(), default=0.0)
+    return sorted((name for name, t in predicted.items() if t <= fastest * (1 + tie)), key=predicted.__getitem__)
 
 
 def feature_row(steps: Any) -> np.ndarray:

@@ -22,7 +22,7 @@ class PredictionReport:
     ``models[model]`` lists one dict per algorithm: ``algorithm``, ``time_s`` and every term
     of the cost (``latency_s``, ``bandwidth_s``, ``reduction_s``, ``memory_s``,
     ``contention_s``); ``best[model]`` is the one to run (:func:`~optiq.collectives.cost.choose`:
-    the first, unless a later one within 1% of it has a smaller fan-in).
+    the first, unless a later one tied with it has a smaller fan-in).
     """
 
     ranks: int
@@ -58,8 +58,8 @@ def prediction_report(models: dict[str, AllreduceParams], ranks: int, nbytes: in
     >>> r.best
     {'contention': 'rhd', 'abg': 'hcps:2x4'}
 
-    Alpha-beta-gamma predicts CPS fastest, by 0.7% (two rounds fewer): a tie, which hierarchical
-    CPS 2 x 4 wins with a fan-in of 3 against CPS's 7.
+    Alpha-beta-gamma predicts CPS fastest by two rounds' latency, too little to count: a tie,
+    which hierarchical CPS 2 x 4 wins with a fan-in of 3 against CPS's 7.
 
     >>> [row["algorithm"] for row in r.to_dict()["models"]["abg"][:2]]
     ['cps', 'hcps:2x4']

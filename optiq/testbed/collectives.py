@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..collectives.cost import CHOICE_TIE, choose, tied
 from ..errors import TestbedError
 from ..utils.resources import cpu_times
 from .launch import MPI_ENVIRONMENT, find_mpiexec, mpiexec_argv, write_launcher
@@ -142,25 +143,17 @@ class CollectivesRun:
     @property
     def model_choice(self) -> str:
         """What the model would run (:func:`optiq.collectives.cost.choose`)."""
-        from ..collectives.cost import choose
-
         return choose({r.algorithm: r.model_s for r in self.rows}, self.ranks)
 
     @property
     def abg_choice(self) -> str:
-        from ..collectives.cost import choose
-
         return choose({r.algorithm: r.abg_s for r in self.rows}, self.ranks)
 
     @property
     def choice_tied(self) -> list[str]:
         """The other algorithms whose predictions tied with the model's choice's (within
         :data:`optiq.collectives.cost.CHOICE_TIE` of the fastest prediction)."""
-        from ..collectives.cost import CHOICE_TIE
-
-        fastest = min(r.model_s for r in self.rows)
-        return [r.algorithm for r in sorted(self.rows, key=lambda r: r.model_s)
-                if r.model_s <= fastest * (1 + CHOICE_TIE) and r.algorithm != self.model_choice]
+        return [name for name in tied({r.algorithm: r.model_s for r in self.rows}) if name != self.model_choice]
 
     @property
     def measured_best(self) -> str:
@@ -218,8 +211,6 @@ class CollectivesRun:
                          f"{model_calc * 1e3:10.2f} {idle:>5}" + ("" if r.correct else "  WRONG"))
         (mm, mx), (am, ax) = self.model_error, self.abg_error
         lines.append(f"model error: mean {mm:.1%}, max {mx:.1%}; alpha-beta-gamma: mean {am:.1%}, max {ax:.1%}")
-        from ..collectives.cost import CHOICE_TIE
-
         took = f"measured {self.choice_shortfall:.1%} longer" if self.choice_shortfall > 0 else "the fastest"
         tied = self.choice_tied
         why = (f"predicted within {CHOICE_TIE:.0%} of {', '.join(tied)}: the smallest fan-in of them" if tied else

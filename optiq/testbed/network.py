@@ -242,8 +242,8 @@ class Testbed:
     # -- building ---------------------------------------------------------------------------
     def _settings(self, namespace: str) -> None:
         # a receive buffer that starts at the window's ceiling: one that starts at the kernel's
-        # 128 KiB and grows with what the application reads holds a message of about that size
-        # back for window updates (a pair's 128 KiB took 1.35x the wire's time, 64 or 256 KiB 1.1x)
+        # default and grows with what the application reads holds a message of about that size
+        # back for window updates (benchmarks/testbed_pairs.py times it)
         tcp = [f"net.ipv4.tcp_congestion_control={self.congestion}",
                f"net.ipv4.tcp_rmem=4096 {self.tcp_window} {self.tcp_window}"]
         in_namespace(namespace, ["sysctl", "-qw", *SYSCTLS, *tcp],
