@@ -175,3 +175,45 @@ def test_candidates_without_their_stops_make_the_plan_they_make_with_them(spec):
         a, b = (make_plan(t, d, method, candidates=c) for c in (bare, stopped))
         assert np.array_equal(a.paths.links, b.paths.links) and np.array_equal(a.paths.stops, b.paths.stops)
         assert np.array_equal(a.path_bytes, b.path_bytes) and a.predicted_time_s == b.predicted_time_s
+
+
+@pytest.mark.parametrize("spec", ["torus:3x3x2", "torus:4x2x2x2", "mesh:4x5"])
+def test_greedy_heuristics_take_shortest_routes_on_a_torus_dense_pattern_and_the_lp_does_not(spec):
+    """``auto`` gives Heuristic 1 and 2 the shortest dimension-ordered routes of a dense pattern on
+    a torus (a detour takes capacity the other jobs' shortest routes need); the LP keeps spread
+    candidates, which may be longer. Heuristic 2's plan over them stays within 1.15x of ``opt``'s."""
+    from optiq.planner.methods import DENSE_JOBS, make_candidates
+
+    t = from_spec(spec)
+    n = t.num_endpoints
+    sizes = np.random.default_rng(n).integers(1, 2**16, (n, n)) * 8
+    np.fill_diagonal(sizes, 0)
+    src, dst = np.nonzero(sizes)
+    d = Demands(src, dst, sizes[src, dst])
+    assert d.num_jobs > DENSE_JOBS * n  # dense: every source has more than DENSE_JOBS jobs
+    shortest = t.pair_hops(d.src, d.dst)
+    greedy, lp = (make_candidates(t, d, 8, greedy=g) for g in (True, False))
+    assert (greedy.hops == shortest[greedy.job]).all()
+    assert (lp.hops > shortest[lp.job]).any()
+    explicit = make_candidates(t, d, 8, "torus-shortest")
+    assert np.array_equal(greedy.links, explicit.links) and np.array_equal(greedy.offsets, explicit.offsets)
+    opt = make_plan(t, d, "opt").predicted_time_s
+    for method in ("heu1", "heu2"):
+        plan = make_plan(t, d, method)
+        assert (plan.paths.hops == shortest[plan.paths.job]).all(), method
+    assert make_plan(t, d, "heu2").predicted_time_s <= 1.15 * opt
+
+
+def test_shortest_torus_candidates_need_a_torus(capsys, tmp_path):
+    from optiq.cli import main
+    from optiq.paths import FREE
+    from optiq.paths.space import PathSpace
+    from optiq.planner.methods import make_candidates
+
+    t, d = from_spec("fattree:k=4,n=2"), Demands([0], [1], [1])
+    with pytest.raises(ParameterError, match="torus-shortest candidates need a torus or mesh, not '4-ary 2-tree'"):
+        make_candidates(t, d, 4, "torus-shortest", space=PathSpace(t, d, FREE))
+    assert main(["plan", "-t", "fattree:k=4,n=2", "--pattern", "disjoint", "-m", "heu2", "--routing", "free",
+                 "--candidates", "torus-shortest", "-o", str(tmp_path / "p.json"), "-q"]) != 0
+    err = capsys.readouterr().err
+    assert err.count("optiq: error:") == 1 and "torus-shortest candidates need a torus or mesh" in err

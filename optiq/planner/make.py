@@ -20,7 +20,16 @@ from ..utils.checks import check_count
 from ..utils.resources import PLAN_BYTES_PER_ENTRY, check_memory
 from ..workloads import Demands
 from ..workloads.qos import QoSClasses
-from .methods import PLANNERS, CandidatePlanner, Context, Planner, PlannerResult, SystemRoutes, planner_named
+from .methods import (
+    PLANNERS,
+    CandidatePlanner,
+    Context,
+    Planner,
+    PlannerResult,
+    SystemRoutes,
+    check_candidate_kind,
+    planner_named,
+)
 
 __all__ = ["make_plan", "default_routes_optimal", "plan_memory_estimate", "METHODS"]
 
@@ -251,13 +260,15 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
         record.warnings.append(f"{', '.join(unused)} {'does' if len(unused) == 1 else 'do'} not apply to {name} "
                                f"and {'was' if len(unused) == 1 else 'were'} not used")
     start = time.perf_counter()
+    space = PathSpace(topology, demands, planner.routing or routing, max_intermediates=max_intermediates, seed=seed,
+                      forwarders=forwarders, progress=progress)
+    if isinstance(planner, CandidatePlanner):
+        check_candidate_kind(topology, space, planner.candidate_kind)
     bound = cut_lower_bound(topology, demands)
     default = network_routes(topology, demands.src, demands.dst, progress=progress)
     record.default_routing = topology.default_routing
     record.cut_bound_s = bound.time_s
     record.default_time_s = default_s = default.busiest_link_time(demands.nbytes.astype(float), topology.capacity)
-    space = PathSpace(topology, demands, planner.routing or routing, max_intermediates=max_intermediates, seed=seed,
-                      forwarders=forwarders, progress=progress)
     if candidates is not None:
         if candidates.num_jobs != demands.num_jobs:
             raise PlanError(f"candidates are for {candidates.num_jobs} jobs, the demands have {demands.num_jobs}")

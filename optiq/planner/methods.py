@@ -40,7 +40,7 @@ from ..utils.checks import check_count, check_seconds
 from ..workloads import Demands
 
 __all__ = ["Context", "PlannerResult", "Planner", "CandidatePlanner", "default_k", "DEFAULT_K", "SystemRoutes", "ColumnGeneration", "PathLP", "MaxLoad", "DemandAware", "Dynamic",
-           "PLANNERS", "planner_named", "make_candidates", "CANDIDATE_KINDS"]
+           "PLANNERS", "planner_named", "make_candidates", "check_candidate_kind", "CANDIDATE_KINDS"]
 
 #: A gap this much over the target is the LP's rounding, not the hop limit's cost: not warned about.
 GAP_NOISE = 1e-6
@@ -52,17 +52,25 @@ GAP_NOISE = 1e-6
 #: of random intermediate groups. Link paths (free plans anywhere; forwarded ones where every
 #: node is a rank): ``diverse`` (per-job penalties, best quality), ``spread`` (shared
 #: penalties, one Dijkstra per source and round), ``torus`` (from coordinates on tori and
-#: meshes: seconds for a whole Blue Gene/Q), ``valiant`` (free, on dragonflies: the minimal
-#: route and Valiant paths through random intermediate groups). ``auto``: chains where the
-#: plan needs them, else valiant on dragonflies, diverse up to 2,048 nodes where sources
-#: have at most :data:`DENSE_JOBS` jobs each, spread up to 16,384 nodes (and for denser
-#: patterns), then torus on tori and spread elsewhere.
-CANDIDATE_KINDS = ("auto", "chains", "diverse", "spread", "torus", "valiant")
+#: meshes: seconds for a whole Blue Gene/Q), ``torus-shortest`` (every shortest
+#: dimension-ordered route on tori and meshes, no detours), ``valiant`` (free, on
+#: dragonflies: the minimal route and Valiant paths through random intermediate groups).
+#: ``auto``: chains where the plan needs them, else valiant on dragonflies; for a greedy
+#: heuristic on a torus or mesh whose sources have more than :data:`DENSE_JOBS` jobs each,
+#: torus-shortest; else diverse up to 2,048 nodes where sources have at most
+#: :data:`DENSE_JOBS` jobs each, spread up to 16,384 nodes (and for denser patterns), then
+#: torus on tori and spread elsewhere.
+CANDIDATE_KINDS = ("auto", "chains", "diverse", "spread", "torus", "torus-shortest", "valiant")
 #: Jobs per source above which ``auto`` takes spread candidates where it would take diverse
 #: ones: spread's one search per source and round serves all of a source's jobs, and its
 #: shared penalties spread them well, where diverse searches once per job
 #: (``benchmarks/planner_scale.py`` measures both on a full all-to-all-v).
 DENSE_JOBS = 16
+#: Why a greedy heuristic's ``auto`` candidates on a dense pattern on a torus are its shortest
+#: routes: Heuristic 1 and 2 place each job on the path least loaded now, and a longer path
+#: takes capacity that the later jobs' shortest routes need; every job of a dense pattern has
+#: many such neighbours, and the shortest dimension-ordered routes are made from coordinates
+#: without a graph search (``benchmarks/planner_scale.py`` measures both).
 #: Paths per job an ``opt`` plan holds while it is made (its initial columns and what
 #: pricing adds), for the memory estimate before planning; ``whole_machine.py`` prints it.
 OPT_PATHS_PER_JOB = 8
@@ -87,29 +95,48 @@ LEAN_MIN_ROUNDS = 3
 
 def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str = "auto", *,
                     hop_limit: int | None = None, seed: int = 0, progress: Callable[[str], None] | None = None,
-                    workers: Workers | None = None, space: PathSpace | None = None, stops: bool = True) -> PathSet:
+                    workers: Workers | None = None, space: PathSpace | None = None, stops: bool = True,
+                    greedy: bool = False) -> PathSet:
     """Up to ``k`` candidate paths per job of the path ``space`` (default forwarded), made as
     ``kind`` says (see :data:`CANDIDATE_KINDS`), with their stops; with ``stops=False``, link
     paths without them (chains keep theirs: they are the chains' choice), for a planner that
-    gives the paths it keeps their stops itself, as :func:`~optiq.make_plan` does.
+    gives the paths it keeps their stops itself, as :func:`~optiq.make_plan` does. ``greedy``:
+    the candidates are for a greedy heuristic (``auto`` may then take shorter ones).
 
     Raises
     ------
     ParameterError
-        For an unknown ``kind``, ``torus`` on a topology that is not a torus or mesh,
-        ``valiant`` on one that is not a dragonfly, ``chains`` for paths that are not
-        chains, or a kind of link paths for chains.
+        For a ``kind`` that cannot make the space's paths (:func:`check_candidate_kind`).
     """
-    if kind not in CANDIDATE_KINDS:
-        raise ParameterError(f"unknown candidate kind {kind!r}; expected one of {', '.join(CANDIDATE_KINDS)}")
     space = space or PathSpace(topology, demands, seed=seed, progress=progress)
+    check_candidate_kind(topology, space, kind)
     if space.kind == "chains":
         if kind in ("auto", "chains"):
             return space.chains.spread(k, seed=seed, progress=progress)
-        if kind == "valiant" and topology.dragonfly is not None:
-            from ..paths.chains import valiant_chains
+        from ..paths.chains import valiant_chains
 
-            return valiant_chains(topology, demands, k, seed=seed)
+        return valiant_chains(topology, demands, k, seed=seed)
+    paths = space.from_links(_link_candidates(topology, demands, k, kind, hop_limit=hop_limit, seed=seed,
+                                              progress=progress, workers=workers, greedy=greedy))
+    return space.finish(paths) if stops else paths
+
+
+def check_candidate_kind(topology: Topology, space: PathSpace, kind: str) -> None:
+    """Refuse a candidate ``kind`` that cannot make paths of ``space`` on ``topology``, before any
+    work (:func:`make_candidates` and :func:`~optiq.make_plan` call it).
+
+    Raises
+    ------
+    ParameterError
+        For an unknown ``kind``, ``torus`` or ``torus-shortest`` on a topology that is not a
+        torus or mesh, ``valiant`` on one that is not a dragonfly, ``chains`` for paths that
+        are not chains, or a kind of link paths for chains.
+    """
+    if kind not in CANDIDATE_KINDS:
+        raise ParameterError(f"unknown candidate kind {kind!r}; expected one of {', '.join(CANDIDATE_KINDS)}")
+    if space.kind == "chains":
+        if kind in ("auto", "chains") or (kind == "valiant" and topology.dragonfly is not None):
+            return
         raise ParameterError(f"on {topology.name} a forwarded path is the network's route or a chain of its routes "
                              f"through intermediate ranks; {kind} candidates pick switches freely: use --candidates "
                              f"auto (chains), or --routing free for a network that routes every path as planned")
@@ -117,26 +144,26 @@ def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str
         raise ParameterError(f"chains are the forwarded paths of networks whose switches are not ranks; "
                              f"{topology.name} " + ("takes link paths (every node is a rank)" if space.kind == "links"
                                                     else "routes free paths as planned (--routing free)"))
-    paths = space.from_links(_link_candidates(topology, demands, k, kind, hop_limit=hop_limit, seed=seed,
-                                              progress=progress, workers=workers))
-    return space.finish(paths) if stops else paths
+    if kind == "valiant" and topology.dragonfly is None:
+        raise ParameterError(f"valiant candidates need a dragonfly, not {topology.name!r}")
+    if kind in ("torus", "torus-shortest") and not topology.is_torus:
+        raise ParameterError(f"{kind} candidates need a torus or mesh, not {topology.name!r}")
 
 
 def _link_candidates(topology: Topology, demands: Demands, k: int, kind: str, *, hop_limit: int | None, seed: int,
-                     progress: Callable[[str], None] | None, workers: Workers | None) -> PathSet:
+                     progress: Callable[[str], None] | None, workers: Workers | None, greedy: bool = False) -> PathSet:
     """Candidate link paths of ``kind`` (no stops yet)."""
     if kind == "auto":
         n = topology.num_nodes
         sparse = demands.num_jobs <= DENSE_JOBS * np.unique(demands.src).size
-        kind = ("valiant" if topology.dragonfly is not None else "diverse" if n <= 2048 and sparse
+        kind = ("valiant" if topology.dragonfly is not None else "torus-shortest" if greedy and topology.is_torus
+                and not sparse else "diverse" if n <= 2048 and sparse
                 else "spread" if n <= 16384 or not topology.is_torus else "torus")
     if kind == "valiant":
-        if topology.dragonfly is None:
-            raise ParameterError(f"valiant candidates need a dragonfly, not {topology.name!r}")
         return valiant_paths(topology, demands, k, seed=seed)
+    if kind == "torus-shortest":
+        return torus_paths(topology, demands, k, hop_slack=0, spread=False, seed=seed, progress=progress)
     if kind == "torus":
-        if not topology.is_torus:
-            raise ParameterError(f"torus candidates need a torus or mesh, not {topology.name!r}")
         return torus_paths(topology, demands, k, seed=seed, progress=progress)
     if kind == "spread":
         return spread_paths(topology, demands, k, seed=seed, progress=progress, workers=workers)
@@ -361,7 +388,8 @@ class CandidatePlanner(Planner):
                         f"--k sets it)")
             candidates = make_candidates(ctx.topology, ctx.demands, k, self.candidate_kind,
                                          hop_limit=self.hop_limit, seed=ctx.seed, progress=ctx.progress,
-                                         workers=ctx.workers, space=ctx.space, stops=False)
+                                         workers=ctx.workers, space=ctx.space, stops=False,
+                                         greedy=not self.solves_lp)
         rec.k, rec.candidate_paths = k, candidates.num_paths
         rec.timings["paths_s"] = time.perf_counter() - start
         ctx.say(f"{candidates.num_paths:,} candidate paths for {ctx.demands.num_jobs:,} jobs in "
