@@ -399,3 +399,25 @@ def test_spread_rounds_index_finds_exactly_the_paths_seen_in_earlier_rounds(coll
         seen |= {path_key(int(fresh.job[p]), fresh.path(p)) for p in range(fresh.num_paths)}
     merged = index.paths(num_jobs)
     assert merged.num_paths == index.num_paths and np.all(np.diff(merged.job) >= 0)
+
+
+@pytest.mark.parametrize("spec", ["torus:4x3x2", "bgq:64", "torus:4x4"])
+def test_distinct_link_paths_as_forwarded_paths_drop_only_the_repeats_the_routes_make(spec):
+    """``from_links(distinct=True)`` skips the search for repeats unless the network's routes
+    replaced a link, and then gives what the full search gives."""
+    from optiq.paths import torus_paths
+    from optiq.paths.routing import route_twins
+    from optiq.paths.space import PathSpace
+    from optiq.topology import from_spec
+
+    t = from_spec(spec)
+    d = random_demands(t, 40, seed=2)
+    space = PathSpace(t, d)
+    raw = torus_paths(t, d, k=8, hop_slack=0, spread=False)
+    fast, full = space.from_links(raw, distinct=True), space.from_links(raw)
+    assert np.array_equal(fast.links, full.links) and np.array_equal(fast.offsets, full.offsets)
+    assert np.array_equal(fast.job, full.job)
+    replaced = (route_twins(t)[raw.links] != raw.links).any()
+    assert (fast is raw) == (not replaced)
+    if replaced:
+        assert full.num_paths < raw.num_paths  # the routes made repeats, and they were dropped

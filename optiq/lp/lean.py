@@ -347,5 +347,5 @@ def _shortest_routes(space: PathSpace, k: int, workers: Workers | None) -> PathS
     if space.kind == "chains":
         return system_routes(topology, demands)
     if topology.is_torus and topology.num_nodes > 16384:  # coordinates: seconds for a whole Blue Gene/Q
-        return space.from_links(torus_paths(topology, demands, k, hop_slack=0))
+        return space.from_links(torus_paths(topology, demands, k, hop_slack=0), distinct=True)
     return space.from_links(spread_paths(topology, demands, k, hop_slack=0, workers=workers))

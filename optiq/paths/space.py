@@ -139,16 +139,18 @@ class PathSpace:
             return paths.with_stops(forwarded_stops(paths, self.topology))
         return paths
 
-    def from_links(self, paths: PathSet) -> PathSet:
+    def from_links(self, paths: PathSet, *, distinct: bool = False) -> PathSet:
         """Link paths of a search of the whole graph as paths of this space, repeats within a job
         dropped: on ``links`` each link replaced by the one the network's route between its ends
-        takes. (Not for ``chains``, whose paths come from the chain space.)"""
+        takes. ``distinct``: each job's paths are distinct already (coordinate-built ones), so
+        repeats are looked for only where a link was replaced. (Not for ``chains``, whose paths
+        come from the chain space.)"""
         if self.kind == "chains":
             raise ParameterError("chains come from the chain space, not from link paths")
-        if self.kind == "free":
-            return paths.unique()
-        twins = route_twins(self.topology)
-        return PathSet(paths.job, paths.offsets, twins[paths.links], paths.num_jobs, paths.stops).unique()
+        links = paths.links if self.kind == "free" else route_twins(self.topology)[paths.links]
+        if distinct and np.array_equal(links, paths.links):
+            return paths
+        return PathSet(paths.job, paths.offsets, links, paths.num_jobs, paths.stops).unique()
 
     def cheapest(self, link_cost: np.ndarray, hop_limit: np.ndarray, *, too_long: str = "exact",
                  what: str = "least-cost paths", workers: Workers | None = None, regions: bool = False,

@@ -116,8 +116,10 @@ def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str
         from ..paths.chains import valiant_chains
 
         return valiant_chains(topology, demands, k, seed=seed)
+    kind = _resolved(topology, demands, kind, greedy)
     paths = space.from_links(_link_candidates(topology, demands, k, kind, hop_limit=hop_limit, seed=seed,
-                                              progress=progress, workers=workers, greedy=greedy))
+                                              progress=progress, workers=workers),
+                             distinct=kind in ("torus", "torus-shortest"))
     return space.finish(paths) if stops else paths
 
 
@@ -150,15 +152,20 @@ def check_candidate_kind(topology: Topology, space: PathSpace, kind: str) -> Non
         raise ParameterError(f"{kind} candidates need a torus or mesh, not {topology.name!r}")
 
 
+def _resolved(topology: Topology, demands: Demands, kind: str, greedy: bool) -> str:
+    """The kind of link paths ``auto`` stands for here (see :data:`CANDIDATE_KINDS`); other kinds as they are."""
+    if kind != "auto":
+        return kind
+    n = topology.num_nodes
+    sparse = demands.num_jobs <= DENSE_JOBS * np.unique(demands.src).size
+    return ("valiant" if topology.dragonfly is not None else "torus-shortest" if greedy and topology.is_torus
+            and not sparse else "diverse" if n <= 2048 and sparse
+            else "spread" if n <= 16384 or not topology.is_torus else "torus")
+
+
 def _link_candidates(topology: Topology, demands: Demands, k: int, kind: str, *, hop_limit: int | None, seed: int,
-                     progress: Callable[[str], None] | None, workers: Workers | None, greedy: bool = False) -> PathSet:
-    """Candidate link paths of ``kind`` (no stops yet)."""
-    if kind == "auto":
-        n = topology.num_nodes
-        sparse = demands.num_jobs <= DENSE_JOBS * np.unique(demands.src).size
-        kind = ("valiant" if topology.dragonfly is not None else "torus-shortest" if greedy and topology.is_torus
-                and not sparse else "diverse" if n <= 2048 and sparse
-                else "spread" if n <= 16384 or not topology.is_torus else "torus")
+                     progress: Callable[[str], None] | None, workers: Workers | None) -> PathSet:
+    """Candidate link paths of ``kind`` (resolved: not ``auto``; no stops yet)."""
     if kind == "valiant":
         return valiant_paths(topology, demands, k, seed=seed)
     if kind == "torus-shortest":
