@@ -298,7 +298,9 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     nbytes = np.asarray(nbytes, dtype=np.int64)
     used = nbytes > 0  # the plan keeps the paths that carry bytes (stops and checks for those alone)
     own_routes = paths is default  # the network's routes by construction: no leg to check
-    paths, nbytes = space.finish(paths.select(used)), nbytes[used]
+    # a forwarded path that is the network's own route is one leg: its stops are its end
+    one_leg = own_routes and space.kind != "free"
+    paths, nbytes = paths.select(used) if one_leg else space.finish(paths.select(used)), nbytes[used]
     if qos is not None:
         record.qos_shares = dict(qos.shares)
         if record.lp_time_s is not None:
