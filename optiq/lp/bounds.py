@@ -62,10 +62,9 @@ def _slab_cuts(topology, demands) -> list[CutBound | None]:
     """Bounds of every slab ``start <= coordinate < start + size`` (cyclic on wrapped dimensions).
 
     A slab of dimension ``d`` is left only by links of dimension ``d`` at its two faces: the
-    ``+`` links from its last coordinate and the ``-`` links from its first. For a slab
-    starting at ``start``, job ``j`` leaves it when ``size`` lies in
-    ``(rel(src_j), rel(dst_j)]`` with ``rel(x) = (x - start) mod length``: a difference
-    array over ``size`` summed once gives the bytes out of all slabs starting there.
+    ``+`` links from its last coordinate and the ``-`` links from its first. The jobs' bytes
+    are first summed by their source's and destination's coordinates along ``d`` (a
+    ``length x length`` table), so the slabs are then summed over that table, not the jobs.
     """
     found: list[CutBound | None] = []
     size = demands.nbytes.astype(float)
@@ -80,20 +79,19 @@ def _slab_cuts(topology, demands) -> list[CutBound | None]:
         minus = np.bincount(coord[dim_links & (topology.link_sign < 0)],
                             weights=topology.capacity[dim_links & (topology.link_sign < 0)], minlength=length)
         s_coord, t_coord = demands.src // stride % length, demands.dst // stride % length
+        table = np.bincount(s_coord * length + t_coord, weights=size, minlength=length * length).reshape(length, length)
         sizes = np.arange(1, length)
         for start in range(length if wrap else 1):
-            rel_s, rel_t = (s_coord - start) % length, (t_coord - start) % length
-            leaving = np.cumsum(np.bincount(rel_s + 1, weights=size * (rel_t > rel_s), minlength=length + 1)
-                                - np.bincount(rel_t + 1, weights=size * (rel_t > rel_s), minlength=length + 1))
-            entering = np.cumsum(np.bincount(rel_t + 1, weights=size * (rel_s > rel_t), minlength=length + 1)
-                                 - np.bincount(rel_s + 1, weights=size * (rel_s > rel_t), minlength=length + 1))
+            inside = ((np.arange(length) - start) % length < sizes[:, None]).astype(float)  # (slab size, coordinate)
+            leaving = np.einsum("ka,ab,kb->k", inside, table, 1.0 - inside)
+            entering = np.einsum("kb,ab,ka->k", inside, table, 1.0 - inside)
             last, after = (start + sizes - 1) % length, (start + sizes) % length
             # on a mesh there are no "-" links out of coordinate 0 nor "+" links out of the last
             cap_out = plus[last] + minus[start]
             cap_in = minus[after] + plus[(start - 1) % length]
             span = [f"slab dim {d} in [{start}..{(start + k - 1) % length}]" for k in sizes]
-            found.append(_best(leaving[sizes], cap_out, lambda i: f"out of {span[i]}"))
-            found.append(_best(entering[sizes], cap_in, lambda i: f"into {span[i]}"))
+            found.append(_best(leaving, cap_out, lambda i: f"out of {span[i]}"))
+            found.append(_best(entering, cap_in, lambda i: f"into {span[i]}"))
     return found
 
 
