@@ -66,11 +66,6 @@ CANDIDATE_KINDS = ("auto", "chains", "diverse", "spread", "torus", "torus-shorte
 #: shared penalties spread them well, where diverse searches once per job
 #: (``benchmarks/planner_scale.py`` measures both on a full all-to-all-v).
 DENSE_JOBS = 16
-#: Why a greedy heuristic's ``auto`` candidates on a dense pattern on a torus are its shortest
-#: routes: Heuristic 1 and 2 place each job on the path least loaded now, and a longer path
-#: takes capacity that the later jobs' shortest routes need; every job of a dense pattern has
-#: many such neighbours, and the shortest dimension-ordered routes are made from coordinates
-#: without a graph search (``benchmarks/planner_scale.py`` measures both).
 #: Paths per job an ``opt`` plan holds while it is made (its initial columns and what
 #: pricing adds), for the memory estimate before planning; ``whole_machine.py`` prints it.
 OPT_PATHS_PER_JOB = 8
@@ -153,7 +148,13 @@ def check_candidate_kind(topology: Topology, space: PathSpace, kind: str) -> Non
 
 
 def _resolved(topology: Topology, demands: Demands, kind: str, greedy: bool) -> str:
-    """The kind of link paths ``auto`` stands for here (see :data:`CANDIDATE_KINDS`); other kinds as they are."""
+    """The kind of link paths ``auto`` stands for here (see :data:`CANDIDATE_KINDS`); other kinds as they are.
+
+    A greedy heuristic's candidates for a dense pattern on a torus are the shortest routes:
+    Heuristic 1 and 2 place each job on the path least loaded now, and a longer path takes
+    capacity that later jobs' shortest routes need (every job of a dense pattern has many such
+    neighbours); the LP weighs all paths at once and keeps the longer candidates.
+    """
     if kind != "auto":
         return kind
     n = topology.num_nodes

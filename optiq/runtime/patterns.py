@@ -266,7 +266,8 @@ def _auto_plan(comm: Any, topology: Topology, demands: Any, forwarders: np.ndarr
         picks.setdefault("k", default_k(demands.num_jobs))
         candidates = from_leader(comm, lambda: make_candidates(
             topology, demands, kind=kind, space=PathSpace(topology, demands, forwarders=forwarders,
-                                                          seed=picks.get("seed", 0)), stops=False, **picks))
+                                                          seed=picks.get("seed", 0)), stops=False,
+            greedy=True, **picks))   # for AUTO_METHOD, a greedy heuristic
         last_paths = None
     plan = make_plan(topology, demands, AUTO_METHOD, comm=comm, candidates=candidates, forwarders=forwarders,
                      **options)
