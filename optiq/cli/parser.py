@@ -100,8 +100,9 @@ def add_planning(p: argparse.ArgumentParser) -> None:
                         f"make more than {CANDIDATE_PATHS_MAX:,} paths, at least {MIN_DEFAULT_K})")
     p.add_argument("--candidates", choices=CANDIDATE_KINDS,
                    help="lp/heuristics: how candidates are made (auto: chains for forwarded plans on fat-trees, "
-                        "fabrics and dragonflies; else valiant on dragonflies, diverse up to 2,048 nodes where no "
-                        f"source has more than {DENSE_JOBS} jobs, spread beyond)")
+                        "fabrics and dragonflies; else valiant on dragonflies; for heu1, heu2 and dynamic on a "
+                        f"torus whose sources have more than {DENSE_JOBS} jobs, torus-shortest; else diverse up to "
+                        f"2,048 nodes where no source has more than {DENSE_JOBS} jobs, spread beyond)")
     p.add_argument("--maxload", type=types.positive_int, help="heu1: paths allowed per link (default 16)")
     p.add_argument("--unit", type=types.size, help="heu2: bytes placed per step (default 1MiB, or the largest pair's bytes / 64 where more)")
     p.add_argument("--hop-limit", type=types.positive_int, help="longest candidate path (default: network diameter)")
