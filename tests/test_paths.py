@@ -421,3 +421,21 @@ def test_distinct_link_paths_as_forwarded_paths_drop_only_the_repeats_the_routes
     assert (fast is raw) == (not replaced)
     if replaced:
         assert full.num_paths < raw.num_paths  # the routes made repeats, and they were dropped
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4x4", "torus:3x5x2", "mesh:4x5", "torus:2x2x2", "bgq:64", "torus:6x1x3",
+                                  "torus:5x4x3x2"])
+@pytest.mark.parametrize("k", [1, 2, 3, 16])
+def test_shortest_torus_routes_are_the_recipe_pools_first_routes(spec, k):
+    """The shortest dimension-ordered routes made without the pool (which recipes repeat is
+    told from coordinates) are the pool's first ``k`` distinct routes, in its order."""
+    from optiq.paths import torus_paths
+    from optiq.paths.torus import RecipePool
+    from optiq.topology import from_spec
+
+    t = from_spec(spec)
+    d = random_demands(t, 200, seed=k)
+    want = RecipePool(t, d, hop_slack=0, vias=0).first(k)
+    got = torus_paths(t, d, k, hop_slack=0, spread=False)
+    assert np.array_equal(got.job, want.job) and np.array_equal(got.offsets, want.offsets)
+    assert np.array_equal(got.links, want.links)

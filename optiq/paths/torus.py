@@ -393,11 +393,68 @@ def torus_paths(topology: Topology, demands: Demands, k: int = 8, *, hop_slack: 
     """
     if k < 1:
         raise PathError(f"k (paths per job) must be at least 1, got {k}")
+    if hop_slack < 2 and not spread:
+        return _shortest_routes(topology, demands, k)
     if progress:
         progress(f"torus candidates: building the coordinate routes of {demands.num_jobs:,} jobs")
     pool = RecipePool(topology, demands, hop_slack=hop_slack, vias=vias if spread else 0, seed=seed,
                       progress=progress)
     return pool.spread(k, seed=seed, progress=progress) if spread else pool.first(k)
+
+
+def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
+    """Every job's first ``k`` distinct shortest dimension-ordered routes in recipe order (each
+    rotation of the Blue Gene/Q order, then the same with ties the other way), as
+    :meth:`RecipePool.first` gives them, without building the pool.
+
+    Which recipes repeat an earlier one follows from coordinates: along a dimension the route
+    moves the same way whatever was routed before, so a route is fixed by the order of the
+    dimensions it moves along and, if one of them is a tie, by the tie's way. Rotation ``r``
+    gives the same order as rotation ``r - 1`` unless the dimension at ``r - 1`` moves, and
+    the same as rotation 0 when no dimension from ``r`` on moves; the other way round the
+    ties is a new route only where a moving dimension is a tie.
+    """
+    if not topology.is_torus:
+        raise PathError(f"coordinate-built paths need a torus or mesh, not {topology.name!r}")
+    demands.check_against(topology)
+    dims, wrap = topology.dims, topology.wrap
+    assert dims is not None and wrap is not None  # checked above: a torus or mesh
+    order = [d for d in bgq_dimension_order(dims) if dims[d] > 1]
+    n, J = len(order), demands.num_jobs
+    moving = np.zeros((J, max(n, 1)), dtype=bool)   # by position in the order
+    tie = np.zeros(J, dtype=bool)
+    for i, d in enumerate(order):
+        stride = int(np.prod(dims[d + 1:], dtype=np.int64))
+        s, t = demands.src // stride % dims[d], demands.dst // stride % dims[d]
+        moving[:, i] = s != t
+        if wrap[d]:
+            tie |= (s != t) & ((t - s) % dims[d] == (s - t) % dims[d])
+    # rotation r is new where position r - 1 moves and some position from r on does (else it
+    # wraps round to rotation 0's order)
+    later = np.cumsum(moving[:, ::-1], axis=1)[:, ::-1] > 0
+    new_order = np.zeros_like(moving)
+    new_order[:, 0] = moving.any(axis=1)
+    new_order[:, 1:] = moving[:, :-1] & later[:, 1:]
+    valid = np.concatenate([new_order, new_order & tie[:, None]], axis=1)   # (job, recipe)
+    valid &= np.cumsum(valid, axis=1) <= k
+    table = _link_table(topology)
+    rows: list[np.ndarray] = []
+    for recipe in range(valid.shape[1]):
+        jobs = np.flatnonzero(valid[:, recipe])
+        rows.append(dimension_order_walk(topology, demands.src[jobs], demands.dst[jobs], _rotated(order, recipe % n),
+                                         flip_ties=recipe >= n, table=table))
+    job, recipe = np.nonzero(valid)                    # the paths, job by job and in recipe order
+    width = max((r.shape[1] for r in rows), default=0)
+    grid = np.full((job.size, width), -1, dtype=np.int64)
+    at = np.zeros(valid.shape[1] + 1, dtype=np.int64)
+    at[1:] = np.cumsum([r.shape[0] for r in rows])
+    flat = np.full((int(at[-1]), width), -1, dtype=np.int64)   # rows of every recipe, recipe by recipe
+    for i, r in enumerate(rows):
+        flat[at[i]:at[i + 1], :r.shape[1]] = r
+    rank_in_recipe = np.cumsum(valid, axis=0)[job, recipe] - 1
+    grid[:] = flat[at[recipe] + rank_in_recipe]
+    keep = grid >= 0
+    return PathSet(job, np.concatenate(([0], np.cumsum(keep.sum(axis=1)))), grid[keep], J)
 
 
 def _row_hash(rows: np.ndarray) -> np.ndarray:
