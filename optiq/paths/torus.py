@@ -439,20 +439,19 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     valid &= np.cumsum(valid, axis=1) <= k
     table = _link_table(topology)
     rows: list[np.ndarray] = []
-    for recipe in range(valid.shape[1]):
-        jobs = np.flatnonzero(valid[:, recipe])
-        rows.append(dimension_order_walk(topology, demands.src[jobs], demands.dst[jobs], _rotated(order, recipe % n),
-                                         flip_ties=recipe >= n, table=table))
+    for r in range(valid.shape[1]):
+        jobs = np.flatnonzero(valid[:, r])
+        rows.append(dimension_order_walk(topology, demands.src[jobs], demands.dst[jobs], _rotated(order, r % n),
+                                         flip_ties=r >= n, table=table))
     job, recipe = np.nonzero(valid)                    # the paths, job by job and in recipe order
-    width = max((r.shape[1] for r in rows), default=0)
-    grid = np.full((job.size, width), -1, dtype=np.int64)
+    width = max((rw.shape[1] for rw in rows), default=0)
     at = np.zeros(valid.shape[1] + 1, dtype=np.int64)
-    at[1:] = np.cumsum([r.shape[0] for r in rows])
+    at[1:] = np.cumsum([rw.shape[0] for rw in rows])
     flat = np.full((int(at[-1]), width), -1, dtype=np.int64)   # rows of every recipe, recipe by recipe
-    for i, r in enumerate(rows):
-        flat[at[i]:at[i + 1], :r.shape[1]] = r
+    for i, rw in enumerate(rows):
+        flat[at[i]:at[i + 1], :rw.shape[1]] = rw
     rank_in_recipe = np.cumsum(valid, axis=0)[job, recipe] - 1
-    grid[:] = flat[at[recipe] + rank_in_recipe]
+    grid = flat[at[recipe] + rank_in_recipe]
     keep = grid >= 0
     return PathSet(job, np.concatenate(([0], np.cumsum(keep.sum(axis=1)))), grid[keep], J)
 
