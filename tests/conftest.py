@@ -75,6 +75,8 @@ def random_demands(topology, jobs: int, seed: int) -> Demands:
     rng = np.random.default_rng(seed)
     pairs = set()
     n = topology.num_endpoints
+    if jobs > n * (n - 1):
+        raise ValueError(f"{jobs} distinct pairs asked of {n} endpoints, which have {n * (n - 1)}")
     while len(pairs) < jobs:
         s, d = rng.integers(0, n, 2)
         if s != d:
