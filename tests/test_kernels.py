@@ -50,7 +50,7 @@ def test_least_loaded_compiled_and_in_numpy_pick_what_loops_pick(monkeypatch, se
 def test_heuristic_2_pass_layout_picks_what_loops_pick_batch_by_batch(seed):
     """Heuristic 2 lays a pass's candidates out in the pass's order; any batch (a slice of the
     pass) picks what the loops pick, ties included, and gives the picked paths' links."""
-    from optiq.heuristics.demand_aware import _PassLayout
+    from optiq.heuristics.common import CandidateLayout
 
     rng = np.random.default_rng(seed)
     num_links = int(rng.integers(2, 30))
@@ -59,10 +59,10 @@ def test_heuristic_2_pass_layout_picks_what_loops_pick_batch_by_batch(seed):
     cap = rng.choice([1.0, 2.0], num_links)
     jobs = rng.choice(ps.num_jobs, int(rng.integers(1, ps.num_jobs + 1)), replace=False)
     amount = rng.integers(1, 4, jobs.size)
-    layout = _PassLayout(ps, jobs, amount, cap)
+    layout = CandidateLayout(ps, jobs, amount, cap)
     lo = int(rng.integers(0, jobs.size))
     hi = int(rng.integers(lo + 1, jobs.size + 1))
-    best, links, per_link = layout.best_paths(lo, hi, load)
+    best, _, links, per_link = layout.least_loaded(lo, hi, load)
     want, _ = _least_loaded_by_loops(ps, jobs[lo:hi], amount[lo:hi].astype(float), load, cap)
     assert np.array_equal(best, want)
     assert links.tolist() == [int(x) for p in want for x in ps.path(p)]

@@ -64,13 +64,42 @@ def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load
 
         return least_loaded_paths(job_offsets, candidates.offsets, candidates.links, jobs,
                                   np.broadcast_to(np.asarray(amount, dtype=float), jobs.shape), load, cap)
-    paths = csr_positions(job_offsets[jobs], count)        # the candidates, job by job
-    owner = np.repeat(np.arange(jobs.size), count)
-    h = candidates.hops[paths]
-    entries = csr_positions(candidates.offsets[paths], h)
-    links = candidates.links[entries]
-    after = (load[links] + np.repeat(np.asarray(amount, dtype=float)[owner], h)) / cap[links]
-    worst = np.maximum.reduceat(after, np.concatenate(([0], np.cumsum(h)[:-1])))
-    order = np.lexsort((paths, h, worst, owner))
-    first = order[np.concatenate(([0], np.flatnonzero(np.diff(owner[order])) + 1))]
-    return paths[first], worst[first]
+    best, worst, _, _ = CandidateLayout(candidates, jobs, amount, cap).least_loaded(0, jobs.size, load)
+    return best, worst
+
+
+class CandidateLayout:
+    """The candidates of ``jobs`` laid out job by job in that order, so that any run of the jobs
+    is a slice of every array: Heuristic 2 lays a pass out once and chooses for its batches
+    with a few numpy operations on slices; :func:`least_loaded` chooses for all at once."""
+
+    def __init__(self, candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, cap: np.ndarray) -> None:
+        count = candidates.job_offsets[jobs + 1] - candidates.job_offsets[jobs]
+        if (count == 0).any():
+            raise PlanError(f"job {int(jobs[np.flatnonzero(count == 0)[0]])} has no candidate path")
+        self.paths = csr_positions(candidates.job_offsets[jobs], count)      # candidate ids, job by job
+        self.path_at = np.concatenate(([0], np.cumsum(count)))               # a job's first path here
+        self.owner = np.repeat(np.arange(jobs.size), count)
+        self.hops = candidates.hops[self.paths]
+        self.entry_at = np.concatenate(([0], np.cumsum(self.hops)))          # a path's first link entry here
+        self.links = candidates.links[csr_positions(candidates.offsets[self.paths], self.hops)]
+        self.amount = np.repeat(np.broadcast_to(np.asarray(amount, dtype=float), jobs.shape)[self.owner], self.hops)
+        self.inv_cap = 1.0 / cap[self.links]
+        self.path_of_entry = np.repeat(np.arange(self.paths.size), self.hops)
+
+    def least_loaded(self, lo: int, hi: int, load: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For jobs ``lo:hi``: each one's candidate whose busiest link would be least loaded in
+        time with its amount more on every link it crosses (ties: fewer hops, then the earlier
+        path), that link's time, and the chosen paths' links with the bytes on each."""
+        p0, p1 = self.path_at[lo], self.path_at[hi]
+        e0, e1 = self.entry_at[p0], self.entry_at[p1]
+        links = self.links[e0:e1]
+        after = (load[links] + self.amount[e0:e1]) * self.inv_cap[e0:e1]
+        worst = np.maximum.reduceat(after, self.entry_at[p0:p1] - e0)
+        owner = self.owner[p0:p1]
+        order = np.lexsort((np.arange(p1 - p0), self.hops[p0:p1], worst, owner))
+        first = order[np.concatenate(([0], np.flatnonzero(np.diff(owner[order])) + 1))]
+        keep = np.zeros(p1 - p0, dtype=bool)
+        keep[first] = True
+        on = keep[self.path_of_entry[e0:e1] - p0]
+        return self.paths[p0 + first], worst[first], links[on], self.amount[e0:e1][on]

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import PlanError
 from ..paths.pathset import csr_positions
 from ..utils.progress import Progress, Ticker
-from .common import COMPILED_FROM, least_loaded
+from .common import COMPILED_FROM, CandidateLayout, least_loaded
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -105,14 +105,14 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
             break
         waiting = waiting[np.lexsort((waiting, _scatter(waiting), -left[waiting]))]
         amounts = np.minimum(left[waiting], unit)
-        layout = None if candidates.num_paths >= COMPILED_FROM else _PassLayout(candidates, waiting, amounts, cap)
+        layout = None if candidates.num_paths >= COMPILED_FROM else CandidateLayout(candidates, waiting, amounts, cap)
         for start in range(0, waiting.size, block):
             stop = min(start + block, waiting.size)
             jobs, amount = waiting[start:stop], amounts[start:stop]
             if layout is None:
                 best, links, per_link = _best_paths(candidates, jobs, amount, load, cap)
             else:
-                best, links, per_link = layout.best_paths(start, stop, load)
+                best, _, links, per_link = layout.least_loaded(start, stop, load)
             load += np.bincount(links, weights=per_link, minlength=load.size)
             out[best] += amount
             left[jobs] -= amount
@@ -137,42 +137,6 @@ def _scatter(jobs: np.ndarray) -> np.ndarray:
     many bytes left, a batch takes jobs from all over the list, not a run of one source's jobs
     that share their first links and would all choose alike."""
     return (jobs.astype(np.uint64) * np.uint64(2654435761)) % np.uint64(2**32)
-
-
-class _PassLayout:
-    """The candidates of one pass's jobs laid out in the pass's order, so that a batch of jobs
-    is a slice of every array: a batch's choice is then a few numpy operations on slices, the
-    same choice as :func:`~optiq.heuristics.common.least_loaded` makes (least busiest link in
-    time, then fewer hops, then the earlier path)."""
-
-    def __init__(self, candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, cap: np.ndarray) -> None:
-        count = candidates.job_offsets[jobs + 1] - candidates.job_offsets[jobs]
-        if (count == 0).any():
-            raise PlanError(f"job {int(jobs[np.flatnonzero(count == 0)[0]])} has no candidate path")
-        self.paths = csr_positions(candidates.job_offsets[jobs], count)      # candidate ids, job by job
-        self.path_at = np.concatenate(([0], np.cumsum(count)))               # a job's first path here
-        self.owner = np.repeat(np.arange(jobs.size), count)
-        self.hops = candidates.hops[self.paths]
-        self.entry_at = np.concatenate(([0], np.cumsum(self.hops)))          # a path's first link entry here
-        self.links = candidates.links[csr_positions(candidates.offsets[self.paths], self.hops)]
-        self.amount = np.repeat(amount.astype(float)[self.owner], self.hops)  # per link entry
-        self.inv_cap = 1.0 / cap[self.links]
-        self.path_of_entry = np.repeat(np.arange(self.paths.size), self.hops)
-
-    def best_paths(self, lo: int, hi: int, load: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Jobs ``lo:hi`` of the pass: each one's chosen candidate, and its links with the bytes."""
-        p0, p1 = self.path_at[lo], self.path_at[hi]
-        e0, e1 = self.entry_at[p0], self.entry_at[p1]
-        links = self.links[e0:e1]
-        after = (load[links] + self.amount[e0:e1]) * self.inv_cap[e0:e1]
-        worst = np.maximum.reduceat(after, self.entry_at[p0:p1] - e0)
-        owner = self.owner[p0:p1]
-        order = np.lexsort((np.arange(p1 - p0), self.hops[p0:p1], worst, owner))
-        first = order[np.concatenate(([0], np.flatnonzero(np.diff(owner[order])) + 1))]
-        keep = np.zeros(p1 - p0, dtype=bool)
-        keep[first] = True
-        on = keep[self.path_of_entry[e0:e1] - p0]
-        return self.paths[p0 + first], links[on], self.amount[e0:e1][on]
 
 
 def _best_paths(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load: np.ndarray,
