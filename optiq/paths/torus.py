@@ -438,20 +438,14 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     valid = np.concatenate([new_order, new_order & tie[:, None]], axis=1)   # (job, recipe)
     valid &= np.cumsum(valid, axis=1) <= k
     table = _link_table(topology)
-    rows: list[np.ndarray] = []
-    for r in range(valid.shape[1]):
-        jobs = np.flatnonzero(valid[:, r])
-        rows.append(dimension_order_walk(topology, demands.src[jobs], demands.dst[jobs], _rotated(order, r % n),
-                                         flip_ties=r >= n, table=table))
-    job, recipe = np.nonzero(valid)                    # the paths, job by job and in recipe order
+    jobs = [np.flatnonzero(valid[:, r]) for r in range(valid.shape[1])]
+    rows = [dimension_order_walk(topology, demands.src[j], demands.dst[j], _rotated(order, r % n), flip_ties=r >= n,
+                                 table=table) for r, j in enumerate(jobs)]
     width = max((rw.shape[1] for rw in rows), default=0)
-    at = np.zeros(valid.shape[1] + 1, dtype=np.int64)
-    at[1:] = np.cumsum([rw.shape[0] for rw in rows])
-    flat = np.full((int(at[-1]), width), -1, dtype=np.int64)   # rows of every recipe, recipe by recipe
-    for i, rw in enumerate(rows):
-        flat[at[i]:at[i + 1], :rw.shape[1]] = rw
-    rank_in_recipe = np.cumsum(valid, axis=0)[job, recipe] - 1
-    grid = flat[at[recipe] + rank_in_recipe]
+    job = np.concatenate(jobs)
+    by_job = np.argsort(job, kind="stable")            # job by job, each in recipe order
+    grid = np.concatenate([np.pad(rw, ((0, 0), (0, width - rw.shape[1])), constant_values=-1) for rw in rows])[by_job]
+    job = job[by_job]
     keep = grid >= 0
     return PathSet(job, np.concatenate(([0], np.cumsum(keep.sum(axis=1)))), grid[keep], J)
 
