@@ -106,3 +106,15 @@ def test_the_circle_test_sees_a_circle():
     assert any(len(c) > 1 for c in nx.strongly_connected_components(graph))
     source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import x\ndef f():\n    from .b import y\n"
     assert [n.module for n in _runtime_imports(ast.parse(source))] == ["typing", "b"]
+
+
+def test_importing_optiq_and_the_executor_loads_neither_scipy_nor_numba():
+    # every MPI rank of a replay imports the executor: scipy (about half its import time) and
+    # numba are loaded by the work that needs them, not by the import
+    import subprocess
+    import sys
+
+    code = ("import sys, optiq, optiq.runtime.__main__; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'numba', 'pyomo'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out

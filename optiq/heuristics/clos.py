@@ -21,8 +21,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import coo_matrix, csr_matrix
-from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -159,6 +157,8 @@ def _parts(topology: Topology, between: np.ndarray, rest: np.ndarray) -> tuple[n
     links = between[keep]
     index = np.full(N, -1)
     index[rest] = np.arange(rest.size)
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
     graph = coo_matrix((np.ones(links.size), (index[topology.link_src[links]], index[topology.link_dst[links]])),
                        shape=(rest.size, rest.size)).tocsr()
     m, label = connected_components(graph, directed=False)
@@ -181,6 +181,8 @@ def _edge_colour(a: np.ndarray, b: np.ndarray, n: int, m: int) -> np.ndarray | N
     rows = np.arange(n)
     matched = []  # per colour, the column every row is matched to
     for _ in range(m):
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import maximum_bipartite_matching
         match = maximum_bipartite_matching(csr_matrix(count > 0), perm_type="column")
         if (match < 0).any():  # cannot happen for a regular bipartite multigraph
             return None

@@ -43,8 +43,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 from ..errors import TopologyError
 from ..paths.minhop import switch_slots
@@ -52,6 +50,8 @@ from ..topology.lft import NO_PORT, ForwardingTables, empty_tables
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from scipy.sparse import csr_matrix
 
     from ..topology import Topology
 
@@ -142,6 +142,8 @@ class TreeRouter:
         self.columns = space.lids.size
         S = self.S
         valid = self.nb >= 0
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import shortest_path
         adjacency = csr_matrix((np.ones(int(valid.sum())), (np.nonzero(valid)[0], self.nb[valid])), shape=(S, S))
         self.hops = shortest_path(adjacency, unweighted=True)
         if not np.isfinite(self.hops).all():
@@ -178,6 +180,8 @@ class TreeRouter:
         valid = nb >= 0
         down = valid & (key[np.maximum(nb, 0)] > key[:, None])
         rows, slots = np.nonzero(down)
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import shortest_path
         graph = csr_matrix((np.ones(rows.size), (rows, nb[rows, slots])), shape=(S, S))
         self.down_dist = dd = shortest_path(graph, unweighted=True, directed=True)
         d = dd.copy()

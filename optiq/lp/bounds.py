@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.sparse import csr_matrix
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -133,6 +132,7 @@ def _switch_cuts(topology, demands) -> list[CutBound | None]:
             return np.bincount(g[leaves], weights=np.asarray(weights, float)[leaves], minlength=switches.size)[keep]
     else:   # hosts on several switches: a sparse membership matrix
         rows = np.concatenate([switches - ends, set_of])
+        from scipy.sparse import csr_matrix
         member = csr_matrix((np.ones(rows.size), (rows, np.concatenate([switches, host]))), shape=(switches.size, n))
         member.data[:] = 1.0
         member = member[keep]

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import highspy
 import numpy as np
-from scipy.sparse import coo_matrix
 
 from ..errors import SolverError
 from ..utils.progress import Progress, heartbeat
@@ -58,6 +57,7 @@ def solve_lp(topology: Topology, demands: Demands, paths: PathSet, *, solver: st
     rows = np.concatenate([paths.job, link_row[links], np.arange(J)])
     colidx = np.concatenate([np.arange(P), cols, np.full(J, P)])
     data = np.concatenate([np.ones(P), vals, -np.ones(J)])
+    from scipy.sparse import coo_matrix
     a = coo_matrix((data, (rows, colidx)), shape=(J + used.size, P + 1)).tocsc()
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = P + 1, J + used.size

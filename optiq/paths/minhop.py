@@ -29,8 +29,6 @@ import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 from ..errors import TopologyError
 from ..topology.lft import ForwardingTables, empty_tables
@@ -132,6 +130,8 @@ def minhop_tables(topology: Topology, *, progress: Callable[[str], None] | None 
     tables = empty_tables(topology, SOURCE)
     table, space = tables.table, fabric.lid_space
     column_of = {(int(e), int(o)): c for c, (e, o) in enumerate(zip(space.entry.tolist(), space.offset.tolist()))}
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
     adjacency = csr_matrix((np.ones(int((nb >= 0).sum())), (np.nonzero(nb >= 0)[0], nb[nb >= 0])), shape=(S, S))
     is_ca = fabric.lid_link >= 0
     link = np.maximum(fabric.lid_link, 0)

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from ..errors import TopologyError
 from ..topology.lft import NO_PORT
@@ -301,6 +299,8 @@ def _credit_loop(topology: Topology, tables: ForwardingTables, a: np.ndarray, b:
     n = topology.num_links
     if not a.size:
         return 0, []
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
     graph = csr_matrix((np.ones(a.size), (a, b)), shape=(n, n))
     count, label = connected_components(graph, directed=True, connection="strong")
     sizes = np.bincount(label, minlength=count)

@@ -7,8 +7,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 from ..errors import TopologyError
 from ..utils.names import close_names
@@ -19,6 +17,7 @@ if TYPE_CHECKING:
 
     import networkx as nx
     from numpy.typing import ArrayLike
+    from scipy.sparse import csr_matrix
 
     from .dragonfly import DragonflyShape
     from .ibnet import Fabric
@@ -316,6 +315,8 @@ class Topology:
 
     def adjacency(self) -> csr_matrix:
         """Node adjacency matrix (1 where at least one link exists)."""
+        from scipy.sparse import csr_matrix
+
         n = self.num_nodes
         a = csr_matrix((np.ones(self.num_links), (self.link_src, self.link_dst)), shape=(n, n))
         a.data[:] = 1.0
@@ -323,6 +324,8 @@ class Topology:
 
     def hop_distances(self, sources: ArrayLike) -> np.ndarray:
         """Hop distance from each of ``sources`` to every node, shape ``(len(sources), num_nodes)``."""
+        from scipy.sparse.csgraph import shortest_path
+
         d = shortest_path(self.adjacency(), unweighted=True, indices=np.asarray(sources, dtype=np.int64))
         return np.atleast_2d(d)
 
@@ -380,6 +383,8 @@ class Topology:
 
     def check_connected(self) -> None:
         """Raise :class:`TopologyError` unless every endpoint reaches every other endpoint."""
+        from scipy.sparse.csgraph import shortest_path
+
         d = self.hop_distances([0])[0]
         back = shortest_path(self.adjacency().T.tocsr(), unweighted=True, indices=[0])[0]
         for dist in (d, back):
