@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PlanError
+from ..paths.pathset import stable_order
 from .common import least_loaded
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
     used = np.flatnonzero(out > 0)
     carrying = candidates.select(out > 0)
     load = carrying.link_loads(out[used], topology.num_links)
-    by_link = np.argsort(carrying.links, kind="stable")  # the used paths' crossings, link by link
+    by_link = stable_order(carrying.links, topology.num_links)  # the used paths' crossings, link by link
     crossing = used[carrying.path_of_link_entry[by_link]]
     link_start = np.searchsorted(carrying.links[by_link], np.arange(load.size + 1))
     new_links, new_owner = np.zeros(0, np.int64), np.zeros(0, np.int64)  # crossings of paths that got bytes here

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PlanError
+from ..paths.pathset import stable_order
 from ..utils.progress import Progress, Ticker
 
 if TYPE_CHECKING:
@@ -168,7 +169,7 @@ class _Entries:
 
     def __init__(self, path: np.ndarray, link: np.ndarray, num_links: int, by_link: np.ndarray | None = None) -> None:
         self.path, self.link, self.num_links = path, link, num_links
-        self.by_link = np.argsort(link, kind="stable") if by_link is None else by_link
+        self.by_link = stable_order(link, num_links) if by_link is None else by_link
 
     def keep(self, mask: np.ndarray) -> _Entries:
         if mask.all():
