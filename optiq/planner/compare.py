@@ -13,12 +13,13 @@ from ..paths import FORWARDED, FREE
 from ..paths.space import PathSpace
 from ..plan import DEFAULT_CHUNK_SIZE
 from .make import METHODS, make_plan
-from .methods import CandidatePlanner, make_candidates, planner_named
+from .methods import CandidatePlanner, make_candidates, planner_named, resolved_kind
 from .tables import job_tables, split_plan
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..paths import PathSet
     from ..plan import Plan
     from ..topology import Topology
     from ..workloads import Demands
@@ -104,14 +105,25 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
     if TABLES in methods and topology.fabric is None:
         raise PlanError(f"the tables method writes an InfiniBand fabric's forwarding tables; {topology.name} is not "
                         f"a fabric (ibnet:FILE)")
-    candidates = None
     first = next((p for p in planners if isinstance(p, CandidatePlanner) and (p.routing or routing) == routing), None)
-    if first is not None:
-        space = PathSpace(topology, demands, routing, max_intermediates=max_intermediates, seed=seed,
-                          progress=progress)
-        candidates = make_candidates(topology, demands, first.k_for(demands.num_jobs), first.candidate_kind,
-                                     hop_limit=first.hop_limit,
-                                     seed=seed, progress=progress, space=space, stops=False)
+    space = PathSpace(topology, demands, routing, max_intermediates=max_intermediates, seed=seed,
+                      progress=progress) if first is not None else None
+    made: dict[str, PathSet] = {}
+
+    def shared_candidates(planner: Any) -> PathSet | None:
+        """The candidates ``first`` asks for, made once per kind they resolve to: ``auto`` may
+        give a greedy heuristic other paths than an LP (:func:`make_candidates`), as
+        :func:`make_plan` would give it."""
+        if first is None or space is None or (planner.routing or routing) != routing:
+            return None
+        greedy = isinstance(planner, CandidatePlanner) and not planner.solves_lp
+        kind = resolved_kind(topology, demands, first.candidate_kind, greedy) if space.kind != "chains" else "chains"
+        if kind not in made:
+            made[kind] = make_candidates(topology, demands, first.k_for(demands.num_jobs), first.candidate_kind,
+                                         hop_limit=first.hop_limit, seed=seed, progress=progress, space=space,
+                                         stops=False, greedy=greedy)
+        return made[kind]
+
     runs = []
     carried: Plan | None = None  # the job as the tables carry it with the split (the default row)
     for method, planner in zip(methods, planners):
@@ -123,7 +135,7 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
         elif split is not None and method == "default":
             plan = carried = split_plan(topology, demands, split)
         else:
-            shared = candidates if (planner.routing or routing) == routing else None
+            shared = shared_candidates(planner)
             plan = make_plan(topology, demands, planner, progress=progress, candidates=shared, chunk_size=chunk_size,
                              seed=seed, routing=routing, max_intermediates=max_intermediates)
         runs.append(MethodRun(method, plan, time.perf_counter() - start))

@@ -111,7 +111,7 @@ def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str
         from ..paths.chains import valiant_chains
 
         return valiant_chains(topology, demands, k, seed=seed)
-    kind = _resolved(topology, demands, kind, greedy)
+    kind = resolved_kind(topology, demands, kind, greedy)
     paths = space.from_links(_link_candidates(topology, demands, k, kind, hop_limit=hop_limit, seed=seed,
                                               progress=progress, workers=workers),
                              distinct=kind in ("torus", "torus-shortest"))
@@ -147,7 +147,7 @@ def check_candidate_kind(topology: Topology, space: PathSpace, kind: str) -> Non
         raise ParameterError(f"{kind} candidates need a torus or mesh, not {topology.name!r}")
 
 
-def _resolved(topology: Topology, demands: Demands, kind: str, greedy: bool) -> str:
+def resolved_kind(topology: Topology, demands: Demands, kind: str, greedy: bool) -> str:
     """The kind of link paths ``auto`` stands for here (see :data:`CANDIDATE_KINDS`); other kinds as they are.
 
     A greedy heuristic's candidates for a dense pattern on a torus are the shortest routes:
