@@ -204,19 +204,25 @@ def test_greedy_heuristics_take_shortest_routes_on_a_torus_dense_pattern_and_the
     assert make_plan(t, d, "heu2").predicted_time_s <= 1.15 * opt
 
 
-def test_compare_plans_every_method_as_make_plan_plans_it_alone():
+@pytest.mark.parametrize("spec", ["torus:3x3x2", "fattree:k=4,n=2"])
+def test_compare_plans_every_method_as_make_plan_plans_it_alone(spec):
     """``compare_methods`` shares candidates between methods, but a greedy heuristic on a dense
-    torus pattern gets the shortest routes ``make_plan`` gives it, and the LP methods spread ones."""
+    torus pattern gets the shortest routes ``make_plan`` gives it, and the LP methods spread
+    ones; where the default routes are optimal (the fat-tree's all-to-all), every method keeps
+    them as it does alone."""
+    from optiq.planner import default_routes_optimal
     from optiq.planner.compare import compare_methods
 
-    t = from_spec("torus:3x3x2")
+    t = from_spec(spec)
     n = t.num_endpoints
     sizes = np.random.default_rng(0).integers(1, 1000, (n, n)) * 8
     np.fill_diagonal(sizes, 0)
     src, dst = np.nonzero(sizes)
     d = Demands(src, dst, sizes[src, dst])
-    for run in compare_methods(t, d, ["lp", "heu2", "heu1", "opt"]):
+    assert default_routes_optimal(t, d) == spec.startswith("fattree")
+    for run in compare_methods(t, d, ["lp", "heu2", "heu1", "default", "opt"]):
         alone = make_plan(t, d, run.method)
+        assert bool(run.plan.info.get("default_optimal")) == bool(alone.info.get("default_optimal")), run.method
         assert run.plan.predicted_time_s == alone.predicted_time_s, run.method
         assert np.array_equal(run.plan.paths.links, alone.paths.links), run.method
         assert np.array_equal(run.plan.path_bytes, alone.path_bytes), run.method

@@ -12,7 +12,7 @@ from ..errors import PlanError
 from ..paths import FORWARDED, FREE
 from ..paths.space import PathSpace
 from ..plan import DEFAULT_CHUNK_SIZE
-from .make import METHODS, make_plan
+from .make import METHODS, default_routes_optimal, make_plan
 from .methods import CandidatePlanner, make_candidates, planner_named, resolved_kind
 from .tables import job_tables, split_plan
 
@@ -53,8 +53,10 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
     """Plan ``demands`` with every method, each taking the ``options`` that apply to it.
 
     The candidate paths are searched once, as the first method that picks among candidates
-    asks (its ``k``, kind and hop limit), and given to every method that uses them and plans
-    with the same ``routing`` (``dynamic`` is always free and makes its own). Every plan
+    asks (its ``k``, kind and hop limit), and given to every method that picks among them and
+    plans with the same ``routing`` (``dynamic`` is always free and makes its own); where
+    ``auto`` gives a greedy heuristic other candidates than an LP (:func:`make_candidates`),
+    once for each, so every method plans as :func:`make_plan` would plan it alone. Every plan
     then carries the best lower bound proven for plans of its routing, whichever method
     proved it.
 
@@ -106,27 +108,28 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
         raise PlanError(f"the tables method writes an InfiniBand fabric's forwarding tables; {topology.name} is not "
                         f"a fabric (ibnet:FILE)")
     first = next((p for p in planners if isinstance(p, CandidatePlanner) and (p.routing or routing) == routing), None)
-    space = PathSpace(topology, demands, routing, max_intermediates=max_intermediates, seed=seed,
-                      progress=progress) if first is not None else None
-    made: dict[str, PathSet] = {}
-
-    def shared_candidates(planner: Any) -> PathSet | None:
-        """The candidates ``first`` asks for, made once per kind they resolve to: ``auto`` may
-        give a greedy heuristic other paths than an LP (:func:`make_candidates`), as
-        :func:`make_plan` would give it."""
-        if first is None or space is None or (planner.routing or routing) != routing:
-            return None
-        greedy = isinstance(planner, CandidatePlanner) and not planner.solves_lp
-        kind = resolved_kind(topology, demands, first.candidate_kind, greedy) if space.kind != "chains" else "chains"
-        if kind not in made:
-            made[kind] = make_candidates(topology, demands, first.k_for(demands.num_jobs), first.candidate_kind,
-                                         hop_limit=first.hop_limit, seed=seed, progress=progress, space=space,
-                                         stops=False, greedy=greedy)
-        return made[kind]
-
+    # the candidates ``first`` asks for, made once per kind they resolve to (``auto`` may give a
+    # greedy heuristic other paths than an LP), before any method's plan is timed
+    shared: list[PathSet | None] = [None] * len(planners)
+    # where the default routes are optimal every method keeps them without candidates, as alone
+    if first is not None and not default_routes_optimal(topology, demands):
+        space = PathSpace(topology, demands, routing, max_intermediates=max_intermediates, seed=seed,
+                          progress=progress)
+        made: dict[str, PathSet] = {}
+        for i, planner in enumerate(planners):
+            if not isinstance(planner, CandidatePlanner) or (planner.routing or routing) != routing:
+                continue
+            greedy = not planner.solves_lp
+            kind = "chains" if space.kind == "chains" else resolved_kind(topology, demands, first.candidate_kind,
+                                                                           greedy)
+            if kind not in made:
+                made[kind] = make_candidates(topology, demands, first.k_for(demands.num_jobs), first.candidate_kind,
+                                             hop_limit=first.hop_limit, seed=seed, progress=progress, space=space,
+                                             stops=False, greedy=greedy)
+            shared[i] = made[kind]
     runs = []
     carried: Plan | None = None  # the job as the tables carry it with the split (the default row)
-    for method, planner in zip(methods, planners):
+    for method, planner, given in zip(methods, planners, shared):
         if progress:
             progress(f"planning with {method}")
         start = time.perf_counter()
@@ -135,8 +138,7 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
         elif split is not None and method == "default":
             plan = carried = split_plan(topology, demands, split)
         else:
-            shared = shared_candidates(planner)
-            plan = make_plan(topology, demands, planner, progress=progress, candidates=shared, chunk_size=chunk_size,
+            plan = make_plan(topology, demands, planner, progress=progress, candidates=given, chunk_size=chunk_size,
                              seed=seed, routing=routing, max_intermediates=max_intermediates)
         runs.append(MethodRun(method, plan, time.perf_counter() - start))
     if split is not None:
