@@ -150,6 +150,9 @@ def _route(topology: Topology, between: np.ndarray, region: np.ndarray, terminal
 
 def _parts(topology: Topology, between: np.ndarray, rest: np.ndarray) -> tuple[np.ndarray, int] | None:
     """The connected parts of the switches ``rest``: each switch's part (-1 outside), and how many."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
     if not rest.size:
         return None
     N = topology.num_nodes
@@ -157,8 +160,6 @@ def _parts(topology: Topology, between: np.ndarray, rest: np.ndarray) -> tuple[n
     links = between[keep]
     index = np.full(N, -1)
     index[rest] = np.arange(rest.size)
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
     graph = coo_matrix((np.ones(links.size), (index[topology.link_src[links]], index[topology.link_dst[links]])),
                        shape=(rest.size, rest.size)).tocsr()
     m, label = connected_components(graph, directed=False)
@@ -170,6 +171,9 @@ def _parts(topology: Topology, between: np.ndarray, rest: np.ndarray) -> tuple[n
 def _edge_colour(a: np.ndarray, b: np.ndarray, n: int, m: int) -> np.ndarray | None:
     """Colours ``0..m-1`` for the edges ``a[i] -> b[i]`` of a bipartite multigraph on ``n + n``
     vertices, no two edges at a vertex alike; ``None`` if a vertex has more than ``m`` edges."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
     deg_a, deg_b = np.bincount(a, minlength=n), np.bincount(b, minlength=n)
     if deg_a.max(initial=0) > m or deg_b.max(initial=0) > m:
         return None
@@ -181,8 +185,6 @@ def _edge_colour(a: np.ndarray, b: np.ndarray, n: int, m: int) -> np.ndarray | N
     rows = np.arange(n)
     matched = []  # per colour, the column every row is matched to
     for _ in range(m):
-        from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import maximum_bipartite_matching
         match = maximum_bipartite_matching(csr_matrix(count > 0), perm_type="column")
         if (match < 0).any():  # cannot happen for a regular bipartite multigraph
             return None

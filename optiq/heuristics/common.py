@@ -55,17 +55,22 @@ def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load
     PlanError
         If a job has no candidate path.
     """
-    job_offsets = candidates.job_offsets
-    count = job_offsets[jobs + 1] - job_offsets[jobs]
+    if candidates.num_paths < COMPILED_FROM:
+        best, worst, _, _ = CandidateLayout(candidates, jobs, amount, cap).least_loaded(0, jobs.size, load)
+        return best, worst
+    _candidate_counts(candidates, jobs)
+    from .least_loaded_kernel import least_loaded_paths
+
+    return least_loaded_paths(candidates.job_offsets, candidates.offsets, candidates.links, jobs,
+                              np.broadcast_to(np.asarray(amount, dtype=float), jobs.shape), load, cap)
+
+
+def _candidate_counts(candidates: PathSet, jobs: np.ndarray) -> np.ndarray:
+    """How many candidates each of ``jobs`` has; :class:`PlanError` naming a job that has none."""
+    count = candidates.job_offsets[jobs + 1] - candidates.job_offsets[jobs]
     if (count == 0).any():
         raise PlanError(f"job {int(jobs[np.flatnonzero(count == 0)[0]])} has no candidate path")
-    if candidates.num_paths >= COMPILED_FROM:
-        from .least_loaded_kernel import least_loaded_paths
-
-        return least_loaded_paths(job_offsets, candidates.offsets, candidates.links, jobs,
-                                  np.broadcast_to(np.asarray(amount, dtype=float), jobs.shape), load, cap)
-    best, worst, _, _ = CandidateLayout(candidates, jobs, amount, cap).least_loaded(0, jobs.size, load)
-    return best, worst
+    return count
 
 
 class CandidateLayout:
@@ -74,9 +79,7 @@ class CandidateLayout:
     with a few numpy operations on slices; :func:`least_loaded` chooses for all at once."""
 
     def __init__(self, candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, cap: np.ndarray) -> None:
-        count = candidates.job_offsets[jobs + 1] - candidates.job_offsets[jobs]
-        if (count == 0).any():
-            raise PlanError(f"job {int(jobs[np.flatnonzero(count == 0)[0]])} has no candidate path")
+        count = _candidate_counts(candidates, jobs)
         self.paths = csr_positions(candidates.job_offsets[jobs], count)      # candidate ids, job by job
         self.path_at = np.concatenate(([0], np.cumsum(count)))               # a job's first path here
         self.owner = np.repeat(np.arange(jobs.size), count)
