@@ -295,6 +295,30 @@ def test_rebalance_keeps_every_job_whole_never_slows_the_plan_and_leaves_no_bett
                 assert ((load[links] + out[p]) / t.capacity[links]).max() >= busy[hot], (p, q)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rebalance_stops_within_its_slack_of_a_given_bound_and_not_before(seed):
+    """With a lower bound, moves stop at the first busiest link within BOUND_SLACK of it: each
+    move is the unbounded run's, so the bounded result is a prefix of the moves (the unbounded
+    run with as many moves), the first that reaches the slack, or all of them."""
+    from optiq.heuristics import rebalance
+    from optiq.heuristics.rebalance import BOUND_SLACK
+
+    t = torus((4, 4), bandwidth=1e9)
+    rng = np.random.default_rng(seed)
+    d = random_demands(t, 24, seed)
+    cand = diverse_paths(t, d, k=4, seed=seed)
+    start = np.zeros(cand.num_paths, dtype=np.int64)
+    jo = cand.job_offsets
+    start[jo[:-1] + rng.integers(0, np.diff(jo))] = d.nbytes
+    times = [cand.busiest_link_time(rebalance(t, cand, start, max_moves=m), t.capacity) for m in range(65)]
+    assert times[0] > times[-1]  # the moves gain, so a bound between them stops them
+    for bound in (times[0] / (1 + BOUND_SLACK), (times[0] + times[-1]) / 2 / (1 + BOUND_SLACK), 0.0):
+        out = rebalance(t, cand, start, bound_s=bound)
+        made = next((m for m, s in enumerate(times) if s <= bound * (1 + BOUND_SLACK)), len(times) - 1)
+        assert np.array_equal(out, rebalance(t, cand, start, max_moves=made)), bound
+    assert np.array_equal(rebalance(t, cand, start, bound_s=0.0), rebalance(t, cand, start))
+
+
 def test_heuristic_2_on_a_fat_tree_all_to_all_is_no_slower_than_the_default_routes_without_falling_back():
     from optiq.topology import from_spec
 

@@ -29,7 +29,13 @@ def default_moves(jobs: int) -> int:
     return max(64, jobs // 64)
 
 
-def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, max_moves: int | None = None) -> np.ndarray:
+#: :func:`rebalance` stops once the busiest link is within this fraction of a proven lower bound
+#: on the plan's time: no move can then gain more.
+BOUND_SLACK = 0.005
+
+
+def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, max_moves: int | None = None,
+              bound_s: float | None = None) -> np.ndarray:
     """Bytes per candidate path after moving whole paths' bytes off the busiest link.
 
     A greedy heuristic places each unit against the loads it sees, so it can leave a link
@@ -50,6 +56,9 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
         Bytes on every candidate path.
     max_moves : int, optional
         Most moves (default :func:`default_moves`).
+    bound_s : float, optional
+        A proven lower bound on the plan's time (seconds): no move is made once the busiest
+        link's time is within :data:`BOUND_SLACK` of it.
 
     Returns
     -------
@@ -92,8 +101,11 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
     link_start = np.searchsorted(carrying.links[by_link], np.arange(load.size + 1))
     new_links, new_owner = np.zeros(0, np.int64), np.zeros(0, np.int64)  # crossings of paths that got bytes here
     busy = load / cap
+    enough = -np.inf if bound_s is None else bound_s * (1 + BOUND_SLACK)
     for _ in range(limit):
         hot = int(np.argmax(busy))
+        if busy[hot] <= enough:
+            break
         on = np.unique(np.concatenate((crossing[link_start[hot]:link_start[hot + 1]], new_owner[new_links == hot])))
         on = on[out[on] > 0]
         if not on.size:  # no bytes at all

@@ -477,7 +477,7 @@ class DemandAware(CandidatePlanner):
     def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
         rec.unit = default_unit(ctx.demands.nbytes) if self.unit is None else self.unit
         placed = demand_aware_heuristic(ctx.topology, ctx.demands, candidates, rec.unit, progress=ctx.progress)
-        return rebalance(ctx.topology, candidates, placed)
+        return rebalance(ctx.topology, candidates, placed, bound_s=ctx.bound_s)
 
 
 @dataclass(frozen=True)
