@@ -298,6 +298,9 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     nbytes = np.asarray(nbytes, dtype=np.int64)
     used = nbytes > 0  # the plan keeps the paths that carry bytes (stops and checks for those alone)
     own_routes = paths is default  # the network's routes by construction: no leg to check
+    # link paths' stops come from forwarded_stops, which ends a leg where the path leaves the
+    # network's route: its legs are those routes by construction too
+    legs_built = own_routes or space.kind == "links"
     # a forwarded path that is the network's own route is one leg: its stops are its end
     one_leg = own_routes and space.kind != "free"
     paths, nbytes = paths.select(used) if one_leg else space.finish(paths.select(used)), nbytes[used]
@@ -310,4 +313,4 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     record.timings.update(ranks=workers.size, total_s=time.perf_counter() - start)
     return Plan(topology, demands, paths, nbytes, chunk_size=chunk_size,
                 method=name, lower_bound_time_s=bound_s, lower_bound_cut=bound_from, record=record,
-                routing=space.routing, check_legs=not own_routes)
+                routing=space.routing, check_legs=not legs_built)
