@@ -437,7 +437,7 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     new_order[:, 1:] = moving[:, :-1] & later[:, 1:]
     valid = np.concatenate([new_order, new_order & tie[:, None]], axis=1)   # (job, recipe)
     valid &= np.cumsum(valid, axis=1) <= k
-    table = _link_table(topology)
+    table = _link_table(topology).astype(np.int32)   # rows of int32: half the bytes to pad, gather and mask
     jobs = [np.flatnonzero(valid[:, r]) for r in range(valid.shape[1])]
     rows = [dimension_order_walk(topology, demands.src[j], demands.dst[j], _rotated(order, r % n), flip_ties=r >= n,
                                  table=table) for r, j in enumerate(jobs)]
@@ -447,7 +447,7 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     grid = np.concatenate([np.pad(rw, ((0, 0), (0, width - rw.shape[1])), constant_values=-1) for rw in rows])[by_job]
     job = job[by_job]
     keep = grid >= 0
-    return PathSet(job, np.concatenate(([0], np.cumsum(keep.sum(axis=1)))), grid[keep], J)
+    return PathSet(job, np.concatenate(([0], np.cumsum(keep.sum(axis=1)))), grid[keep].astype(np.int64), J)
 
 
 def _row_hash(rows: np.ndarray) -> np.ndarray:
