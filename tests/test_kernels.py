@@ -31,7 +31,7 @@ def _least_loaded_by_loops(ps: PathSet, jobs, amount, load, cap):
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_least_loaded_compiled_and_in_numpy_pick_what_loops_pick(monkeypatch, seed):
+def test_least_loaded_compiled_and_in_numpy_pick_what_loops_pick(seed):
     rng = np.random.default_rng(seed)
     num_links = int(rng.integers(2, 30))
     ps = _random_candidates(rng, int(rng.integers(1, 40)), num_links)
@@ -40,9 +40,8 @@ def test_least_loaded_compiled_and_in_numpy_pick_what_loops_pick(monkeypatch, se
     jobs = rng.choice(ps.num_jobs, int(rng.integers(1, ps.num_jobs + 1)), replace=False)
     amount = rng.integers(1, 4, jobs.size).astype(float)
     want = _least_loaded_by_loops(ps, jobs, amount, load, cap)
-    for compiled_from in (0, 10**12):   # the kernel, then numpy
-        monkeypatch.setattr(common, "COMPILED_FROM", compiled_from)
-        got = common.least_loaded(ps, jobs, amount, load, cap)
+    for compiled in (True, False):
+        got = common.least_loaded(ps, jobs, amount, load, cap, compiled=compiled)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
 
 

@@ -211,7 +211,13 @@ def _sequential_heu2(t, d, cand, unit):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_heuristic_2_one_job_a_batch_is_the_sequential_heuristic(seed):
+@pytest.mark.parametrize("compiled", [False, True])
+def test_heuristic_2_one_job_a_batch_is_the_sequential_heuristic(seed, compiled, monkeypatch):
+    """In numpy and compiled alike (the choice is by size: forced here both ways)."""
+    from optiq.heuristics import common
+
+    for name in ("COMPILED_FROM", "COMPILED_COLD_FROM"):
+        monkeypatch.setattr(common, name, 0 if compiled else 10**12)
     t = torus((4, 4), bandwidth=1e9)
     rng = np.random.default_rng(seed)
     pair = rng.choice(16 * 15, 20, replace=False)
@@ -222,6 +228,9 @@ def test_heuristic_2_one_job_a_batch_is_the_sequential_heuristic(seed):
     assert np.array_equal(demand_aware_heuristic(t, d, cand, 10**6, batch=1), want)
     batched = demand_aware_heuristic(t, d, cand, 10**6, batch=8)  # the same bytes per job, placed in passes
     assert np.array_equal(np.bincount(cand.job, weights=batched, minlength=d.num_jobs), d.nbytes)
+    monkeypatch.setattr(common, "COMPILED_FROM", 10**12 if compiled else 0)   # and the other way: alike
+    monkeypatch.setattr(common, "COMPILED_COLD_FROM", 10**12 if compiled else 0)
+    assert np.array_equal(demand_aware_heuristic(t, d, cand, 10**6, batch=8), batched)
 
 
 def _sequential_heu1(t, d, cand, maxload):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,24 +39,34 @@ def job_candidates(paths: PathSet, j: int) -> tuple[np.ndarray, np.ndarray, np.n
     return ids, paths.links[start:stop], paths.offsets[jo[j]:jo[j + 1]] - start, paths.hops[ids]
 
 
-#: Candidate paths (of the whole set) from which :func:`least_loaded` runs compiled: below, a
-#: plan's calls in numpy cost less than the kernel's first call in a process (numba's import and
-#: cached code, about a second).
+#: Candidate paths to scan (a set's, or Heuristic 2's over all its passes) from which the
+#: choice runs compiled once numba is loaded: below, numpy's calls cost about what the kernel's do.
 COMPILED_FROM = 500_000
+#: The same where numba is not loaded yet: its import and the kernel's first call (cached code
+#: loaded, numba's typing registries built) cost a plan more than numpy's slower scans below it.
+COMPILED_COLD_FROM = 1_500_000
+
+
+def compiled_pays(scans: int) -> bool:
+    """Whether choosing among ``scans`` candidate paths (all told) runs compiled. Either way
+    the same paths are picked (``tests/test_kernels.py``): only the time depends on whether an
+    earlier plan of the process loaded numba."""
+    return scans >= (COMPILED_FROM if "numba" in sys.modules else COMPILED_COLD_FROM)
 
 
 def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load: np.ndarray,
-                 cap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 cap: np.ndarray, *, compiled: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """For each of ``jobs``, its candidate whose busiest link would be least loaded in time
     with ``amount`` more bytes on every link it crosses (ties: fewer hops, then the earlier
-    path), and that link's time.
+    path), and that link's time. ``compiled`` runs the kernel (True) or numpy (False); by
+    default :func:`compiled_pays` decides by the set's size.
 
     Raises
     ------
     PlanError
         If a job has no candidate path.
     """
-    if candidates.num_paths < COMPILED_FROM:
+    if not (compiled_pays(candidates.num_paths) if compiled is None else compiled):
         best, worst, _, _ = CandidateLayout(candidates, jobs, amount, cap).least_loaded(0, jobs.size, load)
         return best, worst
     _candidate_counts(candidates, jobs)
@@ -85,10 +96,12 @@ class CandidateLayout:
         self.owner = np.repeat(np.arange(jobs.size), count)
         self.hops = candidates.hops[self.paths]
         self.entry_at = np.concatenate(([0], np.cumsum(self.hops)))          # a path's first link entry here
-        self.links = candidates.links[csr_positions(candidates.offsets[self.paths], self.hops)]
-        self.amount = np.repeat(np.broadcast_to(np.asarray(amount, dtype=float), jobs.shape)[self.owner], self.hops)
-        self.inv_cap = 1.0 / cap[self.links]
-        self.path_of_entry = np.repeat(np.arange(self.paths.size), self.hops)
+        # per link entry only the link itself (int32 where ids fit: the largest array, written once
+        # per pass); a batch repeats its paths' amounts and ids over their entries itself
+        narrow = np.int32 if cap.size < 2**31 else np.int64
+        self.links = candidates.links[csr_positions(candidates.offsets[self.paths], self.hops)].astype(narrow)
+        self.path_amount = np.broadcast_to(np.asarray(amount, dtype=float), jobs.shape)[self.owner]
+        self.inv_cap = 1.0 / cap
 
     def least_loaded(self, lo: int, hi: int, load: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """For jobs ``lo:hi``: each one's candidate whose busiest link would be least loaded in
@@ -96,13 +109,14 @@ class CandidateLayout:
         path), that link's time, and the chosen paths' links with the bytes on each."""
         p0, p1 = self.path_at[lo], self.path_at[hi]
         e0, e1 = self.entry_at[p0], self.entry_at[p1]
-        links = self.links[e0:e1]
-        after = (load[links] + self.amount[e0:e1]) * self.inv_cap[e0:e1]
+        links, hops = self.links[e0:e1], self.hops[p0:p1]
+        amount = np.repeat(self.path_amount[p0:p1], hops)
+        after = (load[links] + amount) * self.inv_cap[links]
         worst = np.maximum.reduceat(after, self.entry_at[p0:p1] - e0)
         owner = self.owner[p0:p1]
-        order = np.lexsort((np.arange(p1 - p0), self.hops[p0:p1], worst, owner))
+        order = np.lexsort((np.arange(p1 - p0), hops, worst, owner))
         first = order[np.concatenate(([0], np.flatnonzero(np.diff(owner[order])) + 1))]
         keep = np.zeros(p1 - p0, dtype=bool)
         keep[first] = True
-        on = keep[self.path_of_entry[e0:e1] - p0]
-        return self.paths[p0 + first], worst[first], links[on], self.amount[e0:e1][on]
+        on = np.repeat(keep, hops)
+        return self.paths[p0 + first], worst[first], links[on], amount[on]

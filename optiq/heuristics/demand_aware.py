@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import PlanError
 from ..paths.pathset import csr_positions
 from ..utils.progress import Progress, Ticker
-from .common import COMPILED_FROM, CandidateLayout, least_loaded
+from .common import CandidateLayout, compiled_pays, least_loaded
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -96,7 +96,9 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
     left = demands.nbytes.astype(np.int64).copy()
     J = demands.num_jobs
     block = batch_size(J) if batch is None else int(batch)
-    units = int((-(-left // unit)).sum())
+    per_job = -(-left // unit)
+    units = int(per_job.sum())
+    compiled = compiled_pays(int(per_job @ np.diff(candidates.job_offsets)))   # the candidates every pass scans
     tick, placed = Ticker(progress, "Heuristic 2: units placed", units), 0
     while True:
         # one pass: every job with bytes left places one unit, the most left first (ties: lower id)
@@ -105,7 +107,7 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
             break
         waiting = waiting[np.lexsort((waiting, _scatter(waiting), -left[waiting]))]
         amounts = np.minimum(left[waiting], unit)
-        layout = None if candidates.num_paths >= COMPILED_FROM else CandidateLayout(candidates, waiting, amounts, cap)
+        layout = None if compiled else CandidateLayout(candidates, waiting, amounts, cap)
         for start in range(0, waiting.size, block):
             stop = min(start + block, waiting.size)
             jobs, amount = waiting[start:stop], amounts[start:stop]
@@ -143,7 +145,7 @@ def _best_paths(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load:
                 cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every job's candidate whose busiest link would be least loaded in time after ``amount``
     more bytes (ties: fewer hops, then the earlier path), and its links with the bytes."""
-    best, _ = least_loaded(candidates, jobs, amount, load, cap)
+    best, _ = least_loaded(candidates, jobs, amount, load, cap, compiled=True)
     hops = candidates.hops[best]
     chosen = csr_positions(candidates.offsets[best], hops)
     return best, candidates.links[chosen], np.repeat(amount.astype(float), hops)

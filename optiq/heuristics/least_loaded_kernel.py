@@ -1,7 +1,6 @@
 """The compiled kernel of :func:`optiq.heuristics.common.least_loaded`: every job's candidates
 scanned in place, without the arrays of (path, link) entries and the sort numpy would build
-(imported the first time a candidate set reaches ``optiq.heuristics.common.COMPILED_FROM``
-paths)."""
+(imported the first time :func:`optiq.heuristics.common.compiled_pays` says so)."""
 
 from __future__ import annotations
 
