@@ -10,7 +10,7 @@ from conftest import random_demands, synthetic
 
 from optiq import Demands, from_spec, load_plan, make_plan, plan_metrics
 from optiq.cli import main
-from optiq.errors import ParameterError, PlanError
+from optiq.errors import ParameterError, PathError, PlanError
 from optiq.paths import (
     PathSet,
     every_rank_stops,
@@ -261,11 +261,15 @@ def test_free_candidate_plans_are_the_link_paths_of_the_free_generators():
 
 @pytest.mark.parametrize("spec", ["fattree:k=4,n=3", "torus:4x4x2", "cluster:hosts=12,edges=2,cores=1"])
 @pytest.mark.parametrize("memo_links", [0, None])
-def test_routes_kept_between_calls_are_the_routes_made_afresh(spec, memo_links, monkeypatch):
+@pytest.mark.parametrize("dense", [0, 10**6])
+def test_routes_kept_between_calls_are_the_routes_made_afresh(spec, memo_links, dense, monkeypatch):
     """Calls of overlapping pairs (repeats within a call too) give each pair the route a
-    search of that pair alone gives, whether the routes made before are kept or not."""
+    search of that pair alone gives, whether the routes made before are kept or not, looked
+    up by search or by a direct index; a pair that is not one still fails as it did."""
     from optiq.paths import system, system_routes
 
+    system.forget_routes()
+    monkeypatch.setattr(system, "DENSE_INDEX_RATIO", dense)
     if memo_links is not None:
         monkeypatch.setattr(system, "ROUTE_MEMO_LINKS", memo_links)
     t = from_spec(spec)
@@ -279,3 +283,9 @@ def test_routes_kept_between_calls_are_the_routes_made_afresh(spec, memo_links, 
             alone = system_routes(t, Demands([s], [d], [1]))
             assert got.path(i).tolist() == alone.path(0).tolist(), (s, d)
     assert (t in system._MEMO) == (memo_links is None)
+    if memo_links is None:
+        assert (system._MEMO[t].index is not None) == bool(dense)
+    nodes = t.num_nodes
+    for bad_src, bad_dst in ((0, 0), (-1, nodes + 1), (nodes, 1)):   # the second's key is pair (0, 1)'s
+        with pytest.raises(PathError):
+            network_routes(t, [1, bad_src], [0, bad_dst])

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import PathError
 from .pathset import PathSet, csr_positions
-from .system import network_routes
+from .system import network_routes, route_rows
 
 if TYPE_CHECKING:
 
@@ -174,11 +174,11 @@ def forwarded_stops(paths: PathSet, topology: Topology) -> np.ndarray:
             break
         length = end[trying] + 1
         leg_start = first[trying] + start[trying]
-        routes = network_routes(topology, tails[leg_start], heads[leg_start + length - 1])
-        same = routes.hops == length
+        route_at, route_links, rows = route_rows(topology, tails[leg_start], heads[leg_start + length - 1])
+        same = route_at[rows + 1] - route_at[rows] == length   # the links compared only where the hops agree
         where = csr_positions(leg_start[same], length[same])
         mismatch = np.bincount(np.repeat(np.arange(int(same.sum())), length[same]),
-                               weights=routes.links[csr_positions(routes.offsets[:-1][same], length[same])]
+                               weights=route_links[csr_positions(route_at[rows[same]], length[same])]
                                != paths.links[where], minlength=int(same.sum()))
         grows = np.zeros(trying.size, dtype=bool)
         grows[np.flatnonzero(same)[mismatch == 0]] = True

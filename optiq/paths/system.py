@@ -44,15 +44,30 @@ __all__ = ["system_routes", "network_routes", "bgq_dimension_order", "torus_rout
 ROUTE_MEMO_LINKS = 4_000_000
 
 
+#: :class:`_Routes` indexes every pair key directly (4 bytes a key of the nodes' square) where
+#: that square is at most this many times the pairs it holds: a plan's stops look legs up a
+#: dozen times, and a gather costs far less than the sort of a search.
+DENSE_INDEX_RATIO = 16
+
+
 class _Routes:
     """Routes by pair key (``src * nodes + dst``, sorted), as CSR arrays, and the fabric (with
-    its forwarding tables) they were read from: routes of another fabric are not these."""
+    its forwarding tables) they were read from: routes of another fabric are not these. Where
+    the routes cover enough of the ``nodes``-squared pairs, a row per key (``-1``: none)."""
 
-    def __init__(self, keys: np.ndarray, offsets: np.ndarray, links: np.ndarray, fabric: object = None) -> None:
-        self.keys, self.offsets, self.links, self.fabric = keys, offsets, links, fabric
+    def __init__(self, keys: np.ndarray, offsets: np.ndarray, links: np.ndarray, fabric: object = None,
+                 nodes: int = 0) -> None:
+        self.keys, self.offsets, self.links, self.fabric, self.nodes = keys, offsets, links, fabric, nodes
+        self.index: np.ndarray | None = None
+        if keys.size and nodes * nodes <= DENSE_INDEX_RATIO * keys.size and keys.size < 2**31:
+            self.index = np.full(nodes * nodes, -1, dtype=np.int32)
+            self.index[keys] = np.arange(keys.size, dtype=np.int32)
 
     def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where each of ``keys`` is (its row), and whether it is there."""
+        if self.index is not None:
+            rows = self.index[keys]
+            return rows, rows >= 0
         rows = np.asarray(np.searchsorted(self.keys, keys))
         if not self.keys.size:
             return rows, np.zeros(keys.size, dtype=bool)
@@ -65,7 +80,8 @@ class _Routes:
         hops = np.concatenate((np.diff(self.offsets), routes.hops))
         order = np.argsort(all_keys, kind="stable")
         links = np.concatenate((self.links, routes.links))[csr_positions(starts[order], hops[order])]
-        return _Routes(all_keys[order], np.concatenate(([0], np.cumsum(hops[order]))), links, self.fabric)
+        return _Routes(all_keys[order], np.concatenate(([0], np.cumsum(hops[order]))), links, self.fabric,
+                       self.nodes)
 
 
 _MEMO: weakref.WeakKeyDictionary[Topology, _Routes] = weakref.WeakKeyDictionary()
@@ -188,7 +204,8 @@ def network_routes(topology: Topology, src: ArrayLike, dst: ArrayLike, *,
     Raises
     ------
     PathError
-        If a pair is not two distinct endpoints, or the network cannot route it.
+        If an end is not a node, a pair is not two distinct endpoints, or the network cannot
+        route it.
 
     Examples
     --------
@@ -198,27 +215,44 @@ def network_routes(topology: Topology, src: ArrayLike, dst: ArrayLike, *,
     >>> [ps.nodes(p, t) for p in range(3)]
     [[0, 2, 4], [0, 2, 4], [2, 0]]
     """
+    offsets, links, rows = route_rows(topology, src, dst, progress=progress)
+    hops = np.diff(offsets)[rows]
+    return PathSet(np.arange(rows.size), np.concatenate(([0], np.cumsum(hops))),
+                   links[csr_positions(offsets[rows], hops)], rows.size)
+
+
+def route_rows(topology: Topology, src: ArrayLike, dst: ArrayLike, *,
+               progress: Callable[[str], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`network_routes` without gathering them: the routes kept (CSR ``offsets`` and
+    ``links``) and the row of each pair's route there, so a caller that compares only some
+    of them (a leg's hop count first) gathers only those."""
     src, dst = np.asarray(src, dtype=np.int64).ravel(), np.asarray(dst, dtype=np.int64).ravel()
     if src.size == 0:
-        return PathSet(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), 0)
-    key = src * topology.num_nodes + dst
-    uniq, inverse = np.unique(key, return_inverse=True)
+        return np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    n = topology.num_nodes
+    for name, ends in (("source", src), ("destination", dst)):
+        outside = np.flatnonzero((ends < 0) | (ends >= n))
+        if outside.size:
+            raise PathError(f"cannot route a leg: {name} {int(ends[outside[0]])} is not a node of "
+                            f"{topology.name} (nodes are 0..{n - 1})")
+    key = src * n + dst
     memo = _MEMO.get(topology)
     if memo is None or memo.fabric is not topology.fabric:
-        memo = _Routes(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), topology.fabric)
+        memo = _Routes(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), topology.fabric, n)
+    if memo.index is not None:   # every pair looked up directly; only where one is not kept are they sorted
+        rows, found = memo.find(key)
+        if found.all():
+            return memo.offsets, memo.links, rows
+    uniq, inverse = np.unique(key, return_inverse=True)
     rows, found = memo.find(uniq)
     new = uniq[~found]
     if new.size:
         try:
-            pairs = Demands(new // topology.num_nodes, new % topology.num_nodes, np.ones(new.size, np.int64),
-                            name="legs")
+            pairs = Demands(new // n, new % n, np.ones(new.size, np.int64), name="legs")
         except WorkloadError as exc:
             raise PathError(f"cannot route a leg: {exc}") from None
         memo = memo.merged(new, system_routes(topology, pairs, progress=progress))
         if memo.links.size <= ROUTE_MEMO_LINKS:
             _MEMO[topology] = memo
         rows, _ = memo.find(uniq)
-    rows = rows[inverse]
-    hops = np.diff(memo.offsets)[rows]
-    return PathSet(np.arange(src.size), np.concatenate(([0], np.cumsum(hops))),
-                   memo.links[csr_positions(memo.offsets[rows], hops)], src.size)
+    return memo.offsets, memo.links, rows[inverse]
