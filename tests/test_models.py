@@ -272,20 +272,27 @@ def test_heuristic_2_default_unit_grows_with_the_largest_job_and_scales_the_plan
     assert make_plan(t, huge, "heu2", k=4, unit=2**36).info["unit"] == 2**36  # a given unit is kept
 
 
+def _poor_start(seed):
+    """A torus, random jobs, 4 diverse candidates each and every job's bytes on one random
+    candidate: a poor plan for rebalance to start from."""
+    t = torus((4, 4), bandwidth=1e9)
+    rng = np.random.default_rng(seed)
+    d = random_demands(t, 24, seed)
+    cand = diverse_paths(t, d, k=4, seed=seed)
+    start = np.zeros(cand.num_paths, dtype=np.int64)
+    jo = cand.job_offsets
+    start[jo[:-1] + rng.integers(0, np.diff(jo))] = d.nbytes
+    return t, d, cand, start
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_rebalance_keeps_every_job_whole_never_slows_the_plan_and_leaves_no_better_single_move(seed):
     """Brute force: after rebalance, no path with bytes on the busiest link can move them to
     another candidate of its job with every link it crosses below that link's time."""
     from optiq.heuristics import rebalance
 
-    t = torus((4, 4), bandwidth=1e9)
-    rng = np.random.default_rng(seed)
-    d = random_demands(t, 24, seed)
-    cand = diverse_paths(t, d, k=4, seed=seed)
-    # bytes on one random candidate per job: a poor plan to start from
-    start = np.zeros(cand.num_paths, dtype=np.int64)
+    t, d, cand, start = _poor_start(seed)
     jo = cand.job_offsets
-    start[jo[:-1] + rng.integers(0, np.diff(jo))] = d.nbytes
     out = rebalance(t, cand, start)
     assert np.array_equal(np.bincount(cand.job, weights=out, minlength=d.num_jobs), d.nbytes)
     assert (out >= 0).all()
@@ -312,13 +319,7 @@ def test_rebalance_stops_within_its_slack_of_a_given_bound_and_not_before(seed):
     from optiq.heuristics import rebalance
     from optiq.heuristics.rebalance import BOUND_SLACK
 
-    t = torus((4, 4), bandwidth=1e9)
-    rng = np.random.default_rng(seed)
-    d = random_demands(t, 24, seed)
-    cand = diverse_paths(t, d, k=4, seed=seed)
-    start = np.zeros(cand.num_paths, dtype=np.int64)
-    jo = cand.job_offsets
-    start[jo[:-1] + rng.integers(0, np.diff(jo))] = d.nbytes
+    t, d, cand, start = _poor_start(seed)
     times = [cand.busiest_link_time(rebalance(t, cand, start, max_moves=m), t.capacity) for m in range(65)]
     assert times[0] > times[-1]  # the moves gain, so a bound between them stops them
     for bound in (times[0] / (1 + BOUND_SLACK), (times[0] + times[-1]) / 2 / (1 + BOUND_SLACK), 0.0):
