@@ -216,8 +216,11 @@ def test_heuristic_2_one_job_a_batch_is_the_sequential_heuristic(seed, compiled,
     """In numpy and compiled alike (the choice is by size: forced here both ways)."""
     from optiq.heuristics import common
 
-    for name in ("COMPILED_FROM", "COMPILED_COLD_FROM"):
-        monkeypatch.setattr(common, name, 0 if compiled else 10**12)
+    def run_compiled(kernel: bool) -> None:
+        for name in ("COMPILED_FROM", "COMPILED_COLD_FROM"):
+            monkeypatch.setattr(common, name, 0 if kernel else 10**12)
+
+    run_compiled(compiled)
     t = torus((4, 4), bandwidth=1e9)
     rng = np.random.default_rng(seed)
     pair = rng.choice(16 * 15, 20, replace=False)
@@ -228,8 +231,7 @@ def test_heuristic_2_one_job_a_batch_is_the_sequential_heuristic(seed, compiled,
     assert np.array_equal(demand_aware_heuristic(t, d, cand, 10**6, batch=1), want)
     batched = demand_aware_heuristic(t, d, cand, 10**6, batch=8)  # the same bytes per job, placed in passes
     assert np.array_equal(np.bincount(cand.job, weights=batched, minlength=d.num_jobs), d.nbytes)
-    monkeypatch.setattr(common, "COMPILED_FROM", 10**12 if compiled else 0)   # and the other way: alike
-    monkeypatch.setattr(common, "COMPILED_COLD_FROM", 10**12 if compiled else 0)
+    run_compiled(not compiled)   # and the other way: alike
     assert np.array_equal(demand_aware_heuristic(t, d, cand, 10**6, batch=8), batched)
 
 

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 
     from ..topology import Topology
 
-__all__ = ["system_routes", "network_routes", "bgq_dimension_order", "torus_routes", "dmodk_routes",
-           "ROUTE_MEMO_LINKS", "forget_routes"]
+__all__ = ["system_routes", "network_routes", "route_rows", "bgq_dimension_order", "torus_routes", "dmodk_routes",
+           "ROUTE_MEMO_LINKS", "DENSE_INDEX_RATIO", "forget_routes"]
 
 #: :func:`network_routes` keeps the routes it made for a topology, up to this many links in all,
 #: and routes only the pairs it has not routed before: a plan asks for the same pairs several

@@ -447,7 +447,7 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     grid = np.concatenate([np.pad(rw, ((0, 0), (0, width - rw.shape[1])), constant_values=-1) for rw in rows])[by_job]
     job = job[by_job]
     keep = grid >= 0
-    return PathSet(job, np.concatenate(([0], np.cumsum(keep.sum(axis=1)))), grid[keep].astype(np.int64), J)
+    return PathSet(job, np.concatenate(([0], np.cumsum(keep.sum(axis=1)))), grid[keep], J)
 
 
 def _row_hash(rows: np.ndarray) -> np.ndarray:
