@@ -68,6 +68,36 @@ def test_heuristic_2_pass_layout_picks_what_loops_pick_batch_by_batch(seed):
     assert per_link.tolist() == [float(a) for p, a in zip(want, amount[lo:hi]) for _ in ps.path(p)]
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_heuristic_2_compiled_batches_place_what_loops_place(seed):
+    """The compiled pass (several batches a call, in calls of a few batches) chooses every batch
+    against the loads before it, then adds the batch's bytes: the same paths, and the same
+    loads to the bit, as loops doing that batch by batch."""
+    from optiq.heuristics.least_loaded_kernel import place_batches
+
+    rng = np.random.default_rng(seed)
+    num_links = int(rng.integers(2, 30))
+    ps = _random_candidates(rng, int(rng.integers(1, 40)), num_links)
+    cap = rng.choice([1.0, 2.0, 3.0], num_links)
+    jobs = rng.choice(ps.num_jobs, int(rng.integers(1, ps.num_jobs + 1)), replace=False)
+    amount = rng.integers(1, 4, jobs.size) * 3
+    block = int(rng.integers(1, 6))
+    want_load, want_out = rng.integers(0, 5, num_links) * 3.0, np.zeros(ps.num_paths, dtype=np.int64)
+    load, out = want_load.copy(), want_out.copy()
+    for lo in range(0, jobs.size, block):
+        batch = slice(lo, lo + block)
+        best, _ = _least_loaded_by_loops(ps, jobs[batch], amount[batch].astype(float), want_load, cap)
+        added = np.zeros(num_links)
+        for p, a in zip(best, amount[batch]):
+            np.add.at(added, ps.path(p), float(a))   # a path may cross a link twice: it loads it twice
+            want_out[p] += a
+        want_load += added
+    split = int(rng.integers(0, jobs.size // block + 1)) * block   # two calls: the loads carry over
+    for part in (slice(0, split), slice(split, None)):
+        place_batches(ps.job_offsets, ps.offsets, ps.links, jobs[part], amount[part], block, load, cap, out)
+    assert np.array_equal(out, want_out) and np.array_equal(load, want_load)
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_cheapest_columns_are_numpy_argmin_with_the_skipped_columns_infinite(seed):
     rng = np.random.default_rng(seed)

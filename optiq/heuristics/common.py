@@ -40,8 +40,9 @@ def job_candidates(paths: PathSet, j: int) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 #: Candidate paths to scan (a set's, or Heuristic 2's over all its passes) from which the
-#: choice runs compiled once numba is loaded: below, numpy's calls cost about what the kernel's do.
-COMPILED_FROM = 500_000
+#: choice runs compiled once numba is loaded: from any number, as the kernels are then faster
+#: than numpy's calls at every size measured (``benchmarks/planner_scale.py``).
+COMPILED_FROM = 0
 #: The same where numba is not loaded yet: its import and the kernel's first call (cached code
 #: loaded, numba's typing registries built) cost a plan more than numpy's slower scans below it.
 COMPILED_COLD_FROM = 1_500_000
@@ -69,14 +70,14 @@ def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load
     if not (compiled_pays(candidates.num_paths) if compiled is None else compiled):
         best, worst, _, _ = CandidateLayout(candidates, jobs, amount, cap).least_loaded(0, jobs.size, load)
         return best, worst
-    _candidate_counts(candidates, jobs)
+    candidate_counts(candidates, jobs)
     from .least_loaded_kernel import least_loaded_paths
 
     return least_loaded_paths(candidates.job_offsets, candidates.offsets, candidates.links, jobs,
                               np.broadcast_to(np.asarray(amount, dtype=float), jobs.shape), load, cap)
 
 
-def _candidate_counts(candidates: PathSet, jobs: np.ndarray) -> np.ndarray:
+def candidate_counts(candidates: PathSet, jobs: np.ndarray) -> np.ndarray:
     """How many candidates each of ``jobs`` has; :class:`PlanError` naming a job that has none."""
     count = candidates.job_offsets[jobs + 1] - candidates.job_offsets[jobs]
     if (count == 0).any():
@@ -90,7 +91,7 @@ class CandidateLayout:
     with a few numpy operations on slices; :func:`least_loaded` chooses for all at once."""
 
     def __init__(self, candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, cap: np.ndarray) -> None:
-        count = _candidate_counts(candidates, jobs)
+        count = candidate_counts(candidates, jobs)
         self.paths = csr_positions(candidates.job_offsets[jobs], count)      # candidate ids, job by job
         self.path_at = np.concatenate(([0], np.cumsum(count)))               # a job's first path here
         self.owner = np.repeat(np.arange(jobs.size), count)

@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PlanError
-from ..paths.pathset import csr_positions
 from ..utils.progress import Progress, Ticker
-from .common import CandidateLayout, compiled_pays, least_loaded
+from .common import CandidateLayout, candidate_counts, compiled_pays
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -107,18 +106,26 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
             break
         waiting = waiting[np.lexsort((waiting, _scatter(waiting), -left[waiting]))]
         amounts = np.minimum(left[waiting], unit)
-        layout = None if compiled else CandidateLayout(candidates, waiting, amounts, cap)
+        if compiled:   # KERNEL_BATCHES batches a call: Python is left one step per call, for the progress
+            from .least_loaded_kernel import place_batches
+
+            candidate_counts(candidates, waiting)
+            for start in range(0, waiting.size, block * KERNEL_BATCHES):
+                stop = min(start + block * KERNEL_BATCHES, waiting.size)
+                place_batches(candidates.job_offsets, candidates.offsets, candidates.links, waiting[start:stop],
+                              amounts[start:stop], block, load, cap, out)
+                placed += stop - start
+                tick(placed)
+            left[waiting] -= amounts
+            continue
+        layout = CandidateLayout(candidates, waiting, amounts, cap)
         for start in range(0, waiting.size, block):
             stop = min(start + block, waiting.size)
-            jobs, amount = waiting[start:stop], amounts[start:stop]
-            if layout is None:
-                best, links, per_link = _best_paths(candidates, jobs, amount, load, cap)
-            else:
-                best, _, links, per_link = layout.least_loaded(start, stop, load)
+            best, _, links, per_link = layout.least_loaded(start, stop, load)
             load += np.bincount(links, weights=per_link, minlength=load.size)
-            out[best] += amount
-            left[jobs] -= amount
-            placed += jobs.size
+            out[best] += amounts[start:stop]
+            left[waiting[start:stop]] -= amounts[start:stop]
+            placed += stop - start
             tick(placed)
     tick(units)
     return out
@@ -132,6 +139,8 @@ def batch_size(jobs: int) -> int:
 
 #: Bounds of :func:`batch_size`.
 BATCH_MIN, BATCH_MAX = 16, 1024
+#: Batches the compiled pass places per call.
+KERNEL_BATCHES = 64
 
 
 def _scatter(jobs: np.ndarray) -> np.ndarray:
@@ -139,13 +148,3 @@ def _scatter(jobs: np.ndarray) -> np.ndarray:
     many bytes left, a batch takes jobs from all over the list, not a run of one source's jobs
     that share their first links and would all choose alike."""
     return (jobs.astype(np.uint64) * np.uint64(2654435761)) % np.uint64(2**32)
-
-
-def _best_paths(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load: np.ndarray,
-                cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every job's candidate whose busiest link would be least loaded in time after ``amount``
-    more bytes (ties: fewer hops, then the earlier path), and its links with the bytes."""
-    best, _ = least_loaded(candidates, jobs, amount, load, cap, compiled=True)
-    hops = candidates.hops[best]
-    chosen = csr_positions(candidates.offsets[best], hops)
-    return best, candidates.links[chosen], np.repeat(amount.astype(float), hops)

@@ -8,7 +8,26 @@ import numpy as np
 
 from ..utils.compiled import compiled, interrupts_held
 
-__all__ = ["least_loaded_paths"]
+__all__ = ["least_loaded_paths", "place_batches"]
+
+
+@compiled
+def _choose(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, j: int, amount: float,
+            load: np.ndarray, cap: np.ndarray) -> tuple[int, float]:  # pragma: no cover - compiled
+    """Job ``j``'s candidate whose busiest link would be least loaded with ``amount`` more, and that time."""
+    chosen, chosen_worst, chosen_hops = -1, np.inf, 0
+    for p in range(job_offsets[j], job_offsets[j + 1]):
+        busiest = -np.inf
+        for e in range(offsets[p], offsets[p + 1]):
+            link = links[e]
+            t = (load[link] + amount) / cap[link]
+            if t > busiest:
+                busiest = t
+        hops = offsets[p + 1] - offsets[p]
+        # the least busiest link; ties: fewer hops, then the earlier path
+        if chosen < 0 or busiest < chosen_worst or (busiest == chosen_worst and hops < chosen_hops):
+            chosen, chosen_worst, chosen_hops = p, busiest, hops
+    return chosen, chosen_worst
 
 
 @compiled
@@ -16,21 +35,30 @@ def _least_loaded(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarra
                   amount: np.ndarray, load: np.ndarray, cap: np.ndarray, best: np.ndarray,
                   worst: np.ndarray) -> None:  # pragma: no cover - compiled
     for i in range(jobs.size):
-        j = jobs[i]
-        chosen, chosen_worst, chosen_hops = -1, np.inf, 0
-        for p in range(job_offsets[j], job_offsets[j + 1]):
-            busiest = -np.inf
+        best[i], worst[i] = _choose(job_offsets, offsets, links, jobs[i], amount[i], load, cap)
+
+
+@compiled
+def _place_batches(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, jobs: np.ndarray,
+                   amount: np.ndarray, block: int, load: np.ndarray, cap: np.ndarray, out: np.ndarray,
+                   best: np.ndarray, added: np.ndarray) -> None:  # pragma: no cover - compiled
+    for start in range(0, jobs.size, block):
+        stop = min(start + block, jobs.size)
+        for i in range(start, stop):   # every job of the batch against the loads before it
+            best[i] = _choose(job_offsets, offsets, links, jobs[i], float(amount[i]), load, cap)[0]
+        # the batch's bytes per link summed first, then added, in the order numpy's bincount adds them
+        for i in range(start, stop):
+            p = best[i]
+            for e in range(offsets[p], offsets[p + 1]):
+                added[links[e]] += float(amount[i])
+        for i in range(start, stop):
+            p = best[i]
+            out[p] += amount[i]
             for e in range(offsets[p], offsets[p + 1]):
                 link = links[e]
-                t = (load[link] + amount[i]) / cap[link]
-                if t > busiest:
-                    busiest = t
-            hops = offsets[p + 1] - offsets[p]
-            # the least busiest link; ties: fewer hops, then the earlier path
-            if chosen < 0 or busiest < chosen_worst or (busiest == chosen_worst and hops < chosen_hops):
-                chosen, chosen_worst, chosen_hops = p, busiest, hops
-        best[i] = chosen
-        worst[i] = chosen_worst
+                if added[link] != 0.0:
+                    load[link] += added[link]
+                    added[link] = 0.0
 
 
 def least_loaded_paths(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, jobs: np.ndarray,
@@ -40,7 +68,20 @@ def least_loaded_paths(job_offsets: np.ndarray, offsets: np.ndarray, links: np.n
     on each of its links, and that time; ties to fewer hops, then the earlier path."""
     best = np.empty(jobs.size, dtype=np.int64)
     worst = np.empty(jobs.size, dtype=np.float64)
-    with interrupts_held():
-        _least_loaded(*(np.asarray(a, dtype=np.int64) for a in (job_offsets, offsets, links, jobs)),
+    with interrupts_held(_least_loaded):  # contiguous arrays of fixed types: one machine code
+        _least_loaded(*(np.ascontiguousarray(a, dtype=np.int64) for a in (job_offsets, offsets, links, jobs)),
                       *(np.ascontiguousarray(a, dtype=np.float64) for a in (amount, load, cap)), best, worst)
     return best, worst
+
+
+def place_batches(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, jobs: np.ndarray,
+                  amount: np.ndarray, block: int, load: np.ndarray, cap: np.ndarray, out: np.ndarray) -> None:
+    """Heuristic 2's batches of ``block`` jobs in one call: each job of a batch puts ``amount[i]``
+    bytes (integers) on its candidate least loaded against the loads before the batch (as
+    :func:`least_loaded_paths` chooses), then the batch's bytes join ``load`` and ``out`` (bytes
+    per candidate), both updated in place. The same loads as numpy's per-batch sums, bit for bit."""
+    best = np.empty(jobs.size, dtype=np.int64)
+    added = np.zeros(load.size)
+    with interrupts_held(_place_batches):  # contiguous arrays of fixed types: one machine code
+        _place_batches(*(np.ascontiguousarray(a, dtype=np.int64) for a in (job_offsets, offsets, links, jobs, amount)),
+                       int(block), load, np.ascontiguousarray(cap, dtype=np.float64), out, best, added)

@@ -28,14 +28,21 @@ def compiled(function: Callable[..., Any]) -> Any:
 
 
 @contextmanager
-def interrupts_held() -> Iterator[None]:
+def interrupts_held(kernel: Any = None) -> Iterator[None]:
     """Hold Ctrl-C until the compiled call returns, then deliver it to the usual handler.
 
     numba compiles on the first call and writes its cache from ctypes callbacks; a
     ``KeyboardInterrupt`` raised inside one is printed as a traceback and swallowed. (A
-    compiled kernel does not look at signals either way, so holding them costs nothing.)
+    compiled kernel does not look at signals either way, so holding them loses nothing.)
+
+    Parameters
+    ----------
+    kernel : numba dispatcher, optional
+        The kernel about to be called, always with arguments of the same types: once it has
+        machine code it compiles nothing more, and nothing is held. (Swapping the handler twice
+        costs far more than a small kernel's call: Heuristic 2 calls its kernel once per batch.)
     """
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or (kernel is not None and kernel.overloads):
         yield
         return
     held: list[int] = []
