@@ -262,17 +262,25 @@ class Executor:
             raise PlanError(f"the plan has {plan.paths.num_paths:,} paths, one MPI tag each, but this MPI library's "
                             f"largest tag is {tag_ub:,}")
         self.schedule: RankSchedule = compile_schedule(plan, comm.Get_rank())
-        # every rank must use the same window: senders cut messages at the receivers' segments
+        # every rank must use the same window: senders cut messages at the receivers' segments.
+        # What the ranks asked and the default's budget here, in one reduction (each costs a
+        # round of every rank, which on a crowded node is a scheduler's time slice or more)
         asked = math.inf if window is None else window
-        lowest, highest = comm.allreduce(asked, op=MPI.MIN), comm.allreduce(asked, op=MPI.MAX)
+        budget = window
+        if window is None:
+            budget = _within_budget(self.schedule, chunk, default_window(chunk, link_bw, slowest_link(plan),
+                                                                         paced_paths=pace_paths))
+        mine = np.array([asked, -asked, budget], dtype=float)
+        least = np.empty(3)
+        comm.Allreduce(mine, least, op=MPI.MIN)
+        lowest, highest = least[0], -least[1]
         if lowest != highest:
-            shown = sorted({"default" if w == math.inf else str(w) for w in (lowest, highest)})
+            shown = sorted({"default" if w == math.inf else f"{w:g}" for w in (lowest, highest)})
             raise PlanError(f"the window must be the same on every rank, got {' and '.join(shown)}")
         if window is not None and window < 1:
             raise PlanError(f"window must be at least 1 chunk, got {window}")
         if window is None:
-            wanted = default_window(chunk, link_bw, slowest_link(plan), paced_paths=pace_paths)
-            window = comm.allreduce(_within_budget(self.schedule, chunk, wanted), op=MPI.MIN)
+            window = int(least[2])
         self.plan, self.window, self.link_bw, self.chunk_size = plan, window, link_bw, chunk
         #: paced paths: the rate of every path this rank is the source of
         self.path_rate = None

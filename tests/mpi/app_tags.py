@@ -1,5 +1,6 @@
 """Run under mpiexec: the application's own messages on the same communicator, with the
-executor's tags, in flight during a transfer, and send buffers of float64 and int32.
+executor's tags, in flight during a transfer, and send buffers of float64 and int32; then
+windows that differ between ranks, refused on every rank.
 
 Exit code 0 only if the application's messages arrive intact and every job's bytes arrive
 exactly. Usage: mpiexec -n N python app_tags.py (N in 4, 8: a torus with one rank per node)
@@ -11,6 +12,7 @@ import numpy as np
 from mpi4py import MPI
 
 from optiq import from_spec, make_plan
+from optiq.errors import PlanError
 from optiq.runtime import Executor
 from optiq.workloads import constant_ratio, random_pairing
 
@@ -43,6 +45,13 @@ for dtype in (np.float64, np.int32):
         want = next(s[j] for s in sources if j in s)
         if buf.dtype != dtype or not np.array_equal(buf.view(np.uint8), want.view(np.uint8)):
             failures.append(f"rank {rank}: job {j} ({np.dtype(dtype).name}) arrived wrong")
+# windows that differ between ranks are refused on every rank alike, naming both
+try:
+    Executor(comm, plan, window=3 if rank == size - 1 else None).close()
+    failures.append(f"rank {rank}: windows that differ between ranks were taken")
+except PlanError as exc:
+    if "the window must be the same on every rank, got 3 and default" not in str(exc):
+        failures.append(f"rank {rank}: the wrong error for windows that differ: {exc}")
 failures = [f for fs in comm.allgather(failures) for f in fs]
 if rank == 0:
     print("\n".join(failures) or "ok")
