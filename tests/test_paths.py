@@ -312,6 +312,40 @@ def test_least_cost_paths_in_regions_equal_the_whole_graph_search(spec):
         assert np.isnan(confined[2]).all()  # a confined search proves no bound
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_least_cost_paths_in_threads_are_the_serial_search(threads):
+    """Blocks of the sources searched in threads give the serial search's paths, costs and
+    bounds, for every way of handling a path over its limit, in regions and not."""
+    from optiq import from_spec
+    from optiq.paths import least_cost_paths, min_hops
+
+    t = from_spec("torus:4x4x3")
+    d = random_demands(t, 40, seed=6)
+    rng = np.random.default_rng(7)
+    cost = rng.random(t.num_links) * (rng.random(t.num_links) < 0.5)   # zeros: ties
+    limit = min_hops(t, d.src, d.dst) + 1
+    for too_long in ("exact", "penalty", "drop"):
+        for regions in (False, True):
+            serial = least_cost_paths(t, d.src, d.dst, cost, limit, too_long=too_long, regions=regions)
+            lines: list[str] = []
+            split = least_cost_paths(t, d.src, d.dst, cost, limit, too_long=too_long, regions=regions,
+                                     threads=threads, progress=lines.append)
+            assert np.array_equal(serial[0].offsets, split[0].offsets) and np.array_equal(serial[0].links, split[0].links)
+            np.testing.assert_array_equal(serial[1], split[1])
+            np.testing.assert_array_equal(serial[2], split[2])
+
+
+def test_a_threaded_search_raises_the_error_of_the_part_that_failed():
+    from optiq import Topology
+    from optiq.paths import least_cost_paths
+
+    # node 3 cannot reach node 0: the part with source 3 fails, the search raises it
+    t = Topology("one way", 4, np.array([0, 1, 2, 1]), np.array([1, 2, 3, 0]), np.ones(4))
+    with pytest.raises(PathError, match="node 0 cannot be reached from node 3"):
+        least_cost_paths(t, np.array([0, 1, 2, 3]), np.array([3, 0, 3, 0]), np.ones(4), np.array([3, 3, 3, 3]),
+                         threads=2)
+
+
 def _random_pathset(rng, num_jobs, count):
     if count == 0:
         return PathSet(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), num_jobs)

@@ -9,7 +9,6 @@ from conftest import MPI_SCRIPTS, launch, mpiexec
 
 from optiq import from_spec, load_plan, make_plan
 from optiq.cli import main
-from optiq.workloads import constant_ratio, random_pairing
 
 pytestmark = pytest.mark.mpi
 
@@ -22,15 +21,29 @@ def _same_plan(a, b):
     assert np.array_equal(a.paths.links, b.paths.links) and np.array_equal(a.path_bytes, b.path_bytes)
 
 
-@pytest.mark.parametrize("method", ["opt", "heu2"])
-def test_plans_from_1_2_and_4_ranks_equal_the_serial_plan(tmp_path, method):
+def _workload(topology, kind):
+    """``plan_ranks.py``'s workload of that kind (the script's own, loaded without running it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("plan_ranks", MPI_SCRIPTS / "plan_ranks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.workload(topology, kind)
+
+
+@pytest.mark.parametrize("method, kind", [("opt", "disjoint"), ("heu2", "disjoint"), ("opt", "sparse")])
+def test_plans_from_1_2_and_4_ranks_equal_the_serial_plan(tmp_path, method, kind):
+    """``sparse`` takes column generation through several iterations, each pricing beside its
+    LP solve: over ranks the searches take turns, and the plan is the serial one."""
     t = from_spec(SPEC)
-    d = random_pairing(constant_ratio(t.num_endpoints, "disjoint", nbytes=2**20), seed=1)
-    serial = make_plan(t, d, method, k=4, candidate_kind="spread")
+    d, options = _workload(t, kind)
+    serial = make_plan(t, d, method, **options)
     assert serial.info["timings"]["ranks"] == 1
+    if kind == "sparse":
+        assert serial.info["iterations"] >= 3
     for ranks in (1, 2, 4):
         out = tmp_path / f"{method}{ranks}.json"
-        proc, _ = launch(ranks, MPI_SCRIPTS / "plan_ranks.py", SPEC, method, out)
+        proc, _ = launch(ranks, MPI_SCRIPTS / "plan_ranks.py", SPEC, method, out, kind)
         assert proc.returncode == 0, proc.stderr
         plan = load_plan(out)
         _same_plan(plan, serial)

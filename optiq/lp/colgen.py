@@ -290,7 +290,7 @@ def column_generation(topology: Topology, demands: Demands, options: CGOptions |
     """
     space = space or PathSpace(topology, demands)
     run = _Run(space, options or CGOptions(), initial, sizes, workers, progress)
-    background = ThreadPoolExecutor(max_workers=1) if run.options.overlap else None
+    background = ThreadPoolExecutor(max_workers=2) if run.options.overlap else None  # the LP, then its dual pricing
     try:
         for it in range(1, run.options.max_iterations + 1):
             stop = run.iterate(it, background)
@@ -372,23 +372,39 @@ class _Run:
         self.status = CGStatus.ITERATION_LIMIT
         self.previous: Any = None  # the last solution: its utilisation is priced while the next LP solves
 
-    def _solve(self, full: bool, background: ThreadPoolExecutor | None) -> tuple[Any, Any]:
-        """The restricted LP's solution, and the last one's utilisation pricing if it overlapped the solve."""
+    def _solve(self, full: bool, background: ThreadPoolExecutor | None) -> tuple[Any, Any, Any]:
+        """The restricted LP's solution; the last one's utilisation pricing if it overlapped the
+        solve; and, then, this solution's dual pricing, begun as soon as the solve ended (beside
+        the rest of the utilisation pricing, which often outlasts the solve)."""
         limit = _remaining(self.deadline)
         if background is None or self.previous is None:
-            return self.lp.solve(limit, progress=self.progress), None
+            return self.lp.solve(limit, progress=self.progress), None, None
         solving = background.submit(self.lp.solve, limit, progress=self.progress)  # HiGHS releases the GIL
+        beat = self.bound
+        # searches spread over MPI ranks run one at a time: their messages share one communicator
+        workers = self.pricer.workers
+        pricing = background.submit(self._price_duals, solving, full, beat) \
+            if workers is None or workers.size == 1 else None
         t0 = time.perf_counter()
-        smoothed = self.pricer.utilisation(self.previous, bound=full, beat=self.bound)
+        smoothed = self.pricer.utilisation(self.previous, bound=full, beat=beat, alone=False)
+        sol = solving.result()
+        duals = None if pricing is None else pricing.result()
         self.price_s += time.perf_counter() - t0
-        return solving.result(), smoothed
+        return sol, smoothed, duals
+
+    def _price_duals(self, solving: Any, full: bool, beat: float) -> tuple[PathSet, float] | None:
+        """Dual pricing of the solve under way, once it ends (None if it ended at the time limit)."""
+        sol = solving.result()
+        if sol.status != LPStatus.OPTIMAL:
+            return None
+        return self.pricer.duals(sol, bound=full, beat=beat)
 
     def iterate(self, it: int, background: ThreadPoolExecutor | None) -> CGStatus | None:
         """Solve, price and add columns once; the status to stop with, or ``None`` to go on."""
         t_iter = time.perf_counter()
         full = self.schedule.whole(it)
         self.pricer.searched_whole = False
-        sol, smoothed = self._solve(full, background)
+        sol, smoothed, priced = self._solve(full, background)
         self.lp_s += sol.solve_s
         if sol.status == LPStatus.TIME_LIMIT:
             self.say(f"iteration {it}: time limit during the LP solve; keeping the best plan found")
@@ -401,7 +417,7 @@ class _Run:
             self.best = _Incumbent(sol.time_s, paths, sol.share[used][order])
         t0 = time.perf_counter()
         rows_before, paths_before = sol.rows, self.lp.num_paths
-        dual_paths, dual_bound = self.pricer.duals(sol, bound=full, beat=self.bound)
+        dual_paths, dual_bound = priced if priced is not None else self.pricer.duals(sol, bound=full, beat=self.bound)
         if smoothed is None:
             smoothed = self.pricer.utilisation(sol, bound=full, beat=self.bound)
         self.previous = sol if background is not None else None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..mpi.workers import Workers
+from ..utils.resources import usable_cores
 
 if TYPE_CHECKING:
     from typing import Any
@@ -34,14 +35,19 @@ class Pricer:
         self.space = space
         self.topology, self.demands, self.size, self.hop_limit = space.topology, space.demands, size, hop_limit
         self.smoothing, self.t0, self.progress, self.workers = smoothing, t0, progress, workers
+        #: a search that has the machine to itself runs in a thread per core (over MPI ranks the
+        #: ranks share the cores)
+        self.cores = usable_cores() if workers is None or workers.size == 1 else 1
         #: search only where hop-limited paths go (tori and meshes, :mod:`optiq.paths.regions`);
         #: the whole graph when a bound is wanted
         self.regions = self.topology.is_torus and space.kind != "chains"
         self.searched_whole = False  # since the caller last reset it
 
-    def _search(self, cost: np.ndarray, too_long: str, what: str, regions: bool) -> tuple[PathSet, np.ndarray, np.ndarray]:
+    def _search(self, cost: np.ndarray, too_long: str, what: str, regions: bool,
+                alone: bool = True) -> tuple[PathSet, np.ndarray, np.ndarray]:
         return self.space.cheapest(cost / self.topology.capacity, self.hop_limit, too_long=too_long, what=what,
-                                   workers=self.workers, regions=regions, progress=self.progress)
+                                   workers=self.workers, regions=regions, progress=self.progress,
+                                   threads=self.cores if alone else 1)
 
     def duals(self, sol: Any, bound: bool = True, beat: float = 0.0) -> tuple[PathSet, float]:
         """Paths of negative reduced cost ``D_j / T0 * Z * cost_w(p) - pi_j`` (at most one per job),
@@ -64,9 +70,10 @@ class Pricer:
                 break
         return found.select(improving), 0.0 if regions else float(self.size @ free_cost)
 
-    def utilisation(self, sol: Any, bound: bool = True, beat: float = 0.0) -> tuple[PathSet, float]:
+    def utilisation(self, sol: Any, bound: bool = True, beat: float = 0.0, alone: bool = True) -> tuple[PathSet, float]:
         """Every job's cheapest path under ``exp(smoothing * (utilisation - 1))``, and that bound
-        (0 when the search stayed in the jobs' regions: see :meth:`_whole_graph`).
+        (0 when the search stayed in the jobs' regions: see :meth:`_whole_graph`). ``alone``:
+        nothing else runs meanwhile (no LP solve beside it), so the search takes every core.
 
         Every link weighs here, so this bound can help where the LP's duals price only the few
         tight links and most jobs find a free way around them.
@@ -74,10 +81,10 @@ class Pricer:
         smooth = np.exp(self.smoothing * (np.minimum(sol.link_s / sol.time_s, 1.0) - 1.0))
         weight = smooth / smooth.sum()
         regions = self.regions
-        found, path_cost, free_cost = self._search(weight, "penalty", "pricing by utilisation", regions)
+        found, path_cost, free_cost = self._search(weight, "penalty", "pricing by utilisation", regions, alone)
         if regions and bound and self._whole_graph(path_cost, beat):
             regions = False
-            found, _, free_cost = self._search(weight, "penalty", "pricing by utilisation", regions)
+            found, _, free_cost = self._search(weight, "penalty", "pricing by utilisation", regions, alone)
         return found.select(found.hops > 0), 0.0 if regions else float(self.size @ free_cost)
 
     def _whole_graph(self, region_cost: np.ndarray, beat: float) -> bool:
@@ -91,5 +98,6 @@ class Pricer:
         far above both Lagrangian bounds, and this saves two whole-graph searches per attempt.)
         """
         whole = float(self.size @ region_cost) > beat
-        self.searched_whole |= whole
+        if whole:  # only ever set here (the two pricings may run in two threads)
+            self.searched_whole = True
         return whole

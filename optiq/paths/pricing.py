@@ -9,7 +9,8 @@ re-solved by the hop-limited layered Bellman-Ford of :mod:`optiq.paths.shortest`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import threading
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,8 +42,8 @@ def min_hops(topology: Topology, sources: ArrayLike, targets: ArrayLike) -> np.n
 
 def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike, link_cost: np.ndarray, hop_limit: np.ndarray, *,
                      too_long: str = "exact", progress: Progress | None = None, what: str = "least-cost paths",
-                     workers: Workers | None = None,
-                     regions: bool = False) -> tuple[PathSet, np.ndarray, np.ndarray]:
+                     workers: Workers | None = None, regions: bool = False,
+                     threads: int = 1) -> tuple[PathSet, np.ndarray, np.ndarray]:
     """The cheapest path of every job under ``link_cost``, at most ``hop_limit[j]`` links long.
 
     Parameters
@@ -71,6 +72,10 @@ def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike,
         On tori and meshes, search every source's Dijkstra only over the nodes its jobs'
         hop-limited paths can reach (:mod:`optiq.paths.regions`): the same paths, a small
         part of the work on a large torus, but ``unlimited`` is then NaN (no bound).
+    threads : int
+        Without ``workers`` of more than one rank, search this many blocks of the sources in
+        as many threads (the compiled search releases the GIL); the answer is the same for
+        any number.
 
     Returns
     -------
@@ -105,8 +110,11 @@ def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike,
     hop_limit = np.asarray(hop_limit, dtype=np.int64)
     cost = np.asarray(link_cost, dtype=float)
     workers = workers or Workers()
-    parts = workers.map(_least_cost_part, topology, sources, targets, cost, hop_limit, too_long,
-                        regions and topology.is_torus, here={"progress": progress, "what": what})
+    args = (topology, sources, targets, cost, hop_limit, too_long, regions and topology.is_torus)
+    if workers.size == 1 and threads > 1 and np.unique(sources).size > 1:
+        parts = _threaded(_least_cost_part, int(threads), args, progress, what)
+    else:
+        parts = workers.map(_least_cost_part, *args, here={"progress": progress, "what": what})
     J = sources.size
     links, offsets = np.zeros(0, np.int64), np.zeros(J + 1, np.int64)
     path_cost, unlimited = np.zeros(J), np.zeros(J)
@@ -145,16 +153,47 @@ def replace_paths(links: np.ndarray, offsets: np.ndarray, jobs: np.ndarray, new_
     return merged, out
 
 
+def _threaded(fn: Any, threads: int, args: tuple, progress: Progress | None, what: str) -> list[Any]:
+    """``[fn(part, threads, *args) for part in range(threads)]``, each part in a thread of its
+    own; the first part reports the progress (its share of the sources). An error (Ctrl-C
+    too) stops the other parts at their next block of sources."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=threads)
+    try:
+        futures = [pool.submit(fn, part, threads, *args, stop=stop,
+                               **({"progress": progress, "what": what} if part == 0 else {}))
+                   for part in range(threads)]
+        return [future.result() for future in futures]
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Stopped(Exception):
+    """Another part of a threaded search failed: this one stops."""
+
+
 def _least_cost_part(part: int, parts: int, topology, sources, targets, cost, hop_limit, too_long, regions,
-                     progress: Progress | None = None, what: str = "") -> tuple:
-    """:func:`least_cost_paths` for the jobs whose source is in block ``part`` of the distinct sources."""
+                     progress: Progress | None = None, what: str = "", stop: threading.Event | None = None) -> tuple:
+    """:func:`least_cost_paths` for the jobs whose source is in block ``part`` of the distinct
+    sources (``stop``: raise at the next block of sources once it is set)."""
     uniq = np.unique(sources)
-    start, stop = block(uniq.size, part, parts)
-    jobs = np.flatnonzero((sources >= uniq[start]) & (sources <= uniq[stop - 1])) if stop > start else \
+    first, last = block(uniq.size, part, parts)
+    jobs = np.flatnonzero((sources >= uniq[first]) & (sources <= uniq[last - 1])) if last > first else \
         np.zeros(0, np.int64)
+    ticker = Ticker(progress, f"{what} (sources)", last - first)
+
+    def tick(done: int) -> None:
+        if stop is not None and stop.is_set():
+            raise _Stopped
+        ticker(done)
+
     links, offsets, path_cost, unlimited = _least_cost(topology, sources[jobs], targets[jobs], cost, hop_limit[jobs],
-                                                       too_long, Ticker(progress, f"{what} (sources)", stop - start),
-                                                       regions)
+                                                       too_long, tick, regions)
     return jobs, links, offsets, path_cost, unlimited
 
 

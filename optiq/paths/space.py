@@ -154,12 +154,13 @@ class PathSpace:
 
     def cheapest(self, link_cost: np.ndarray, hop_limit: np.ndarray, *, too_long: str = "exact",
                  what: str = "least-cost paths", workers: Workers | None = None, regions: bool = False,
-                 progress: Progress | None = None) -> tuple[PathSet, np.ndarray, np.ndarray]:
+                 progress: Progress | None = None, threads: int = 1) -> tuple[PathSet, np.ndarray, np.ndarray]:
         """Every job's cheapest path of the space under ``link_cost`` (per link, non-negative).
 
         On ``free`` and ``links``, :func:`optiq.paths.least_cost_paths` within ``hop_limit``
-        (on ``links`` every link costs what the link the network takes instead costs); on
-        ``chains``, :meth:`ChainSpace.cheapest` (no hop limit: the chain is the choice).
+        (on ``links`` every link costs what the link the network takes instead costs; its
+        sources in ``threads`` threads); on ``chains``, :meth:`ChainSpace.cheapest` (no hop
+        limit: the chain is the choice).
 
         Returns
         -------
@@ -179,7 +180,7 @@ class PathSpace:
             cost = cost[twins]
         found, path_cost, unlimited = least_cost_paths(self.topology, self.demands.src, self.demands.dst, cost,
                                                        hop_limit, too_long=too_long, progress=progress, what=what,
-                                                       workers=workers, regions=regions)
+                                                       workers=workers, regions=regions, threads=threads)
         if twins is not None:
             found = PathSet(found.job, found.offsets, twins[found.links], found.num_jobs)
         return found, path_cost, unlimited

@@ -13,8 +13,8 @@ import os
 
 from ..errors import OptiqError
 
-__all__ = ["ResourceError", "available_memory", "check_memory", "peak_memory_mib", "TOPOLOGY_BYTES_PER_LINK",
-           "PLAN_BYTES_PER_ENTRY"]
+__all__ = ["ResourceError", "available_memory", "check_memory", "peak_memory_mib", "usable_cores",
+           "TOPOLOGY_BYTES_PER_LINK", "PLAN_BYTES_PER_ENTRY"]
 
 TOPOLOGY_BYTES_PER_LINK = 110
 PLAN_BYTES_PER_ENTRY = 150
@@ -22,6 +22,14 @@ PLAN_BYTES_PER_ENTRY = 150
 
 class ResourceError(OptiqError):
     """A request would need more memory than this machine has."""
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; else every core the machine has)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def available_memory() -> int:
