@@ -81,7 +81,10 @@ class Pricer:
         smooth = np.exp(self.smoothing * (np.minimum(sol.link_s / sol.time_s, 1.0) - 1.0))
         weight = smooth / smooth.sum()
         regions = self.regions
-        found, path_cost, free_cost = self._search(weight, "penalty", "pricing by utilisation", regions, alone)
+        # every link weighs, so nearly every job's cheapest path is over its hop limit: within the
+        # regions (no bound wanted) one search with a cost per hop, not a search and then another
+        found, path_cost, free_cost = self._search(weight, "penalised" if regions else "penalty",
+                                                   "pricing by utilisation", regions, alone)
         if regions and bound and self._whole_graph(path_cost, beat):
             regions = False
             found, _, free_cost = self._search(weight, "penalty", "pricing by utilisation", regions, alone)

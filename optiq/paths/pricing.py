@@ -40,6 +40,10 @@ def min_hops(topology: Topology, sources: ArrayLike, targets: ArrayLike) -> np.n
     return topology.pair_hops(sources, targets)
 
 
+#: The ways :func:`least_cost_paths` handles a cheapest path over its hop limit.
+TOO_LONG = ("exact", "penalty", "drop", "penalised")
+
+
 def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike, link_cost: np.ndarray, hop_limit: np.ndarray, *,
                      too_long: str = "exact", progress: Progress | None = None, what: str = "least-cost paths",
                      workers: Workers | None = None, regions: bool = False,
@@ -54,13 +58,15 @@ def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike,
         Non-negative cost of every link.
     hop_limit : array of int, shape (J,)
         Longest path allowed per job (at least the job's hop distance).
-    too_long : {"exact", "penalty", "drop"}
+    too_long : {"exact", "penalty", "drop", "penalised"}
         What happens to jobs whose cheapest path is longer than their limit: ``exact``
         re-solves them with the hop-limited search (exact, slow when many are);
         ``penalty`` re-runs Dijkstra once for their sources with a cost per hop of half
         the mean positive link cost and keeps the paths within the limit, which is cheap
         but not always the cheapest; ``drop`` gives them an empty path. Jobs still too
-        long after ``penalty`` get an empty path.
+        long after ``penalty`` get an empty path. ``penalised`` searches every job once
+        with that cost per hop, for weights under which most cheapest paths are too long
+        (every link weighs): half the work of ``penalty`` there, but ``unlimited`` is NaN.
     progress : callable, optional
         Receives ``what: sources done/total`` every couple of seconds.
     what : str
@@ -104,8 +110,8 @@ def least_cost_paths(topology: Topology, sources: ArrayLike, targets: ArrayLike,
     >>> t.link_dst[paths.path(0)].tolist(), c.tolist(), free.tolist()
     ([1, 2], [1.0], [0.0])
     """
-    if too_long not in ("exact", "penalty", "drop"):
-        raise PathError(f"too_long must be exact, penalty or drop, not {too_long!r}")
+    if too_long not in TOO_LONG:
+        raise PathError(f"too_long must be one of {', '.join(TOO_LONG)}, not {too_long!r}")
     sources, targets = np.asarray(sources, dtype=np.int64), np.asarray(targets, dtype=np.int64)
     hop_limit = np.asarray(hop_limit, dtype=np.int64)
     cost = np.asarray(link_cost, dtype=float)
@@ -197,6 +203,12 @@ def _least_cost_part(part: int, parts: int, topology, sources, targets, cost, ho
     return jobs, links, offsets, path_cost, unlimited
 
 
+def _hop_step(cost: np.ndarray) -> float:
+    """The cost per hop that keeps paths short: half the mean positive link cost."""
+    positive = cost[cost > 0]
+    return 0.5 * float(positive.mean()) if positive.size else 1.0
+
+
 def _least_cost(topology, sources, targets, cost, hop_limit, too_long, tick,
                 regions: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     from .dijkstra import source_paths  # numba: imported when a search runs, not with optiq
@@ -204,23 +216,23 @@ def _least_cost(topology, sources, targets, cost, hop_limit, too_long, tick,
     n = topology.num_nodes
     hop_cost = 1e-9 * max(float(cost.max()), 1e-300)
     slack = hop_limit - topology.pair_hops(sources, targets) if regions else None
-    links, offsets, path_cost, hops = source_paths(topology, sources, targets, cost + hop_cost, cost, hop_limit,
-                                                   slack, tick)
+    links, offsets, path_cost, hops = source_paths(topology, sources, targets,
+                                                   cost + hop_cost + (_hop_step(cost) if too_long == "penalised" else 0.0),
+                                                   cost, hop_limit, slack, tick)
     # the tie-breaking hop cost can make a path look cheaper than one with more hops by at most
     # hop_cost * (nodes - 1): subtract that so the unlimited cost stays a lower bound
-    unlimited = np.full(path_cost.size, np.nan) if regions else np.maximum(path_cost - hop_cost * n, 0.0)
+    unlimited = np.full(path_cost.size, np.nan) if regions or too_long == "penalised" else \
+        np.maximum(path_cost - hop_cost * n, 0.0)
     over = np.flatnonzero(hops > hop_limit)
     if too_long == "penalty" and over.size:
-        positive = cost[cost > 0]
-        step = 0.5 * float(positive.mean()) if positive.size else 1.0
         found_links, found_offsets, found_cost, found_hops = source_paths(
-            topology, sources[over], targets[over], cost + hop_cost + step, cost, hop_limit[over],
+            topology, sources[over], targets[over], cost + hop_cost + _hop_step(cost), cost, hop_limit[over],
             None if slack is None else slack[over])
         links, offsets = replace_paths(links, offsets, over, found_links, found_offsets)
         fits = found_hops <= hop_limit[over]
         path_cost[over[fits]] = found_cost[fits]
         over = over[~fits]
-    if too_long in ("penalty", "drop"):
+    if too_long in ("penalty", "drop", "penalised"):
         path_cost[over] = 0.0  # their paths are empty
         return links, offsets, path_cost, unlimited
     for limit in np.unique(hop_limit[over]):
