@@ -393,11 +393,17 @@ class _Run:
         return sol, smoothed, duals
 
     def _price_duals(self, solving: Any, full: bool, beat: float) -> tuple[PathSet, float] | None:
-        """Dual pricing of the solve under way, once it ends (None if it ended at the time limit)."""
+        """Dual pricing of the solve under way, once it ends (None if it ended at the time limit,
+        or within the target gap: then the run stops without it)."""
         sol = solving.result()
-        if sol.status != LPStatus.OPTIMAL:
+        if sol.status != LPStatus.OPTIMAL or self._within_gap(sol.time_s, beat):
             return None
         return self.pricer.duals(sol, bound=full, beat=beat)
+
+    def _within_gap(self, time_s: float, bound: float) -> bool:
+        """Whether the best plan, counting one of ``time_s``, is within the target gap of ``bound``."""
+        best = min(time_s, self.best.time_s) if self.best is not None else time_s
+        return best <= 0 or (best - bound) / best <= self.options.gap
 
     def iterate(self, it: int, background: ThreadPoolExecutor | None) -> CGStatus | None:
         """Solve, price and add columns once; the status to stop with, or ``None`` to go on."""
@@ -415,6 +421,9 @@ class _Run:
             used = sol.share > 0
             paths, order = self.columns.pathset(used)
             self.best = _Incumbent(sol.time_s, paths, sol.share[used][order])
+        if self._within_gap(sol.time_s, max(self.bound, smoothed[1] if smoothed is not None else 0.0)):
+            self.bound = max(self.bound, smoothed[1] if smoothed is not None else 0.0)
+            return self._stop_within_gap(it, sol)  # no pricing can change the outcome
         t0 = time.perf_counter()
         rows_before, paths_before = sol.rows, self.lp.num_paths
         dual_paths, dual_bound = priced if priced is not None else self.pricer.duals(sol, bound=full, beat=self.bound)
@@ -454,6 +463,18 @@ class _Run:
                      f"({self.options.time_limit:g} s)")
             return CGStatus.TIME_LIMIT  # the next (larger) LP would not finish in time
         return None
+
+    def _stop_within_gap(self, it: int, sol: Any) -> CGStatus:
+        """The iteration whose solve brought the plan within the target gap: recorded without pricing."""
+        assert self.best is not None
+        gap = self.best.gap(self.bound)
+        elapsed = time.perf_counter() - self.start
+        self.history.append(CGIteration(it, self.lp.num_paths, sol.rows, sol.time_s, self.bound, gap, 0, sol.solve_s,
+                                        0.0, elapsed, sol.rounds))
+        self.say(f"iteration {it}: {self.lp.num_paths:,} paths, {sol.rows:,} link rows, LP {sol.time_s * 1e3:.4f} ms "
+                 f"({sol.solve_s:.1f} s, {sol.rounds} solve{'s' if sol.rounds > 1 else ''}), bound "
+                 f"{self.bound * 1e3:.4f} ms, gap {gap:.2%}: within the target, no more pricing; {elapsed:.1f} s")
+        return CGStatus.GAP_REACHED
 
     def result(self) -> CGResult:
         """The best plan found (the default routes if no LP was solved), polished to a vertex
