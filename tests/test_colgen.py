@@ -234,3 +234,30 @@ def test_column_generation_options_take_their_boundary_values_and_choose_the_sol
         CGOptions(**edge)  # accepted
     assert CGOptions().lp_solver == "hipdlp" and CGOptions(gap=1e-4).lp_solver == "ipm-nox"
     assert CGOptions(gap=0.0).lp_tolerance == 1e-8 and CGOptions(solver="ipm", tolerance=1e-7).lp_tolerance == 1e-7
+
+
+@pytest.mark.parametrize("dims", [(4, 4, 4), (6, 6)])
+def test_a_first_order_solve_good_enough_but_for_its_slack_is_solved_closer(dims):
+    """At a loose tolerance hipdlp's shares overfill some links beyond the LP's optimum; asked
+    for a time the LP's optimum meets, the solve tightens its tolerance until the shares meet
+    it too, and only then (a time below the optimum is not chased)."""
+    from optiq.paths.initial import initial_columns
+    from optiq.workloads import random_pairing
+
+    t = torus(dims, bandwidth=1e9)
+    d = random_pairing(constant_ratio(t.num_nodes, "disjoint", nbytes=2**20), seed=1)
+    columns = initial_columns(t, d, k=5)
+
+    def solved(solver, tolerance, **kw):
+        lp = RestrictedLP(t, d, solver=solver, tolerance=tolerance)
+        lp.add_paths(columns)
+        lp.add_busy_links(0.0)
+        return lp.solve(**kw)
+
+    optimum = solved("ipm-nox", 1e-9).time_s
+    plain = solved("hipdlp", 1e-2)
+    assert plain.time_s > optimum * 1.001 and plain.rounds == 1   # the slack this test is about
+    closer = solved("hipdlp", 1e-2, good_enough_s=optimum * 1.001)
+    assert closer.time_s <= optimum * 1.001 and closer.rounds > 1
+    unreachable = solved("hipdlp", 1e-2, good_enough_s=optimum * 0.99)
+    assert unreachable.rounds == 1 and unreachable.time_s == plain.time_s

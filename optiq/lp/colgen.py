@@ -377,9 +377,11 @@ class _Run:
         solve; and, then, this solution's dual pricing, begun as soon as the solve ended (beside
         the rest of the utilisation pricing, which often outlasts the solve)."""
         limit = _remaining(self.deadline)
+        enough = self.bound / (1 - self.options.gap)   # a plan this fast ends the run
         if background is None or self.previous is None:
-            return self.lp.solve(limit, progress=self.progress), None, None
-        solving = background.submit(self.lp.solve, limit, progress=self.progress)  # HiGHS releases the GIL
+            return self.lp.solve(limit, progress=self.progress, good_enough_s=enough), None, None
+        solving = background.submit(self.lp.solve, limit, progress=self.progress,
+                                    good_enough_s=enough)  # HiGHS releases the GIL
         beat = self.bound
         # searches spread over MPI ranks run one at a time: their messages share one communicator
         workers = self.pricer.workers

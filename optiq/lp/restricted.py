@@ -44,6 +44,9 @@ __all__ = ["RestrictedLP", "RestrictedSolution", "sum_repeats"]
 SCOUT_TOLERANCE: float | None = 1e-3
 #: Links loaded to at least this fraction of the LP's time join the rows with the violated ones.
 NEAR_FULL = 0.9
+#: Solves at a tenth of the tolerance, at most, for a first-order solution good enough but for
+#: its slack (:meth:`RestrictedLP.solve`'s ``good_enough_s``).
+POLISH_ROUNDS = 2
 
 
 def sum_repeats(column: np.ndarray, row: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -300,13 +303,18 @@ class RestrictedLP:
 
     # -- solving ----------------------------------------------------------------------
     def solve(self, time_limit: float | None = None, *, max_rounds: int = 20,
-              progress: Progress | None = None) -> RestrictedSolution:
+              progress: Progress | None = None, good_enough_s: float | None = None) -> RestrictedSolution:
         """Solve; while links without a row turn out over the LP's time, add their rows and solve again.
 
         With ``max_rounds=1`` the first solve is returned even when links are over: its shares
         are still a plan (``time_s`` is its true busiest link) but not the restricted LP's
         optimum, and ``over`` says how many links were over (their rows are added for the
         next solve). At the time limit the status is ``TIME_LIMIT`` and the arrays are empty.
+
+        ``good_enough_s``: a first-order solve whose own optimum is at most this time while its
+        shares' busiest link is above it (a first-order solution may overfill some rows by
+        far more than its relative tolerance) is solved again at a tenth of the tolerance, at
+        most :data:`POLISH_ROUNDS` times: the caller stops on such a plan.
 
         Raises
         ------
@@ -316,7 +324,8 @@ class RestrictedLP:
         deadline = None if time_limit is None else time.perf_counter() + time_limit
         h, J = self.highs, self.demands.num_jobs
         solve_s = 0.0
-        target = self.tolerance
+        target = asked = self.tolerance
+        polished = 0
         scouting = self.solver in FIRST_ORDER and SCOUT_TOLERANCE is not None and target < SCOUT_TOLERANCE
         for rounds in range(1, max_rounds + 1):
             self.set_tolerance(SCOUT_TOLERANCE if scouting and SCOUT_TOLERANCE is not None else target)
@@ -332,7 +341,7 @@ class RestrictedLP:
             status = highs_status(h.getModelStatus())
             if status == LPStatus.TIME_LIMIT:
                 empty = np.zeros(0)
-                self.set_tolerance(target)
+                self.set_tolerance(asked)
                 return RestrictedSolution(status, float("nan"), empty, empty, empty, 0.0, empty, rounds, 0,
                                           self.num_link_rows, solve_s)
             sol = h.getSolution()
@@ -354,9 +363,14 @@ class RestrictedLP:
             elif scouting:  # the rows are found: solve once more at the tolerance asked for
                 scouting = False
                 continue
+            elif good_enough_s is not None and self.solver in FIRST_ORDER and polished < POLISH_ROUNDS \
+                    and lp_time <= good_enough_s < seconds.max() and rounds < max_rounds:
+                polished += 1   # good enough but for the solver's slack: solve that closer
+                target /= 10
+                continue
             if not over.size or rounds == max_rounds:
                 break
-        self.set_tolerance(target)
+        self.set_tolerance(asked)
         row_dual = np.asarray(sol.row_dual)
         price = np.zeros(self.topology.num_links)
         has_row = self.row_of_link >= 0
