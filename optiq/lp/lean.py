@@ -32,6 +32,7 @@ from ..paths import PathSet, min_hops
 from ..paths.pathset import path_key
 from ..paths.space import PathSpace
 from ..utils.progress import heartbeat
+from ..utils.resources import usable_cores
 from .restricted import sum_repeats
 from .solution import LPStatus, highs_status, silent_highs
 
@@ -219,6 +220,7 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
                       hit_col[order].astype(np.int32), value[order])
         return int(links.size)
 
+    threads = usable_cores() if workers is None or workers.size == 1 else 1  # the pricing has the cores to itself
     add_columns(paths)
     if minimal:  # the few shortest routes of every job: where the lean plan ends up mostly
         add_columns(_shortest_routes(space, minimal, workers))
@@ -264,7 +266,7 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
         cost = 1.0 + price / (cap * time_s)  # per byte on a link: one hop, plus its price
         for mode in ("penalty", "exact"):  # the cheap search first; the exact one proves there is nothing
             found, path_cost, free_cost = space.cheapest(cost, hop_limit, too_long=mode, progress=progress,
-                                                         what="lean pricing", workers=workers)
+                                                         what="lean pricing", workers=workers, threads=threads)
             reduced = size * path_cost - pi
             improving = np.flatnonzero((reduced < -1e-9 * np.abs(pi).max()) & (found.hops > 0))
             if improving.size or space.kind == "chains":  # chains: one search is exact
