@@ -377,7 +377,7 @@ class _Run:
         solve; and, then, this solution's dual pricing, begun as soon as the solve ended (beside
         the rest of the utilisation pricing, which often outlasts the solve)."""
         limit = _remaining(self.deadline)
-        enough = self.bound / (1 - self.options.gap)   # a plan this fast ends the run
+        enough = self._enough(self.bound)
         if background is None or self.previous is None:
             return self.lp.solve(limit, progress=self.progress, good_enough_s=enough), None, None
         solving = background.submit(self.lp.solve, limit, progress=self.progress,
@@ -402,10 +402,13 @@ class _Run:
             return None
         return self.pricer.duals(sol, bound=full, beat=beat)
 
+    def _enough(self, bound: float) -> float:
+        """The time of a plan within the target gap of ``bound``: one this fast ends the run."""
+        return bound / (1 - self.options.gap)
+
     def _within_gap(self, time_s: float, bound: float) -> bool:
         """Whether the best plan, counting one of ``time_s``, is within the target gap of ``bound``."""
-        best = min(time_s, self.best.time_s) if self.best is not None else time_s
-        return best <= 0 or (best - bound) / best <= self.options.gap
+        return min(time_s, self.best.time_s if self.best is not None else time_s) <= self._enough(bound)
 
     def iterate(self, it: int, background: ThreadPoolExecutor | None) -> CGStatus | None:
         """Solve, price and add columns once; the status to stop with, or ``None`` to go on."""
@@ -423,8 +426,9 @@ class _Run:
             used = sol.share > 0
             paths, order = self.columns.pathset(used)
             self.best = _Incumbent(sol.time_s, paths, sol.share[used][order])
-        if self._within_gap(sol.time_s, max(self.bound, smoothed[1] if smoothed is not None else 0.0)):
-            self.bound = max(self.bound, smoothed[1] if smoothed is not None else 0.0)
+        known = max(self.bound, smoothed[1] if smoothed is not None else 0.0)
+        if self._within_gap(sol.time_s, known):
+            self.bound = known
             return self._stop_within_gap(it, sol)  # no pricing can change the outcome
         t0 = time.perf_counter()
         rows_before, paths_before = sol.rows, self.lp.num_paths
@@ -448,10 +452,8 @@ class _Run:
         self.history.append(CGIteration(it, paths_before, rows_before, sol.time_s, self.bound, gap, added,
                                         sol.solve_s, price, elapsed, sol.rounds))
         note = _bound_note(full and self.pricer.regions, self.pricer.searched_whole, this_bound)
-        self.say(f"iteration {it}: {paths_before:,} paths, {rows_before:,} link rows, LP {sol.time_s * 1e3:.4f} ms "
-                 f"({sol.solve_s:.1f} s, {sol.rounds} solve{'s' if sol.rounds > 1 else ''}), bound "
-                 f"{self.bound * 1e3:.4f} ms{note}, gap {gap:.2%}; +{added:,} -{dropped:,} paths ({price:.1f} s), "
-                 f"{elapsed:.1f} s")
+        self.say(f"{self._solved(it, paths_before, sol)}{note}, gap {gap:.2%}; +{added:,} -{dropped:,} paths "
+                 f"({price:.1f} s), {elapsed:.1f} s")
         if gap <= self.options.gap:
             return CGStatus.GAP_REACHED
         if improved == 0 and sol.over == 0:
@@ -473,10 +475,15 @@ class _Run:
         elapsed = time.perf_counter() - self.start
         self.history.append(CGIteration(it, self.lp.num_paths, sol.rows, sol.time_s, self.bound, gap, 0, sol.solve_s,
                                         0.0, elapsed, sol.rounds))
-        self.say(f"iteration {it}: {self.lp.num_paths:,} paths, {sol.rows:,} link rows, LP {sol.time_s * 1e3:.4f} ms "
-                 f"({sol.solve_s:.1f} s, {sol.rounds} solve{'s' if sol.rounds > 1 else ''}), bound "
-                 f"{self.bound * 1e3:.4f} ms, gap {gap:.2%}: within the target, no more pricing; {elapsed:.1f} s")
+        self.say(f"{self._solved(it, self.lp.num_paths, sol)}, gap {gap:.2%}: within the target, no more pricing; "
+                 f"{elapsed:.1f} s")
         return CGStatus.GAP_REACHED
+
+    def _solved(self, it: int, paths: int, sol: Any) -> str:
+        """The start of an iteration's progress line: the LP it solved, and the bound."""
+        return (f"iteration {it}: {paths:,} paths, {sol.rows:,} link rows, LP {sol.time_s * 1e3:.4f} ms "
+                f"({sol.solve_s:.1f} s, {sol.rounds} solve{'s' if sol.rounds > 1 else ''}), bound "
+                f"{self.bound * 1e3:.4f} ms")
 
     def result(self) -> CGResult:
         """The best plan found (the default routes if no LP was solved), polished to a vertex

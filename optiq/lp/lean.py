@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..mpi.workers import Workers
 from ..paths import PathSet, min_hops
 from ..paths.pathset import path_key
 from ..paths.space import PathSpace
 from ..utils.progress import heartbeat
-from ..utils.resources import usable_cores
 from .restricted import sum_repeats
 from .solution import LPStatus, highs_status, silent_highs
 
@@ -220,7 +220,7 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
                       hit_col[order].astype(np.int32), value[order])
         return int(links.size)
 
-    threads = usable_cores() if workers is None or workers.size == 1 else 1  # the pricing has the cores to itself
+    threads = (workers or Workers()).search_threads  # the pricing has the cores to itself
     add_columns(paths)
     if minimal:  # the few shortest routes of every job: where the lean plan ends up mostly
         add_columns(_shortest_routes(space, minimal, workers))

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..mpi.workers import Workers
-from ..utils.resources import usable_cores
 
 if TYPE_CHECKING:
     from typing import Any
@@ -35,9 +34,8 @@ class Pricer:
         self.space = space
         self.topology, self.demands, self.size, self.hop_limit = space.topology, space.demands, size, hop_limit
         self.smoothing, self.t0, self.progress, self.workers = smoothing, t0, progress, workers
-        #: a search that has the machine to itself runs in a thread per core (over MPI ranks the
-        #: ranks share the cores)
-        self.cores = usable_cores() if workers is None or workers.size == 1 else 1
+        #: the threads of a search that runs alone (no LP solve beside it)
+        self.cores = (workers or Workers()).search_threads
         #: search only where hop-limited paths go (tori and meshes, :mod:`optiq.paths.regions`);
         #: the whole graph when a bound is wanted
         self.regions = self.topology.is_torus and space.kind != "chains"

@@ -63,6 +63,14 @@ class Workers:
     def leader(self) -> bool:
         return self.rank == 0
 
+    @property
+    def search_threads(self) -> int:
+        """Threads a search of this process may take: a thread per core where no other rank
+        shares the work (the ranks share the cores otherwise)."""
+        from ..utils.resources import usable_cores
+
+        return usable_cores() if self.size == 1 else 1
+
     def map(self, fn: Callable[..., Any], *args: Any, here: dict[str, Any] | None = None) -> list[Any]:
         """``[fn(part, size, *args) for part in range(size)]``, part ``p`` computed on rank ``p``.
 
