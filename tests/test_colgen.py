@@ -14,6 +14,7 @@ from conftest import (
 from optiq.errors import ParameterError, WorkloadError
 from optiq.lp import build_pyomo_model, solve_lp, solve_pyomo_model
 from optiq.lp.colgen import CGOptions, CGStatus, column_generation
+from optiq.lp.lean import lean_plan
 from optiq.lp.restricted import RestrictedLP
 from optiq.paths import diverse_paths, route_twins
 from optiq.paths.pricing import least_cost_paths, min_hops
@@ -214,6 +215,19 @@ def test_the_lean_step_keeps_the_time_and_meets_the_least_hop_bytes_of_an_indepe
         return
     info = lean.info["lean"]
     assert info["hop_bytes"] <= info["hop_bytes_before"] and info["hop_bytes_bound"] <= least * (1 + 1e-6)
+
+
+def test_a_lean_round_whose_solve_overfills_a_link_without_a_row_still_gives_a_plan_that_fits():
+    t = torus((8, 8, 8), bandwidth=1e9)
+    d = constant_ratio(512, nbytes=2**20, num_sources=32, ratio=8)
+    cg = column_generation(t, d)
+    lines: list[str] = []
+    lean = lean_plan(t, d, cg.paths, cg.share, cg.time_s, max_iterations=1, progress=lines.append)
+    assert any("overfilled link rows" in line for line in lines)  # the round this test is about
+    moved = lean.share * d.nbytes[lean.paths.job]
+    assert lean.paths.busiest_link_time(moved, t.capacity) <= cg.time_s * (1 + 1e-9)
+    assert np.bincount(lean.paths.job, weights=lean.share, minlength=d.num_jobs) == pytest.approx(1.0)
+    assert float(moved @ lean.paths.hops) == pytest.approx(lean.hop_bytes) and lean.hop_bytes < lean.hop_bytes_before
 
 
 @pytest.mark.parametrize("setting, fragment", [

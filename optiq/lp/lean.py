@@ -12,8 +12,12 @@ traffic). The second step keeps the time and minimises the bytes on links:
 with ``T`` the plan's time. It is solved by column generation too, from the plan's own
 paths: a path of job ``j`` improves it when ``D_j * sum_{e in p} (1 + y_e / c_e) < pi_j``
 (link cost 1 plus the dual price per byte), found by the same search of the plan's path space
-(:class:`optiq.paths.space.PathSpace`), within the same hop limit. Link rows are lazy, as in :mod:`optiq.lp.restricted`: the links loaded
-to at least half of ``T`` start as rows, and a solve that overloads another adds its row.
+(:class:`optiq.paths.space.PathSpace`), within the same hop limit. Link rows are lazy, as in
+:mod:`optiq.lp.restricted`: the links loaded to at least half of ``T`` start as rows, and a
+solve that overloads another adds its row; its duals are priced all the same, and of its plan
+the step keeps the part that fits: the plan that far from the best one so far toward it. The
+last plan is made a vertex (few paths, every link exactly within ``T``) over the paths it uses,
+with a row for every link those paths could overfill.
 
 For any ``y >= 0``, ``sum_j D_j * dist_{1 + y/c}(j) - T * sum_e y_e`` is at most the least
 hop-bytes of any plan of time ``T`` (the Lagrangian bound, with paths of any length): the
@@ -166,14 +170,14 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
     columns: list[np.ndarray] = []
     column_stops: list[np.ndarray] = []
     jobs: list[int] = []
-    known: set[tuple[int, bytes]] = set()
+    known: dict[tuple[int, bytes], int] = {}  # a job's path -> its column
 
     def add_columns(new: PathSet) -> int:
-        fresh = []
+        fresh: list[tuple[np.ndarray, int, np.ndarray]] = []
         for p, j in enumerate(new.job.tolist()):
             links = new.path(p)
             if links.size and path_key(j, links) not in known:
-                known.add(path_key(j, links))
+                known[path_key(j, links)] = len(columns) + len(fresh)
                 fresh.append((links, j, new.stops[new.offsets[p]:new.offsets[p + 1]]))
         if not fresh:
             return 0
@@ -222,47 +226,66 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
 
     threads = (workers or Workers()).search_threads  # the pricing has the cores to itself
     add_columns(paths)
+    given = np.zeros(len(columns))  # the given plan over the columns
+    for p, j in enumerate(paths.job.tolist()):
+        if paths.hops[p]:
+            given[known[path_key(j, paths.path(p))]] += share[p]
     if minimal:  # the few shortest routes of every job: where the lean plan ends up mostly
         add_columns(_shortest_routes(space, minimal, workers))
     loads = paths.link_loads(share * size[paths.job], L) / cap
     add_rows(np.flatnonzero(loads >= INITIAL_ROWS * time_s))
-    best_share, best_hop_bytes, bound = None, before, 0.0
+    # the best plan so far, as shares of the columns, its link loads (in seconds) and hop-bytes
+    best_share, best_loads, best_hop_bytes, bound = given, loads, before, 0.0
     status, iterations = "iteration limit", 0
-    for it in range(1, max_iterations + 1):
-        iterations = it
+
+    def solve() -> tuple[Any, np.ndarray, np.ndarray] | str:
+        """The LP solved: HiGHS's solution, every column's share and every link's time; or
+        why there is none."""
         left = deadline - time.perf_counter()
         if left <= 0:
-            status = "time limit"
-            break
+            return "time limit"
         highs.setOptionValue("time_limit", float("inf") if deadline == float("inf") else highs.getRunTime() + left)
         with heartbeat(progress, f"lean LP ({len(columns):,} paths)"):
             highs.run()
         solved = highs_status(highs.getModelStatus())
         if solved != LPStatus.OPTIMAL and not (solved == LPStatus.FAILED and highs.getSolution().dual_valid):
-            status = "time limit" if solved == LPStatus.TIME_LIMIT else "solver failed"
-            break
+            return "time limit" if solved == LPStatus.TIME_LIMIT else "solver failed"
         sol = highs.getSolution()
         x = np.maximum(np.asarray(sol.col_value), 0.0)
         job_of = np.array(jobs)
         total = np.bincount(job_of, weights=x, minlength=J)
         if not (total > 0).all():  # a job the solver left without a path: no plan
-            status = "solver failed"
-            break
+            return "solver failed"
         s = x / total[job_of]
-        hops = np.array([p.size for p in columns])
-        link_loads = np.bincount(np.concatenate(columns), weights=np.repeat(s * size[job_of], hops), minlength=L) / cap
-        over = np.flatnonzero((row_of_link < 0) & (link_loads > time_s * (1 + 1e-9)))
-        if over.size:  # a link without a row was overloaded: give it (and the nearly full ones) a row
-            add_rows(np.flatnonzero((row_of_link < 0) & (link_loads >= 0.9 * time_s)))
-            continue
-        hop_bytes = float(size[job_of] @ (s * hops))
-        if hop_bytes < best_hop_bytes:  # the given plan stays unless one moves fewer
-            best_share, best_hop_bytes = s, hop_bytes
+        return sol, s, link_times(s)
+
+    def link_times(s: np.ndarray) -> np.ndarray:
+        hops = np.array([c.size for c in columns[:s.size]])
+        return np.bincount(np.concatenate(columns[:s.size]), weights=np.repeat(s * size[jobs[:s.size]], hops),
+                           minlength=L) / cap
+
+    def hop_bytes_of(s: np.ndarray) -> float:
+        return float(size[jobs[:s.size]] @ (s * np.array([c.size for c in columns[:s.size]])))
+
+    for it in range(1, max_iterations + 1):
+        iterations = it
+        solved = solve()
+        if isinstance(solved, str):
+            status = solved
+            break
+        sol, s, link_loads = solved
         row_dual = np.asarray(sol.row_dual)
         pi = row_dual[:J] * unit  # hop-bytes a job's row is worth
         price = np.zeros(L)  # hop-bytes a link's row is worth (>= 0)
         has = row_of_link >= 0
         price[has] = np.maximum(-row_dual[row_of_link[has]], 0.0) * unit
+        over = np.flatnonzero(~has & (link_loads > time_s * (1 + 1e-9)))
+        if over.size:  # a link without a row was overloaded: give it (and the nearly full ones) a row,
+            # and price this solve's duals all the same (any prices give improving paths and a bound)
+            add_rows(np.flatnonzero(~has & (link_loads >= 0.9 * time_s)))
+        blended = _toward(best_share, best_loads, s, link_loads, time_s * (1 + 1e-9))
+        if hop_bytes_of(blended) < best_hop_bytes:  # the given plan stays unless one moves fewer
+            best_share, best_hop_bytes, best_loads = blended, hop_bytes_of(blended), link_times(blended)
         cost = 1.0 + price / (cap * time_s)  # per byte on a link: one hop, plus its price
         for mode in ("penalty", "exact"):  # the cheap search first; the exact one proves there is nothing
             found, path_cost, free_cost = space.cheapest(cost, hop_limit, too_long=mode, progress=progress,
@@ -273,34 +296,32 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
                 break
         bound = max(bound, float(size @ free_cost - price.sum()))
         current = max(0.0, 1.0 - bound / best_hop_bytes)
-        say(f"lean step {it}: {best_hop_bytes:.6g} hop-bytes (given {before:.6g}), at most {current:.2%} over "
-            f"the fewest any plan of this time can have ({bound:.6g}); +{improving.size:,} paths, "
-            f"{time.perf_counter() - start:.1f} s")
+        said = f"at most {current:.2%} over the fewest any plan of this time can have ({bound:.6g})" if bound > 0 \
+            else "no bound on the fewest yet"
+        rows = f", +{over.size:,} overfilled link rows" if over.size else ""
+        say(f"lean step {it}: {best_hop_bytes:.6g} hop-bytes (given {before:.6g}), {said}; +{improving.size:,} "
+            f"paths{rows}, {time.perf_counter() - start:.1f} s")
         if current <= gap:
             status = "gap reached"
             break
         mask = np.zeros(J, dtype=bool)
         mask[improving] = True
-        if not add_columns(found.select(mask)):
+        if not add_columns(found.select(mask)) and not over.size:
             status = "no improving path"
             break
-    if best_share is None or best_hop_bytes >= before * (1 - MIN_SAVING):  # nothing worth a vertex: the given plan
+    if best_hop_bytes >= before * (1 - MIN_SAVING):  # nothing worth a vertex: the given plan
         return LeanResult(paths, share, float(loads.max()), before, before, bound, iterations,
                           time.perf_counter() - start, status)
-    n = best_share.size  # the columns when the best shares were found
-    job_of, hops = np.array(jobs[:n]), np.array([c.size for c in columns[:n]])
-    flat = np.concatenate(columns[:n])
-    polished = None
-    for _ in range(5):  # a vertex that overfills a link without a row: give it a row and solve again
-        vertex = _vertex(highs, best_share, len(columns), job_of, hops, flat, size, cap, time_s, J, L)
-        if vertex is None:
-            break
-        if not vertex[1].size:
-            polished = vertex[0]
-            break
-        add_rows(vertex[1])
-    if polished is not None and float(size[job_of] @ (polished * hops)) <= best_hop_bytes * (1 + 1e-9):
-        best_share, best_hop_bytes = polished, float(size[job_of] @ (polished * hops))
+    used = _support(best_share, np.array(jobs[:best_share.size]))
+    # every link the used paths could overfill gets a row: the vertex fits every link
+    pairs = np.unique(np.repeat(np.array(jobs)[used] * L, [columns[c].size for c in used])
+                      + np.concatenate([columns[c] for c in used]))
+    add_rows(np.flatnonzero(np.bincount(pairs % L, weights=size[pairs // L], minlength=L) / cap
+                            > time_s * (1 + 1e-9)))
+    polished = _vertex(highs, used, len(columns), best_share.size, np.array(jobs[:best_share.size]), J)
+    if polished is not None and hop_bytes_of(polished) <= best_hop_bytes * (1 + 1e-9) \
+            and link_times(polished).max() <= time_s * (1 + 1e-9):
+        best_share, best_hop_bytes = polished, hop_bytes_of(polished)
     keep = np.flatnonzero(best_share > 0)
     chosen, order = PathSet.from_csr(np.concatenate([columns[c] for c in keep]),
                                      np.concatenate(([0], np.cumsum([columns[c].size for c in keep]))),
@@ -312,32 +333,44 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
                       time.perf_counter() - start, status)
 
 
-def _vertex(highs: Any, share: np.ndarray, count: int, job_of: np.ndarray, hops: np.ndarray, flat: np.ndarray,
-            size: np.ndarray, cap: np.ndarray, time_s: float, J: int, L: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """The interior point's plan made a vertex: the same LP by simplex over the paths it uses
-    (a share of at least :data:`SUPPORT` of its job), so that the plan's paths are few and its
-    links exactly within the time. ``share`` is over the first columns (their jobs ``job_of``,
-    hop counts ``hops`` and links ``flat``) of the ``count`` the LP has. Its shares and the
-    links it overfills (links without a row), or None where that LP fails."""
+def _toward(best: np.ndarray, best_loads: np.ndarray, share: np.ndarray, loads: np.ndarray,
+            time_s: float) -> np.ndarray:
+    """The plan as far from ``best`` toward ``share`` (shares of the columns, ``share`` over at
+    least as many) as keeps every link within ``time_s``: a solve whose link rows missed a
+    link it overfills still gives, on the way to it from a plan that fits, one that fits and
+    moves fewer hop-bytes. ``best_loads`` and ``loads`` are the two plans' link times."""
+    rise = loads - best_loads
+    up = rise > 0
+    step = float(np.clip(np.min((time_s - best_loads[up]) / rise[up]), 0.0, 1.0)) if up.any() else 1.0
+    return step * share + (1 - step) * np.pad(best, (0, share.size - best.size))
+
+
+def _support(share: np.ndarray, job_of: np.ndarray) -> np.ndarray:
+    """The columns a plan uses: a share of at least :data:`SUPPORT` of its job, and every
+    job's largest."""
+    used = share >= SUPPORT
+    order = np.lexsort((-share, job_of))
+    used[order[np.concatenate(([0], np.flatnonzero(np.diff(job_of[order])) + 1))]] = True
+    return np.flatnonzero(used)
+
+
+def _vertex(highs: Any, used: np.ndarray, count: int, known: int, job_of: np.ndarray, J: int) -> np.ndarray | None:
+    """A vertex of the LP over the ``used`` columns (of the ``count`` it has), so that the
+    plan's paths are few and its links exactly within the time: its shares of the first
+    ``known`` columns (of jobs ``job_of``), or None where that LP fails. By interior point and
+    crossover: a simplex from scratch on these degenerate LPs takes many times longer."""
     import highspy
 
-    used = np.zeros(count, dtype=bool)
-    used[:share.size] = share >= SUPPORT
-    order = np.lexsort((-share, job_of))  # every job keeps at least its largest share
-    used[order[np.concatenate(([0], np.flatnonzero(np.diff(job_of[order])) + 1))]] = True
-    highs.changeColsBounds(count, np.arange(count, dtype=np.int32), np.zeros(count),
-                           np.where(used, highspy.kHighsInf, 0.0))
-    highs.setOptionValue("solver", "simplex")
+    upper = np.zeros(count)
+    upper[used] = highspy.kHighsInf
+    highs.changeColsBounds(count, np.arange(count, dtype=np.int32), np.zeros(count), upper)
+    highs.setOptionValue("run_crossover", "on")
     highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
-    x = np.maximum(np.asarray(highs.getSolution().col_value)[:share.size], 0.0)
+    x = np.maximum(np.asarray(highs.getSolution().col_value)[:known], 0.0)
     total = np.bincount(job_of, weights=x, minlength=J)
-    if not (total > 0).all():
-        return None
-    s = x / total[job_of]
-    loads = np.bincount(flat, weights=np.repeat(s * size[job_of], hops), minlength=L) / cap
-    return s, np.flatnonzero(loads > time_s * (1 + 1e-9))
+    return x / total[job_of] if (total > 0).all() else None
 
 
 def _shortest_routes(space: PathSpace, k: int, workers: Workers | None) -> PathSet:

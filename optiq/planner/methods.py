@@ -76,15 +76,17 @@ OPT_PATHS_PER_JOB = 8
 VERTEX_PATHS = 10_000
 #: The lean step of ``opt`` is given a budget of work, not of seconds, so that the same inputs
 #: give the same plan on a quiet or a busy machine (a time limit, when given, stops it too, and
-#: the plan says so): as many rounds as column generation took, and at least this many...
-LEAN_MIN_ITERATIONS = 10
-#: ... and at most ``LEAN_ROUND_SCALE * S * P / R**2`` rounds, for column generation's ``S`` LP
-#: solves and the ``P`` paths and ``R`` rows (jobs and links) of its last LP: a solve of the
-#: lean LP by interior point costs about ``R**2 / P`` times a solve of column generation's, so
-#: the step costs about what column generation did. Below :data:`LEAN_MIN_ROUNDS` rounds (its
-#: first solves mostly add the rows of links the interior point overfills) the step cannot pay
-#: and is skipped.
+#: the plan says so): as many rounds as column generation took iterations, at least
+#: :data:`LEAN_MIN_ROUNDS`, and at most ``LEAN_ROUND_SCALE * S * P / R**2``, for column
+#: generation's ``S`` LP solves and the ``P`` paths and ``R`` rows (jobs and links) of its last
+#: LP: a solve of the lean LP by interior point costs about ``R**2 / P`` times a solve of column
+#: generation's, so that the step costs about what column generation did. Where even
+#: :data:`LEAN_MIN_ROUNDS` rounds would cost more, the step cannot pay and is skipped.
 LEAN_ROUND_SCALE = 2000
+#: Every round adds paths and the link rows the last solve lacked, and its plan is kept where
+#: it fits every link (else the plan toward it that does): three rounds give most of what ten
+#: do, and the final vertex, which grows with the rounds, stays cheap
+#: (``benchmarks/lean_budget.py``).
 LEAN_MIN_ROUNDS = 3
 
 
@@ -311,7 +313,7 @@ class ColumnGeneration(Planner):
         last = cg.history[-1]
         rows = ctx.demands.num_jobs + last.rows
         afford = int(LEAN_ROUND_SCALE * sum(h.solves for h in cg.history) * last.paths / rows ** 2)
-        iterations = min(max(LEAN_MIN_ITERATIONS, cg.iterations), afford)
+        iterations = min(max(LEAN_MIN_ROUNDS, cg.iterations), afford)
         if iterations < LEAN_MIN_ROUNDS:
             rec.lean = {"status": "skipped: cannot pay"}
             rec.warnings.append(f"the lean step was skipped: {LEAN_MIN_ROUNDS} solves of its LP ({rows:,} rows) would "
