@@ -12,16 +12,16 @@ from conftest import (
 )
 
 from optiq.errors import ParameterError, WorkloadError
-from optiq.lp import build_pyomo_model, solve_lp, solve_pyomo_model
+from optiq.lp import LPStatus, build_pyomo_model, solve_lp, solve_pyomo_model
 from optiq.lp.colgen import CGOptions, CGStatus, column_generation
 from optiq.lp.lean import lean_plan
 from optiq.lp.restricted import RestrictedLP
-from optiq.paths import diverse_paths, route_twins
+from optiq.paths import diverse_paths, route_twins, spread_paths
 from optiq.paths.pricing import least_cost_paths, min_hops
 from optiq.paths.space import PathSpace
 from optiq.planner import make_plan
-from optiq.topology import torus
-from optiq.workloads import constant_ratio
+from optiq.topology import from_spec, torus
+from optiq.workloads import Demands, constant_ratio
 from optiq.workloads.qos import QoSClasses
 
 
@@ -215,6 +215,32 @@ def test_the_lean_step_keeps_the_time_and_meets_the_least_hop_bytes_of_an_indepe
         return
     info = lean.info["lean"]
     assert info["hop_bytes"] <= info["hop_bytes_before"] and info["hop_bytes_bound"] <= least * (1 + 1e-6)
+
+
+def _dragonfly_all_to_all() -> tuple:
+    """A small dragonfly's all-to-all-v, on which HiGHS's hipdlp runs without end over some path sets."""
+    t = from_spec("dragonfly:p=1,a=4,h=2")
+    n = t.num_endpoints
+    sizes = np.random.default_rng(0).integers(1, 1000, (n, n)) * 8
+    np.fill_diagonal(sizes, 0)
+    src, dst = np.nonzero(sizes)
+    return t, Demands(src, dst, sizes[src, dst])
+
+
+def test_a_first_order_lp_that_does_not_converge_is_solved_by_interior_point():
+    t, d = _dragonfly_all_to_all()
+    paths = spread_paths(t, d, 4)
+    exact = solve_lp(t, d, paths, solver="ipm")
+    stuck = solve_lp(t, d, paths, solver="hipdlp", time_limit=120)
+    assert stuck.status == LPStatus.OPTIMAL and stuck.solver == "ipm-nox"
+    assert stuck.time_s == pytest.approx(exact.time_s, rel=1e-6)
+
+
+def test_column_generation_whose_first_order_solves_do_not_converge_ends_all_the_same():
+    t, d = _dragonfly_all_to_all()
+    plan = make_plan(t, d, "opt", routing="free", time_limit=120)  # hipdlp ran on past any limit here
+    assert plan.info["cg_status"] == "gap reached"
+    assert plan.predicted_time_s == pytest.approx(plan.info["cut_bound_s"], rel=1e-6)
 
 
 def test_a_lean_round_whose_solve_overfills_a_link_without_a_row_still_gives_a_plan_that_fits():

@@ -11,7 +11,16 @@ import numpy as np
 from ..errors import SolverError
 from ..utils.progress import Progress, heartbeat
 from .scaling import lp_coefficients
-from .solution import DEFAULT_SOLVER, LPSolution, LPStatus, highs_options, highs_status, silent_highs
+from .solution import (
+    DEFAULT_SOLVER,
+    FIRST_ORDER,
+    LPSolution,
+    LPStatus,
+    first_order_limit,
+    highs_options,
+    highs_status,
+    silent_highs,
+)
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -73,11 +82,18 @@ def solve_lp(topology: Topology, demands: Demands, paths: PathSet, *, solver: st
     h = silent_highs()
     for name, value in options.items():
         h.setOptionValue(name, value)
+    h.setOptionValue("pdlp_iteration_limit", first_order_limit(J + used.size, P + 1))
     h.passModel(lp)
     build_s = time.perf_counter() - start
     start = time.perf_counter()
     with heartbeat(progress, f"LP ({P:,} paths, {J + used.size:,} rows, HiGHS {solver})"):
         h.run()
+        if solver in FIRST_ORDER and h.getModelStatus() == highspy.HighsModelStatus.kIterationLimit:
+            solver = "ipm-nox"  # a first-order solve that does not converge: interior point instead
+            for name, value in highs_options(solver, None).items():  # the time limit counts both runs
+                h.setOptionValue(name, value)
+            h.clearSolver()
+            h.run()
     solve_s = time.perf_counter() - start
     model_status = h.getModelStatus()
     solution = h.getSolution()
@@ -101,3 +117,4 @@ def solve_lp(topology: Topology, demands: Demands, paths: PathSet, *, solver: st
             job_dual = np.abs(row_dual[:J]) / w.sum()
     return LPSolution(share=x[:P] / z, time_s=t0 / z, status=status, route="highs", solver=solver,
                       build_s=build_s, solve_s=solve_s, link_dual=link_dual, job_dual=job_dual, time_unit_s=t0)
+

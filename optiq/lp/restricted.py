@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import SolverError
 from ..paths.pathset import csr_positions
 from ..utils.progress import Progress, heartbeat
-from .solution import FIRST_ORDER, LPStatus, highs_options, highs_status, silent_highs
+from .solution import FIRST_ORDER, LPStatus, first_order_limit, highs_options, highs_status, silent_highs
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -321,6 +321,8 @@ class RestrictedLP:
         SolverError
             If HiGHS fails.
         """
+        import highspy
+
         deadline = None if time_limit is None else time.perf_counter() + time_limit
         h, J = self.highs, self.demands.num_jobs
         solve_s = 0.0
@@ -332,12 +334,16 @@ class RestrictedLP:
             left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
             # HiGHS compares its time limit with the run time summed over every run of this object
             h.setOptionValue("time_limit", float("inf") if left is None else h.getRunTime() + float(left))
+            h.setOptionValue("pdlp_iteration_limit", first_order_limit(J + self.num_link_rows, self.num_paths + 1))
             if self.solver != "simplex":
                 h.clearSolver()  # interior point from scratch: simplex's warm start gives vertex duals again
             t = time.perf_counter()
             with heartbeat(progress, f"restricted LP ({self.num_paths:,} paths, {self.num_link_rows:,} link rows)"):
                 h.run()
             solve_s += time.perf_counter() - t
+            if self.solver in FIRST_ORDER and h.getModelStatus() == highspy.HighsModelStatus.kIterationLimit:
+                self._use("ipm-nox")  # a first-order solve that does not converge: interior point from here on
+                continue
             status = highs_status(h.getModelStatus())
             if status == LPStatus.TIME_LIMIT:
                 empty = np.zeros(0)

@@ -11,8 +11,8 @@ import numpy as np
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVER", "highs_options", "highs_status",
-           "silent_highs"]
+__all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVER", "first_order_limit", "highs_options",
+           "highs_status", "silent_highs"]
 
 #: HiGHS LP algorithms optiq exposes: ``ipm`` is interior point followed by crossover to a
 #: vertex; ``ipm-nox`` interior point without crossover; ``pdlp`` and ``hipdlp`` the two
@@ -22,6 +22,22 @@ __all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVE
 LP_SOLVERS = ("ipm", "ipm-nox", "pdlp", "hipdlp", "simplex")
 #: Solvers whose answer is a first-order approximation (slightly infeasible, within tolerance).
 FIRST_ORDER = ("pdlp", "hipdlp")
+#: PDLP iterations a first-order solve may take, at least, before interior point takes over:
+#: the LP's rows and columns together where that is more. Column generation's restricted
+#: LPs on whole machines take a few thousand (``benchmarks/whole_machine.py``); HiGHS's
+#: ``hipdlp`` runs without end on some small degenerate ones that interior point solves at once.
+FIRST_ORDER_ITERATIONS = 100_000
+
+
+def first_order_limit(rows: int, columns: int) -> int:
+    """The PDLP iteration limit of an LP of ``rows`` and ``columns`` (:data:`FIRST_ORDER_ITERATIONS`).
+
+    Examples
+    --------
+    >>> first_order_limit(1_000, 2_000), first_order_limit(400_000, 900_000)
+    (100000, 1300000)
+    """
+    return max(FIRST_ORDER_ITERATIONS, int(rows) + int(columns))
 
 #: Interior point with crossover. Interior point is far faster than simplex on large
 #: multipath LPs, and crossover turns its interior solution (which spreads every job over
