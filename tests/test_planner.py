@@ -9,6 +9,7 @@ import pytest
 
 from optiq import ParameterError, PlanError, from_spec, make_plan
 from optiq.paths import PathSet, system_routes
+from optiq.planner import default_routes_optimal
 from optiq.topology import torus
 from optiq.workloads import Demands, constant_ratio
 
@@ -61,6 +62,28 @@ def test_default_routes_that_are_shortest_and_at_the_cut_bound_are_kept_without_
     d = Demands(src, dst, sizes[src, dst])
     plan = make_plan(busy, d, method)
     assert "default_optimal" not in plan.info and plan.predicted_time_s < plan.info["default_time_s"]
+
+
+def test_default_routes_at_the_cut_bound_but_not_shortest_are_kept_by_the_methods_of_time_alone():
+    t = from_spec("dragonfly:p=1,a=4,h=2")  # minimal routes: some longer than the graph's shortest paths
+    n = t.num_endpoints
+    sizes = np.random.default_rng(0).integers(1, 1000, (n, n)) * 8
+    np.fill_diagonal(sizes, 0)
+    src, dst = np.nonzero(sizes)
+    d = Demands(src, dst, sizes[src, dst])
+    default = system_routes(t, d)
+    assert not (default.hops == t.pair_hops(d.src, d.dst)).all()  # the case this test is about
+    assert default_routes_optimal(t, d, shortest=False) and not default_routes_optimal(t, d)
+    for method, options in [("heu2", {}), ("heu1", {}), ("lp", {}), ("opt", {"lean": False})]:
+        plan = make_plan(t, d, method, **options)
+        assert plan.info["default_optimal"] is True, method
+        assert np.array_equal(plan.paths.links, default.links), method
+        assert plan.predicted_time_s == pytest.approx(plan.info["cut_bound_s"], rel=1e-9), method
+    # the lean step may move fewer hop-bytes in the same time (on paths of any kind, here): it plans
+    lean = make_plan(t, d, "opt", routing="free")
+    assert "default_optimal" not in lean.info
+    assert lean.predicted_time_s == pytest.approx(lean.info["cut_bound_s"], rel=1e-6)
+    assert float((lean.path_bytes * lean.paths.hops).sum()) < float(d.nbytes @ default.hops)
 
 
 def test_column_generation_cut_short_by_the_hop_limit_says_so():

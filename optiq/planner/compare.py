@@ -112,7 +112,7 @@ def compare_methods(topology: Topology, demands: Demands, methods: Sequence[str]
     # greedy heuristic other paths than an LP), before any method's plan is timed
     shared: list[PathSet | None] = [None] * len(planners)
     # where the default routes are optimal every method keeps them without candidates, as alone
-    if first is not None and not default_routes_optimal(topology, demands):
+    if first is not None and not default_routes_optimal(topology, demands, shortest=False):
         space = PathSpace(topology, demands, routing, max_intermediates=max_intermediates, seed=seed,
                           progress=progress)
         made: dict[str, PathSet] = {}

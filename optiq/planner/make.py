@@ -207,10 +207,13 @@ def _no_worse_than_default(topology: Topology, demands: Demands, planner: Planne
     return default, demands.nbytes.copy()
 
 
-def default_routes_optimal(topology: Topology, demands: Demands) -> bool:
-    """Whether the network's own routes of ``demands`` are shortest paths that finish at the cut
-    bound: then no plan is faster and none of that time moves fewer hop-bytes, and every
-    method keeps them without planning (``info["default_optimal"]``).
+def default_routes_optimal(topology: Topology, demands: Demands, *, shortest: bool = True) -> bool:
+    """Whether the network's own routes of ``demands`` finish at the cut bound and, with
+    ``shortest``, are shortest paths: then no plan is faster (and, shortest, none of that time
+    moves fewer hop-bytes), and a method keeps them without planning
+    (``info["default_optimal"]``): a method that minimises the time alone where they finish at
+    the bound, ``opt`` with its lean step, which then minimises hop-bytes, where they are also
+    shortest.
 
     Raises
     ------
@@ -231,15 +234,16 @@ def default_routes_optimal(topology: Topology, demands: Demands) -> bool:
     default = network_routes(topology, demands.src, demands.dst)
     return _optimal_routes(topology, demands, default,
                            default.busiest_link_time(demands.nbytes.astype(float), topology.capacity),
-                           cut_lower_bound(topology, demands).time_s)
+                           cut_lower_bound(topology, demands).time_s, shortest)
 
 
-def _optimal_routes(topology: Topology, demands: Demands, default: PathSet, default_s: float, bound_s: float) -> bool:
+def _optimal_routes(topology: Topology, demands: Demands, default: PathSet, default_s: float, bound_s: float,
+                    shortest: bool) -> bool:
     """:func:`default_routes_optimal` of routes ``default`` that finish in ``default_s`` under a
     cut bound of ``bound_s``."""
     if default_s > bound_s * (1 + 1e-9):
         return False
-    return bool((default.hops == topology.pair_hops(demands.src, demands.dst)).all())
+    return not shortest or bool((default.hops == topology.pair_hops(demands.src, demands.dst)).all())
 
 
 def _make_plan(topology: Topology, demands: Demands, method: str | Planner, params: dict[str, Any], *,
@@ -281,7 +285,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     # where the default routes are optimal, planning cannot gain (not asked of ``default`` itself,
     # nor where the caller gave candidates to choose from or QoS classes to share)
     if not isinstance(planner, SystemRoutes) and candidates is None and qos is None and \
-            _optimal_routes(topology, demands, default, default_s, bound.time_s):
+            _optimal_routes(topology, demands, default, default_s, bound.time_s, planner.fewest_hops):
         ctx.say(f"the default routes finish at the cut bound ({record.default_time_s * 1e3:.4f} ms): no plan is "
                 f"faster, so {name} keeps them")
         record.default_optimal = True

@@ -222,6 +222,13 @@ class Planner:
     solves_lp: ClassVar[bool] = False
     #: The routing its plans have whatever is asked (``dynamic``: per-pair rules, free), or None.
     routing: ClassVar[str | None] = None
+
+    @property
+    def fewest_hops(self) -> bool:
+        """Whether the planner also minimises the hop-bytes of its time (``opt``'s lean step):
+        default routes at the cut bound are then kept only where they are shortest paths."""
+        return False
+
     @property
     def paths_per_job(self) -> int:
         """Paths per job a plan holds while it is made (for the memory estimate)."""
@@ -265,6 +272,10 @@ class ColumnGeneration(Planner):
     @property
     def paths_per_job(self) -> int:
         return OPT_PATHS_PER_JOB
+
+    @property
+    def fewest_hops(self) -> bool:
+        return self.lean
 
     def __post_init__(self) -> None:
         if not (isinstance(self.gap, (int, float)) and 0 <= self.gap < 1):

@@ -218,8 +218,8 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
     # a path may stop only at a host that runs a rank: only ranks forward
     forwarders = np.unique(net.host_of)
     if method == "auto":
-        if default_routes_optimal(topology, demands):   # the same answer on every rank
-            return Pattern("mpi", "the default routes are shortest paths at the cut bound: no plan is faster")
+        if default_routes_optimal(topology, demands, shortest=False):   # the same answer on every rank
+            return Pattern("mpi", "the default routes finish at the cut bound: no plan is faster")
         plan, candidates = _auto_plan(comm, topology, demands, forwarders, options, last)
         planner = plan.method
     else:
