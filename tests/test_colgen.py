@@ -236,6 +236,19 @@ def test_a_first_order_lp_that_does_not_converge_is_solved_by_interior_point():
     assert stuck.time_s == pytest.approx(exact.time_s, rel=1e-6)
 
 
+def test_a_first_order_solve_through_pyomo_that_reaches_its_iteration_limit_gives_way_to_interior_point(monkeypatch):
+    import optiq.lp.pyomo_lp as pyomo_lp
+
+    t = torus((4, 4), bandwidth=1e9)
+    d = constant_ratio(16, nbytes=2**20, num_sources=2, ratio=4)
+    paths = diverse_paths(t, d, k=3)
+    exact = solve_lp(t, d, paths, solver="ipm")
+    monkeypatch.setattr(pyomo_lp, "first_order_limit", lambda rows, columns: 1)  # no first-order solve converges
+    sol = solve_pyomo_model(build_pyomo_model(t, d, paths), solver="hipdlp")
+    assert sol.solver == "ipm-nox" and sol.status == LPStatus.OPTIMAL
+    assert sol.time_s == pytest.approx(exact.time_s, rel=1e-6)
+
+
 def test_column_generation_whose_first_order_solves_do_not_converge_ends_all_the_same():
     t, d = _dragonfly_all_to_all()
     plan = make_plan(t, d, "opt", routing="free", time_limit=120)  # hipdlp ran on past any limit here

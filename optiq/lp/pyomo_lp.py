@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import SolverError
 from .scaling import lp_coefficients
-from .solution import DEFAULT_SOLVER, LPSolution, highs_options, pyomo_status
+from .solution import DEFAULT_SOLVER, FIRST_ORDER, LPSolution, first_order_limit, highs_options, pyomo_status
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -86,8 +86,10 @@ def solve_pyomo_model(model: pyo.ConcreteModel, *, solver: str = DEFAULT_SOLVER,
 
     Parameters
     ----------
-    solver : {"ipm", "ipm-nox", "pdlp", "simplex"}
-        The HiGHS algorithm (see :data:`optiq.lp.DEFAULT_SOLVER`).
+    solver : {"ipm", "ipm-nox", "pdlp", "hipdlp", "simplex"}
+        The HiGHS algorithm (see :data:`optiq.lp.DEFAULT_SOLVER`). A first-order one that has
+        not converged after :func:`~optiq.lp.solution.first_order_limit` iterations gives way
+        to interior point (the solution's ``solver`` says ``ipm-nox``).
     time_limit : float, optional
         Seconds; the best point found so far is returned with status ``TIME_LIMIT``.
 
@@ -98,14 +100,27 @@ def solve_pyomo_model(model: pyo.ConcreteModel, *, solver: str = DEFAULT_SOLVER,
     """
     import pyomo.environ as pyo
     from pyomo.contrib.solver.common.factory import SolverFactory
+    from pyomo.contrib.solver.common.results import TerminationCondition
 
-    options = highs_options(solver, time_limit)
     start = time.perf_counter()
+
+    def run(solver: str, time_limit: float | None) -> Any:
+        options = highs_options(solver, time_limit)
+        if solver in FIRST_ORDER:
+            options["pdlp_iteration_limit"] = first_order_limit(model.nconstraints(), model.nvariables())
+        try:
+            return SolverFactory("highs").solve(model, solver_options=options, load_solutions=False,
+                                                raise_exception_on_nonoptimal_result=False)
+        except Exception as exc:  # pyomo raises RuntimeError / NoSolutionError variants
+            raise SolverError(f"HiGHS ({solver}) via Pyomo returned no solution: {exc}") from None
+
+    res = run(solver, time_limit)
+    if solver in FIRST_ORDER and res.termination_condition == TerminationCondition.iterationLimit:
+        solver = "ipm-nox"  # a first-order solve that does not converge: interior point instead
+        res = run(solver, None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - start)))
     try:
-        res = SolverFactory("highs").solve(model, solver_options=options, load_solutions=False,
-                                           raise_exception_on_nonoptimal_result=False)
         res.solution_loader.load_vars()
-    except Exception as exc:  # pyomo raises RuntimeError / NoSolutionError variants
+    except Exception as exc:
         raise SolverError(f"HiGHS ({solver}) via Pyomo returned no solution: {exc}") from None
     solve_s = time.perf_counter() - start
     status = pyomo_status(res.termination_condition)
