@@ -318,7 +318,9 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
                       + np.concatenate([columns[c] for c in used]))
     add_rows(np.flatnonzero(np.bincount(pairs % L, weights=size[pairs // L], minlength=L) / cap
                             > time_s * (1 + 1e-9)))
-    polished = _vertex(highs, used, len(columns), best_share.size, np.array(jobs[:best_share.size]), J)
+    say(f"lean step: a vertex over the {used.size:,} paths its plan uses, {time.perf_counter() - start:.1f} s")
+    with heartbeat(progress, f"lean vertex ({used.size:,} paths)"):
+        polished = _vertex(highs, used, len(columns), best_share.size, np.array(jobs[:best_share.size]), J)
     if polished is not None and hop_bytes_of(polished) <= best_hop_bytes * (1 + 1e-9) \
             and link_times(polished).max() <= time_s * (1 + 1e-9):
         best_share, best_hop_bytes = polished, hop_bytes_of(polished)
