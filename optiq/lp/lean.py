@@ -172,15 +172,21 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
     jobs: list[int] = []
     known: dict[tuple[int, bytes], int] = {}  # a job's path -> its column
 
-    def add_columns(new: PathSet) -> int:
+    def add_columns(new: PathSet) -> np.ndarray:
+        """Add the paths the LP does not have; every path's column (-1 for an empty path)."""
         fresh: list[tuple[np.ndarray, int, np.ndarray]] = []
+        where = np.full(new.num_paths, -1, dtype=np.int64)
         for p, j in enumerate(new.job.tolist()):
             links = new.path(p)
-            if links.size and path_key(j, links) not in known:
-                known[path_key(j, links)] = len(columns) + len(fresh)
+            if not links.size:
+                continue
+            key = path_key(j, links)
+            if key not in known:
+                known[key] = len(columns) + len(fresh)
                 fresh.append((links, j, new.stops[new.offsets[p]:new.offsets[p + 1]]))
+            where[p] = known[key]
         if not fresh:
-            return 0
+            return where
         links = np.concatenate([p for p, _, _ in fresh])
         owner = np.repeat(np.arange(len(fresh)), [p.size for p, _, _ in fresh])
         job = np.array([j for _, j, _ in fresh], dtype=np.int64)
@@ -203,7 +209,7 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
         columns.extend(p for p, _, _ in fresh)
         column_stops.extend(f for _, _, f in fresh)
         jobs.extend(job.tolist())
-        return len(fresh)
+        return where
 
     def add_rows(links: np.ndarray) -> int:
         links = np.unique(links[row_of_link[links] < 0])
@@ -225,11 +231,9 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
         return int(links.size)
 
     threads = (workers or Workers()).search_threads  # the pricing has the cores to itself
-    add_columns(paths)
-    given = np.zeros(len(columns))  # the given plan over the columns
-    for p, j in enumerate(paths.job.tolist()):
-        if paths.hops[p]:
-            given[known[path_key(j, paths.path(p))]] += share[p]
+    where = add_columns(paths)
+    placed = where >= 0
+    given = np.bincount(where[placed], weights=share[placed], minlength=len(columns))  # the given plan's shares
     if minimal:  # the few shortest routes of every job: where the lean plan ends up mostly
         add_columns(_shortest_routes(space, minimal, workers))
     loads = paths.link_loads(share * size[paths.job], L) / cap
@@ -284,8 +288,9 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
             # and price this solve's duals all the same (any prices give improving paths and a bound)
             add_rows(np.flatnonzero(~has & (link_loads >= 0.9 * time_s)))
         blended = _toward(best_share, best_loads, s, link_loads, time_s * (1 + 1e-9))
-        if hop_bytes_of(blended) < best_hop_bytes:  # the given plan stays unless one moves fewer
-            best_share, best_hop_bytes, best_loads = blended, hop_bytes_of(blended), link_times(blended)
+        hop_bytes = hop_bytes_of(blended)
+        if hop_bytes < best_hop_bytes:  # the given plan stays unless one moves fewer
+            best_share, best_hop_bytes, best_loads = blended, hop_bytes, link_times(blended)
         cost = 1.0 + price / (cap * time_s)  # per byte on a link: one hop, plus its price
         for mode in ("penalty", "exact"):  # the cheap search first; the exact one proves there is nothing
             found, path_cost, free_cost = space.cheapest(cost, hop_limit, too_long=mode, progress=progress,
@@ -306,7 +311,9 @@ def lean_plan(topology: Topology, demands: Demands, paths: PathSet, share: np.nd
             break
         mask = np.zeros(J, dtype=bool)
         mask[improving] = True
-        if not add_columns(found.select(mask)) and not over.size:
+        had = len(columns)
+        add_columns(found.select(mask))
+        if len(columns) == had and not over.size:
             status = "no improving path"
             break
     if best_hop_bytes >= before * (1 - MIN_SAVING):  # nothing worth a vertex: the given plan
