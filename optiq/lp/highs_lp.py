@@ -13,10 +13,10 @@ from ..utils.progress import Progress, heartbeat
 from .scaling import lp_coefficients
 from .solution import (
     DEFAULT_SOLVER,
-    FIRST_ORDER,
     LPSolution,
     LPStatus,
     first_order_limit,
+    first_order_stalled,
     highs_options,
     highs_status,
     silent_highs,
@@ -88,7 +88,7 @@ def solve_lp(topology: Topology, demands: Demands, paths: PathSet, *, solver: st
     start = time.perf_counter()
     with heartbeat(progress, f"LP ({P:,} paths, {J + used.size:,} rows, HiGHS {solver})"):
         h.run()
-        if solver in FIRST_ORDER and h.getModelStatus() == highspy.HighsModelStatus.kIterationLimit:
+        if first_order_stalled(solver, h.getModelStatus()):
             solver = "ipm-nox"  # a first-order solve that does not converge: interior point instead
             for name, value in highs_options(solver, None).items():  # the time limit counts both runs
                 h.setOptionValue(name, value)
@@ -117,4 +117,3 @@ def solve_lp(topology: Topology, demands: Demands, paths: PathSet, *, solver: st
             job_dual = np.abs(row_dual[:J]) / w.sum()
     return LPSolution(share=x[:P] / z, time_s=t0 / z, status=status, route="highs", solver=solver,
                       build_s=build_s, solve_s=solve_s, link_dual=link_dual, job_dual=job_dual, time_unit_s=t0)
-

@@ -30,7 +30,15 @@ import numpy as np
 from ..errors import SolverError
 from ..paths.pathset import csr_positions
 from ..utils.progress import Progress, heartbeat
-from .solution import FIRST_ORDER, LPStatus, first_order_limit, highs_options, highs_status, silent_highs
+from .solution import (
+    FIRST_ORDER,
+    LPStatus,
+    first_order_limit,
+    first_order_stalled,
+    highs_options,
+    highs_status,
+    silent_highs,
+)
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -321,8 +329,6 @@ class RestrictedLP:
         SolverError
             If HiGHS fails.
         """
-        import highspy
-
         deadline = None if time_limit is None else time.perf_counter() + time_limit
         h, J = self.highs, self.demands.num_jobs
         solve_s = 0.0
@@ -341,7 +347,7 @@ class RestrictedLP:
             with heartbeat(progress, f"restricted LP ({self.num_paths:,} paths, {self.num_link_rows:,} link rows)"):
                 h.run()
             solve_s += time.perf_counter() - t
-            if self.solver in FIRST_ORDER and h.getModelStatus() == highspy.HighsModelStatus.kIterationLimit:
+            if first_order_stalled(self.solver, h.getModelStatus()):
                 self._use("ipm-nox")  # a first-order solve that does not converge: interior point from here on
                 continue
             status = highs_status(h.getModelStatus())

@@ -11,8 +11,8 @@ import numpy as np
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVER", "first_order_limit", "highs_options",
-           "highs_status", "silent_highs"]
+__all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVER", "first_order_limit", "first_order_stalled",
+           "highs_options", "highs_status", "silent_highs"]
 
 #: HiGHS LP algorithms optiq exposes: ``ipm`` is interior point followed by crossover to a
 #: vertex; ``ipm-nox`` interior point without crossover; ``pdlp`` and ``hipdlp`` the two
@@ -38,6 +38,14 @@ def first_order_limit(rows: int, columns: int) -> int:
     (100000, 1300000)
     """
     return max(FIRST_ORDER_ITERATIONS, int(rows) + int(columns))
+
+
+def first_order_stalled(solver: str, model_status: Any) -> bool:
+    """Whether a solve by ``solver`` ended at :func:`first_order_limit` without converging: the
+    caller then solves the LP by interior point."""
+    import highspy
+
+    return solver in FIRST_ORDER and model_status == highspy.HighsModelStatus.kIterationLimit
 
 #: Interior point with crossover. Interior point is far faster than simplex on large
 #: multipath LPs, and crossover turns its interior solution (which spreads every job over
