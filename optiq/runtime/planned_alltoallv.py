@@ -95,7 +95,7 @@ import functools
 import hashlib
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -209,6 +209,12 @@ class _Quiet:
     remaining: int = 0      # calls still to go unchecked
     skipped_s: float = 0.0  # this rank's time in them since the last agreed call
     skipped_n: int = 0
+    #: the options of the agreed call that opened the window, as the caller passed them: a call
+    #: passing the very same objects has the same options without building their text (None:
+    #: planner options were given, and only the text tells)
+    options: tuple[Any, ...] | None = None
+    #: what each unchecked call of the window returns, but for its times (AlltoallvResult's fields)
+    template: dict[str, Any] = field(default_factory=dict)
 
     def agreed(self, config: str, shape: tuple[int, int] | None, cap: int, left: int | None = None,
                planned: bool = False) -> None:
@@ -227,9 +233,24 @@ class _Quiet:
         if left is not None:
             self.remaining = min(self.remaining, max(0, left - 1))
 
+    def open(self, options: tuple[Any, ...] | None, plans_made: int, planning_s: float) -> None:
+        """After :meth:`agreed`: what the window's unchecked calls compare and return."""
+        self.options = options
+        self.template = dict(method="mpi", cached=False, plan_s=0.0, reason=self.reason(), predicted_s=None,
+                             default_s=None, fingerprint="", plans_made=plans_made, planning_s=planning_s,
+                             ahead=False, checked=False)
+
+    def same_options(self, network: Any, method: str, hosts: Any, link_bw: Any, chunk_model: Any,
+                     plan_budget: Any, max_unchecked: Any) -> bool:
+        """Whether a call passes the very objects the window's agreed call passed (then its
+        options are the same; a call passing equal but other objects is compared by text)."""
+        o = self.options
+        return o is not None and o[0] is network and o[1] is method and o[2] is hosts and o[3] is link_bw \
+            and o[4] is chunk_model and o[5] is plan_budget and o[6] is max_unchecked
+
     def reason(self) -> str:
         return (f"comm.Alltoallv, unchecked: {self.streak + 1} agreed calls in a row had one shape and went to MPI; "
-                f"the ranks agree again within {self.remaining + 1} calls")
+                f"the ranks agree again after {self.remaining} calls unchecked")
 
 
 class _Context:
@@ -280,6 +301,7 @@ class _Context:
     def release(self) -> None:
         """Close the cached executors and free the duplicate (collective)."""
         self.released = True
+        self.quiet = _Quiet()
         self.close()
         if self._side is not None:
             self._side.Free()
@@ -744,7 +766,6 @@ def _unchecked(ctx: _Context, sendbuf: Any, recvbuf: Any, start: float) -> Allto
     """A call between two agreed calls of a shape settled on MPI: ``comm.Alltoallv`` with the
     caller's own arguments, nothing checked, its time kept for the next agreed call."""
     quiet = ctx.quiet
-    reason = quiet.reason()
     quiet.remaining -= 1
     ready = time.perf_counter()
     ctx.comm.Alltoallv(sendbuf, recvbuf)
@@ -754,10 +775,9 @@ def _unchecked(ctx: _Context, sendbuf: Any, recvbuf: Any, start: float) -> Allto
     # a frozen dataclass's __init__ sets each field through object.__setattr__: several times
     # the cost of these calls' own Python, so the unchecked result is filled in directly
     result = object.__new__(AlltoallvResult)
-    result.__dict__.update(method="mpi", cached=False, plan_s=0.0, overhead_s=ready - start, transfer_s=done - ready,
-                           reason=reason, predicted_s=None, default_s=None, fingerprint="",
-                           plans_made=ctx.shapes.plans_made, planning_s=ctx.shapes.planning_s, ahead=False,
-                           checked=False)
+    fields = result.__dict__
+    fields.update(quiet.template)
+    fields["overhead_s"], fields["transfer_s"] = ready - start, done - ready
     return result
 
 
@@ -833,6 +853,11 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
         raise ArgumentTypeError(f"alltoallv takes (comm, sendbuf, recvbuf) as comm.Alltoallv takes (sendbuf, "
                                 f"recvbuf), got {2 + len(more)} arguments after comm: pass [buf, (counts, displs)] "
                                 f"for each side")
+    last, ctx = _LAST
+    quiet = ctx.quiet if last is comm else None  # the communicator of the last call: an intracommunicator
+    if quiet is not None and quiet.remaining and not planner_options \
+            and quiet.same_options(network, method, hosts, link_bw, chunk_model, plan_budget, max_unchecked):
+        return _unchecked(ctx, sendbuf, recvbuf, start)
     if comm.Is_inter():
         return _intercomm(comm, sendbuf, recvbuf, start)
     ctx = _context(comm)
@@ -865,6 +890,9 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
     if call.shape is not None and pattern.method == "mpi" and not call.plan_s:  # unchecked calls may follow
         ctx.quiet.agreed(begun.config, call.shape, max_unchecked, ctx.shapes.calls_left(call.shape, plan_budget),
                          ctx.has_plan(call.shape))
+        if ctx.quiet.remaining:
+            ctx.quiet.open(None if planner_options else (network, method, hosts, link_bw, chunk_model, plan_budget,
+                                                         max_unchecked), ctx.shapes.plans_made, ctx.shapes.planning_s)
     else:
         ctx.quiet.agreed(begun.config, None, max_unchecked)
     return AlltoallvResult(method=pattern.method, cached=call.plan_s == 0.0 and call.fingerprint != "",
