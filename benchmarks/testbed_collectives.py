@@ -2,7 +2,7 @@
 
     python benchmarks/testbed_collectives.py
         [--cases 12:4MiB,12:4MiB@10Mb/s,15:4MiB@10Mb/s,12:32KiB,12:4MiB:TREE,12:4MiB:TAPERED]
-        [--rate 20Mb/s] [--size 256KiB] [--repeat 3] [--figure breakdown.png]
+        [--rate 20Mb/s] [--size 256KiB] [--repeat 3] [--jobs 1] [--figure breakdown.png]
 
 Each case ``RANKS:QUEUE[:SPEC][@RATE]`` runs ``optiq testbed collectives --ranks RANKS --queue QUEUE
 [-t SPEC]``: a star of RANKS hosts (or the network SPEC; ``TREE`` is a two-level tree,
@@ -45,6 +45,7 @@ def main() -> None:
     ap.add_argument("--rate", default="20Mb/s")
     ap.add_argument("--size", default="256KiB")
     ap.add_argument("--repeat", default="3")
+    ap.add_argument("--jobs", default="1", help="MPI jobs per algorithm (optiq testbed collectives --jobs)")
     ap.add_argument("--figure", metavar="PNG", help="also draw the break-down of every case")
     args = ap.parse_args()
     summary, reports = [], []
@@ -57,7 +58,8 @@ def main() -> None:
             network = ["-t", named] if spec else []
             out = Path(tmp) / f"{ranks}-{queue}-{len(summary)}.json"
             run = run_cleanly([OPTIQ, "testbed", "collectives", "--ranks", ranks, "--queue", queue, *network,
-                               "--rate", rate, "--size", args.size, "--repeat", args.repeat, "--json", str(out), "-q"])
+                               "--rate", rate, "--size", args.size, "--repeat", args.repeat, "--jobs", args.jobs, "--json", str(out),
+                               "-q"])
             if run.returncode != 0:
                 raise SystemExit(f"case {case} failed:\n{run.stderr[-2000:]}")
             print(f"== {ranks} ranks, queues of {queue}, links at {rate}" + (f", {network[1]}" if network else ", a star"))

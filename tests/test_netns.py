@@ -185,9 +185,10 @@ def test_testbed_collectives_fits_both_models_and_measures_every_algorithm_on_a_
     from optiq.collectives.cost import algorithms
 
     out = tmp_path / "c.json"
-    # a fit size under 1 KiB: the sizes handed to the ranks' commands carry their unit
+    # a fit size under 1 KiB: the sizes handed to the ranks' commands carry their unit; each
+    # algorithm timed in two MPI jobs
     assert main(["testbed", "collectives", "--ranks", "4", "--size", "32KiB", "--fit-sizes", "512B,32KiB",
-                 "--repeat", "1", "--json", str(out), "-q"]) == 0
+                 "--repeat", "1", "--jobs", "2", "--json", str(out), "-q"]) == 0
     report = json.loads(out.read_text())
     rows = report["rows"]
     assert [r["algorithm"] for r in rows] == algorithms(4)
@@ -206,11 +207,12 @@ def test_testbed_collectives_fits_both_models_and_measures_every_algorithm_on_a_
     predicted = sorted(r["model_s"] for r in rows)
     assert report["model_choice_margin"] == pytest.approx(predicted[1] / predicted[0] - 1)
     assert report["drops"] == sum(r["drops"] for r in rows) >= 0
-    assert report["rate_bps"] == pytest.approx(20e6) and report["ranks"] == 4
+    assert report["rate_bps"] == pytest.approx(20e6) and report["ranks"] == 4 and report["jobs"] == 2
     assert "fastest measured" in capsys.readouterr().out
     for r in rows:  # the break-down: the calculation timed apart, each model's terms adding up to its prediction
         assert 0 < r["compute_s"] < r["measured_s"] and 0 <= r["cpu_idle"] <= 1
-        assert r["runs_s"] == [pytest.approx(r["measured_s"])]   # --repeat 1: the one run is the median
+        # --repeat 1 in each of 2 jobs: two runs, and the measured time is their median
+        assert len(r["runs_s"]) == 2 and r["measured_s"] == pytest.approx(float(np.median(r["runs_s"])))
         assert sum(r["terms"]["contention"].values()) == pytest.approx(r["model_s"])
         assert sum(r["terms"]["abg"].values()) == pytest.approx(r["abg_s"])
         # every phase of the traced run is named, and a phase's drops are never negative

@@ -227,3 +227,8 @@ def test_testbed_collectives_refuses_mistakes_before_building_anything(capsys):
     assert "has 4 hosts, fewer than 20 ranks" in capsys.readouterr().err
     assert main(["testbed", "collectives", "--ranks", "4", "--size", "12B", "-q"]) == 1
     assert "multiple of 8" in capsys.readouterr().err
+    from optiq.errors import TestbedError
+    from optiq.testbed.collectives import run_collectives
+
+    with pytest.raises(TestbedError, match="jobs=0"):  # before any privilege check or namespace
+        run_collectives(4, rate=2.5e6, size=32768, jobs=0)

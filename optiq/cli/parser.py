@@ -355,6 +355,9 @@ def add_testbed(sub: Any) -> None:
                    help=f"message sizes of the micro-benchmarks (default: --size over 16, 8 and 4, the blocks the "
                         f"algorithms send; {','.join(str(s) for s in FIT_SIZES)} for the default size)")
     a.add_argument("--repeat", type=types.positive_int, default=5, help="timed runs per measurement (default 5)")
+    a.add_argument("--jobs", type=types.positive_int, default=1,
+                   help="MPI jobs per algorithm, its time the median of all their runs (default 1): the MPI "
+                        "library's order of a step's messages changes from job to job")
     a.add_argument("--json", metavar="FILE", help="write the measurements and predictions as JSON")
     add_network(a)
     a = actions.add_parser("down", help="remove testbeds a killed run left behind",

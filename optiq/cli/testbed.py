@@ -85,7 +85,7 @@ def _collectives(args: argparse.Namespace) -> int:
     topology = from_spec(args.topology) if args.topology else None
     run = run_collectives(args.ranks, rate=args.rate, size=args.size, queue=args.queue, congestion=args.congestion,
                           fit_sizes=tuple(args.fit_sizes) if args.fit_sizes else None, repeat=args.repeat, name=args.name, offloads=args.offloads,
-                          topology=topology, progress=_progress(args))
+                          topology=topology, jobs=args.jobs, progress=_progress(args))
     print(run)
     if args.json:
         write_results(args.json, run.to_dict(), "--json")
