@@ -47,6 +47,7 @@ def first_order_stalled(solver: str, model_status: Any) -> bool:
 
     return solver in FIRST_ORDER and model_status == highspy.HighsModelStatus.kIterationLimit
 
+
 #: Interior point with crossover. Interior point is far faster than simplex on large
 #: multipath LPs, and crossover turns its interior solution (which spreads every job over
 #: all of its candidates) into a vertex, where at most one path per job plus one per
