@@ -474,3 +474,25 @@ def test_shortest_torus_routes_are_the_recipe_pools_first_routes(spec, k):
     got = torus_paths(t, d, k, hop_slack=0, spread=False)
     assert np.array_equal(got.job, want.job) and np.array_equal(got.offsets, want.offsets)
     assert np.array_equal(got.links, want.links)
+
+
+def test_shortest_torus_routes_are_kept_for_the_same_pairs_only():
+    """An application plans the same pairs again with other bytes: their shortest routes are
+    kept; another ``k`` or other pairs get routes made anew (the pool's first), and
+    ``forget_routes`` drops what was kept."""
+    from optiq.paths import torus_paths
+    from optiq.paths.system import forget_routes
+    from optiq.paths.torus import RecipePool
+    from optiq.topology import from_spec
+
+    t = from_spec("torus:4x4x2")
+    d = random_demands(t, 300, seed=1)
+    first = torus_paths(t, d, 4, hop_slack=0, spread=False)
+    assert torus_paths(t, Demands(d.src, d.dst, d.nbytes * 2), 4, hop_slack=0, spread=False) is first
+    for k, other in ((2, d), (4, random_demands(t, 300, seed=2)), (4, d)):
+        got = torus_paths(t, other, k, hop_slack=0, spread=False)
+        want = RecipePool(t, other, hop_slack=0, vias=0).first(k)
+        assert np.array_equal(got.links, want.links) and np.array_equal(got.offsets, want.offsets)
+    forget_routes()
+    fresh = torus_paths(t, d, 4, hop_slack=0, spread=False)
+    assert fresh is not first and np.array_equal(fresh.links, first.links)
