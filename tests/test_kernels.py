@@ -114,3 +114,28 @@ def test_cheapest_columns_are_numpy_argmin_with_the_skipped_columns_infinite(see
     best, fine = cheapest_columns(out_c, into_c, src, dst, skip_a, skip_b)
     assert np.array_equal(best, np.argmin(cost, axis=1))
     assert np.array_equal(fine, np.isfinite(cost.min(axis=1)))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_rebalance_compiled_makes_the_moves_numpy_makes(seed):
+    """Rebalance's compiled moves against its numpy loop from a random placement (whole jobs on
+    random candidates, loads of few distinct values: many ties), with and without a bound: the
+    same bytes on every path."""
+    from optiq.heuristics import rebalance
+    from optiq.topology import Topology
+
+    rng = np.random.default_rng(seed)
+    num_links = int(rng.integers(2, 30))
+    ps = _random_candidates(rng, int(rng.integers(1, 40)), num_links)
+    t = Topology("links", 2, np.zeros(num_links, dtype=int), np.ones(num_links, dtype=int),
+                 rng.choice([1.0, 2.0], num_links))
+    start = np.zeros(ps.num_paths, dtype=np.int64)
+    jo = ps.job_offsets
+    start[jo[:-1] + rng.integers(0, np.diff(jo))] = rng.integers(1, 4, ps.num_jobs) * 3
+    moved = 0
+    for bound in (None, 0.0, float(rng.uniform(0, ps.busiest_link_time(start, t.capacity)))):
+        want = rebalance(t, ps, start, bound_s=bound, compiled=False)
+        assert np.array_equal(rebalance(t, ps, start, bound_s=bound, compiled=True), want)
+        moved += int((want != start).any())
+    if seed == 0:
+        assert moved   # the random starts do give rebalance moves to make (19 seeds of these 20)

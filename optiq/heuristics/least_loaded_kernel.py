@@ -1,6 +1,7 @@
-"""The compiled kernel of :func:`optiq.heuristics.common.least_loaded`: every job's candidates
-scanned in place, without the arrays of (path, link) entries and the sort numpy would build
-(imported the first time :func:`optiq.heuristics.common.compiled_pays` says so)."""
+"""The compiled kernels of :func:`optiq.heuristics.common.least_loaded`, of Heuristic 2's passes
+and of :func:`optiq.heuristics.rebalance`'s moves: every job's candidates scanned in place,
+without the arrays of (path, link) entries and the sort numpy would build (imported the first
+time :func:`optiq.heuristics.common.compiled_pays` says so)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 
 from ..utils.compiled import compiled, interrupts_held
 
-__all__ = ["least_loaded_paths", "place_batches"]
+__all__ = ["least_loaded_paths", "place_batches", "rebalance_moves"]
 
 
 @compiled
@@ -85,3 +86,73 @@ def place_batches(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarra
     with interrupts_held(_place_batches):  # contiguous arrays of fixed types: one machine code
         _place_batches(*(np.ascontiguousarray(a, dtype=np.int64) for a in (job_offsets, offsets, links, jobs, amount)),
                        int(block), load, np.ascontiguousarray(cap, dtype=np.float64), out, best, added)
+
+
+@compiled
+def _rebalance_moves(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, job: np.ndarray,
+                     link_start: np.ndarray, crossing: np.ndarray, limit: int, enough: float, out: np.ndarray,
+                     load: np.ndarray, cap: np.ndarray, busy: np.ndarray) -> None:  # pragma: no cover - compiled
+    new_links = np.empty(max(limit, 1) * max(int(np.max(np.diff(offsets))) if offsets.size > 1 else 1, 1), np.int64)
+    new_owner = np.empty_like(new_links)
+    added = 0
+    seen = np.full(out.size, -1, np.int64)
+    for move in range(limit):
+        hot = int(np.argmax(busy))
+        if busy[hot] <= enough:
+            return
+        # the paths with bytes that cross the busiest link, each once: the largest first (ties: lower id)
+        on = np.empty(link_start[hot + 1] - link_start[hot] + added, np.int64)
+        n = 0
+        for i in range(link_start[hot], link_start[hot + 1]):
+            p = crossing[i]
+            if out[p] > 0 and seen[p] != move:
+                seen[p] = move
+                on[n] = p
+                n += 1
+        for i in range(added):
+            p = new_owner[i]
+            if new_links[i] == hot and out[p] > 0 and seen[p] != move:
+                seen[p] = move
+                on[n] = p
+                n += 1
+        if n == 0:
+            return
+        on = np.sort(on[:n])
+        on = on[np.argsort(-out[on], kind="mergesort")]
+        p = q = -1
+        for i in range(n):
+            best, worst = _choose(job_offsets, offsets, links, job[on[i]], float(out[on[i]]), load, cap)
+            if worst < busy[hot]:
+                p, q = on[i], best
+                break
+        if p < 0:
+            return
+        amount = float(out[p])
+        for e in range(offsets[p], offsets[p + 1]):
+            load[links[e]] -= amount
+        for e in range(offsets[q], offsets[q + 1]):
+            load[links[e]] += amount
+        for e in range(offsets[p], offsets[p + 1]):
+            busy[links[e]] = load[links[e]] / cap[links[e]]
+        for e in range(offsets[q], offsets[q + 1]):
+            busy[links[e]] = load[links[e]] / cap[links[e]]
+        if out[q] == 0:
+            for e in range(offsets[q], offsets[q + 1]):
+                new_links[added] = links[e]
+                new_owner[added] = q
+                added += 1
+        out[q] += out[p]
+        out[p] = 0
+
+
+def rebalance_moves(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, job: np.ndarray,
+                    link_start: np.ndarray, crossing: np.ndarray, limit: int, enough: float, out: np.ndarray,
+                    load: np.ndarray, cap: np.ndarray, busy: np.ndarray) -> None:
+    """:func:`optiq.heuristics.rebalance`'s moves in one call, each as its numpy loop makes it:
+    ``out`` (bytes per candidate), ``load`` and ``busy`` (per link) updated in place. The
+    paths that carried bytes at the start cross the links as ``crossing[link_start[l]:
+    link_start[l + 1]]`` says; the kernel keeps those of paths that get bytes itself."""
+    with interrupts_held(_rebalance_moves):  # contiguous arrays of fixed types: one machine code
+        _rebalance_moves(*(np.ascontiguousarray(a, dtype=np.int64)
+                           for a in (job_offsets, offsets, links, job, link_start, crossing)),
+                         int(limit), float(enough), out, load, np.ascontiguousarray(cap, dtype=np.float64), busy)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import PlanError
 from ..paths.pathset import stable_order
-from .common import least_loaded
+from .common import compiled_pays, least_loaded
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -35,7 +35,7 @@ BOUND_SLACK = 0.005
 
 
 def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, max_moves: int | None = None,
-              bound_s: float | None = None) -> np.ndarray:
+              bound_s: float | None = None, compiled: bool | None = None) -> np.ndarray:
     """Bytes per candidate path after moving whole paths' bytes off the busiest link.
 
     A greedy heuristic places each unit against the loads it sees, so it can leave a link
@@ -59,6 +59,10 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
     bound_s : float, optional
         A proven lower bound on the plan's time (seconds): no move is made once the busiest
         link's time is within :data:`BOUND_SLACK` of it.
+    compiled : bool, optional
+        Make the moves in the compiled kernel (True) or in numpy (False); by default
+        :func:`~optiq.heuristics.common.compiled_pays` decides by the candidates' number.
+        Either way the same moves are made.
 
     Returns
     -------
@@ -102,6 +106,12 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
     new_links, new_owner = np.zeros(0, np.int64), np.zeros(0, np.int64)  # crossings of paths that got bytes here
     busy = load / cap
     enough = -np.inf if bound_s is None else bound_s * (1 + BOUND_SLACK)
+    if compiled_pays(candidates.num_paths) if compiled is None else compiled:
+        from .least_loaded_kernel import rebalance_moves
+
+        rebalance_moves(candidates.job_offsets, offsets, links, job, link_start, crossing, limit, enough, out, load,
+                        cap, busy)
+        return out
     for _ in range(limit):
         hot = int(np.argmax(busy))
         if busy[hot] <= enough:
@@ -112,7 +122,7 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
             break
         on = on[np.lexsort((on, -out[on]))]  # the largest first
         # a candidate that crosses the busiest link is never below it: a path is never moved to itself
-        best, worst = least_loaded(candidates, job[on], out[on], load, cap)
+        best, worst = least_loaded(candidates, job[on], out[on], load, cap, compiled=False)
         movable = np.flatnonzero(worst < busy[hot])
         if not movable.size:
             break
