@@ -79,18 +79,22 @@ def _slab_cuts(topology, demands) -> list[CutBound | None]:
                             weights=topology.capacity[dim_links & (topology.link_sign < 0)], minlength=length)
         s_coord, t_coord = demands.src // stride % length, demands.dst // stride % length
         table = np.bincount(s_coord * length + t_coord, weights=size, minlength=length * length).reshape(length, length)
-        sizes = np.arange(1, length)
-        for start in range(length if wrap else 1):
-            inside = ((np.arange(length) - start) % length < sizes[:, None]).astype(float)  # (slab size, coordinate)
-            leaving = np.einsum("ka,ab,kb->k", inside, table, 1.0 - inside)
-            entering = np.einsum("kb,ab,ka->k", inside, table, 1.0 - inside)
-            last, after = (start + sizes - 1) % length, (start + sizes) % length
-            # on a mesh there are no "-" links out of coordinate 0 nor "+" links out of the last
-            cap_out = plus[last] + minus[start]
-            cap_in = minus[after] + plus[(start - 1) % length]
-            span = [f"slab dim {d} in [{start}..{(start + k - 1) % length}]" for k in sizes]
-            found.append(_best(leaving, cap_out, lambda i: f"out of {span[i]}"))
-            found.append(_best(entering, cap_in, lambda i: f"into {span[i]}"))
+        sizes, starts = np.arange(1, length), np.arange(length if wrap else 1)
+        # every slab at once, by (start, size, coordinate); the sums are exact (whole bytes)
+        inside = ((np.arange(length) - starts[:, None, None]) % length < sizes[:, None]).astype(float)
+        leaving = (inside * ((1.0 - inside) @ table.T)).sum(axis=2).ravel()
+        entering = ((1.0 - inside) * (inside @ table.T)).sum(axis=2).ravel()
+        last, after = (starts[:, None] + sizes - 1) % length, (starts[:, None] + sizes) % length
+        # on a mesh there are no "-" links out of coordinate 0 nor "+" links out of the last
+        cap_out = (plus[last] + minus[starts][:, None]).ravel()
+        cap_in = (minus[after] + plus[(starts - 1) % length][:, None]).ravel()
+
+        def span(i: int, d: int = d, length: int = length) -> str:
+            start, k = divmod(i, length - 1)
+            return f"slab dim {d} in [{start}..{(start + k) % length}]"
+
+        found.append(_best(leaving, cap_out, lambda i: f"out of {span(i)}"))
+        found.append(_best(entering, cap_in, lambda i: f"into {span(i)}"))
     return found
 
 
