@@ -15,6 +15,7 @@ space knows them) so that pricing, candidates and the lean step work alike in al
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +36,27 @@ __all__ = ["PathSpace", "SPACES"]
 
 #: The kinds of path space (module docstring).
 SPACES = ("free", "links", "chains")
+
+#: What was derived from a candidate set on a topology (its link paths of the space, all its
+#: stops), by the set's identity, kept while the set lives: an application plans over the same
+#: kept candidates again and again (``torus_paths`` keeps them), and what is derived depends
+#: on the paths and the network's routes alone.
+_KEPT: dict[int, tuple[weakref.ref, weakref.ref, object, dict[str, PathSet]]] = {}
+
+
+def _kept_for(paths: PathSet, topology: Topology) -> dict[str, PathSet]:
+    """What was kept for the very object ``paths`` on ``topology`` and its fabric as it is now
+    (an empty dict to fill where nothing was). Values never hold ``paths`` itself, or it would
+    never be freed."""
+    key = id(paths)
+    kept = _KEPT.get(key)
+    if kept is None or kept[0]() is not paths or kept[1]() is not topology or kept[2] is not topology.fabric:
+        def drop(_: weakref.ref) -> None:   # the set is freed: so is what was kept for it
+            _KEPT.pop(key, None)
+
+        kept = (weakref.ref(paths, drop), weakref.ref(topology), topology.fabric, {})
+        _KEPT[key] = kept
+    return kept[3]
 
 
 class PathSpace:
@@ -139,6 +161,22 @@ class PathSpace:
             return paths.with_stops(forwarded_stops(paths, self.topology))
         return paths
 
+    def finish_used(self, paths: PathSet, used: np.ndarray) -> PathSet:
+        """:meth:`finish` of ``paths.select(used)``. On ``links``, the second time the very same
+        ``paths`` are finished on this topology the stops of all of them are made and kept, and
+        every later call selects its paths' stops from those: a plan over candidates it kept
+        (an application's same pairs with other bytes) then finds no stops anew. The first time
+        only the used paths' stops are made, as a plan made once needs."""
+        if self.kind != "links":
+            return self.finish(paths.select(used))
+        kept = _kept_for(paths, self.topology)
+        if "stopped" not in kept:
+            if "finished" not in kept:
+                kept["finished"] = paths.select(np.zeros(0, dtype=bool))   # a mark: seen once
+                return self.finish(paths.select(used))
+            kept["stopped"] = paths.with_stops(forwarded_stops(paths, self.topology))
+        return kept["stopped"].select(used)
+
     def from_links(self, paths: PathSet, *, distinct: bool = False) -> PathSet:
         """Link paths of a search of the whole graph as paths of this space, repeats within a job
         dropped: on ``links`` each link replaced by the one the network's route between its ends
@@ -147,10 +185,16 @@ class PathSpace:
         come from the chain space.)"""
         if self.kind == "chains":
             raise ParameterError("chains come from the chain space, not from link paths")
+        kept = _kept_for(paths, self.topology) if distinct else {}
+        if self.kind in kept:   # the same coordinate-built set as before: the same answer
+            return kept[self.kind]
         links = paths.links if self.kind == "free" else route_twins(self.topology)[paths.links]
         if distinct and np.array_equal(links, paths.links):
             return paths
-        return PathSet(paths.job, paths.offsets, links, paths.num_jobs, paths.stops).unique()
+        mapped = PathSet(paths.job, paths.offsets, links, paths.num_jobs, paths.stops).unique()
+        if distinct:
+            kept[self.kind] = mapped
+        return mapped
 
     def cheapest(self, link_cost: np.ndarray, hop_limit: np.ndarray, *, too_long: str = "exact",
                  what: str = "least-cost paths", workers: Workers | None = None, regions: bool = False,

@@ -404,9 +404,10 @@ def torus_paths(topology: Topology, demands: Demands, k: int = 8, *, hop_slack: 
 
 
 #: The shortest routes :func:`torus_paths` made last for a topology (``k``, the pairs, the
-#: paths), kept while they have at most this many links: an application plans the same pairs
-#: again and again with other bytes, and the routes depend on the pairs alone.
-SHORTEST_MEMO_LINKS = 4_000_000
+#: paths), kept while they have at most this many links (about 11 bytes each: 8 million hold a
+#: 512-host all-to-all-v's): an application plans the same pairs again and again with other
+#: bytes, and the routes depend on the pairs alone.
+SHORTEST_MEMO_LINKS = 8_000_000
 _SHORTEST: weakref.WeakKeyDictionary[Topology, tuple[int, np.ndarray, np.ndarray, PathSet]] = \
     weakref.WeakKeyDictionary()
 

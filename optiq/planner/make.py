@@ -307,7 +307,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     legs_built = own_routes or space.kind == "links"
     # a forwarded path that is the network's own route is one leg: its stops are its end
     one_leg = own_routes and space.kind != "free"
-    paths, nbytes = paths.select(used) if one_leg else space.finish(paths.select(used)), nbytes[used]
+    paths, nbytes = paths.select(used) if one_leg else space.finish_used(paths, used), nbytes[used]
     if qos is not None:
         record.qos_shares = dict(qos.shares)
         if record.lp_time_s is not None:
