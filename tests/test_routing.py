@@ -291,12 +291,12 @@ def test_routes_kept_between_calls_are_the_routes_made_afresh(spec, memo_links, 
             network_routes(t, [1, bad_src], [0, bad_dst])
 
 
-def test_plans_over_kept_candidates_take_their_stops_from_the_set_finished_before():
+def test_plans_over_kept_candidates_make_stops_only_for_paths_no_plan_used_before():
     """Three heu2 plans of the same pairs with other bytes run over the candidates kept from the
-    first; from the second on, their stops are selected from stops made for all candidates.
-    Each plan's stops are what forwarded_stops gives its paths afresh."""
+    first; the stops made are kept with them, and later plans make stops only for paths not
+    used before. Each plan's stops are what forwarded_stops gives its paths afresh."""
+    from optiq.paths import routing
     from optiq.paths import space as path_space
-    from optiq.paths.routing import forwarded_stops
     from optiq.paths.system import forget_routes
     from optiq.planner import make_plan
     from optiq.topology import from_spec
@@ -305,10 +305,19 @@ def test_plans_over_kept_candidates_take_their_stops_from_the_set_finished_befor
     rng = np.random.default_rng(3)
     forget_routes()
     src, dst = np.nonzero(~np.eye(t.num_endpoints, dtype=bool))
-    plans = [make_plan(t, Demands(src, dst, rng.integers(1, 2**20, src.size)), "heu2") for _ in range(3)]
-    kept = [v[3]["stopped"] for v in path_space._KEPT.values() if "stopped" in v[3]]
-    assert kept and any(p.paths.num_paths < s.num_paths for p in plans for s in kept)   # a selection of them
+    asked = []
+
+    def counting(paths, topology):
+        asked.append(paths.num_paths)
+        return routing.forwarded_stops(paths, topology)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(path_space, "forwarded_stops", counting)
+        plans = [make_plan(t, Demands(src, dst, rng.integers(1, 2**20, src.size)), "heu2") for _ in range(3)]
+    assert len(asked) >= 1 and asked[0] == plans[0].paths.num_paths   # the first plan: its own paths
+    assert sum(asked[1:]) < plans[1].paths.num_paths + plans[2].paths.num_paths   # then fewer than used
     for plan in plans:
         ps = plan.paths
-        assert np.array_equal(ps.stops, forwarded_stops(type(ps)(ps.job, ps.offsets, ps.links, ps.num_jobs), t))
-        assert plan.paths.stops.sum() > plan.paths.num_paths   # some paths stop on the way
+        assert np.array_equal(ps.stops, routing.forwarded_stops(type(ps)(ps.job, ps.offsets, ps.links, ps.num_jobs),
+                                                                t))
+        assert ps.stops.sum() > ps.num_paths   # some paths stop on the way

@@ -16,12 +16,12 @@ space knows them) so that pricing, candidates and the lean step work alike in al
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ParameterError
-from .pathset import PathSet
+from .pathset import PathSet, csr_positions
 from .pricing import least_cost_paths
 from .routing import FORWARDED, FREE, ROUTINGS, every_node_a_rank, every_rank_stops, forwarded_stops, route_twins
 
@@ -37,14 +37,14 @@ __all__ = ["PathSpace", "SPACES"]
 #: The kinds of path space (module docstring).
 SPACES = ("free", "links", "chains")
 
-#: What was derived from a candidate set on a topology (its link paths of the space, all its
-#: stops), by the set's identity, kept while the set lives: an application plans over the same
+#: What was derived from a candidate set on a topology (its link paths of the space, the stops
+#: of the paths planned so far), by the set's identity, kept while the set lives: an application plans over the same
 #: kept candidates again and again (``torus_paths`` keeps them), and what is derived depends
 #: on the paths and the network's routes alone.
-_KEPT: dict[int, tuple[weakref.ref, weakref.ref, object, dict[str, PathSet]]] = {}
+_KEPT: dict[int, tuple[weakref.ref, weakref.ref, object, dict[str, Any]]] = {}
 
 
-def _kept_for(paths: PathSet, topology: Topology) -> dict[str, PathSet]:
+def _kept_for(paths: PathSet, topology: Topology) -> dict[str, Any]:
     """What was kept for the very object ``paths`` on ``topology`` and its fabric as it is now
     (an empty dict to fill where nothing was). Values never hold ``paths`` itself, or it would
     never be freed."""
@@ -162,20 +162,22 @@ class PathSpace:
         return paths
 
     def finish_used(self, paths: PathSet, used: np.ndarray) -> PathSet:
-        """:meth:`finish` of ``paths.select(used)``. On ``links``, the second time the very same
-        ``paths`` are finished on this topology the stops of all of them are made and kept, and
-        every later call selects its paths' stops from those: a plan over candidates it kept
-        (an application's same pairs with other bytes) then finds no stops anew. The first time
-        only the used paths' stops are made, as a plan made once needs."""
+        """:meth:`finish` of ``paths.select(used)``. On ``links`` the stops made are kept with the
+        very same ``paths`` (on this topology), so a later plan over them (an application's same
+        pairs with other bytes, over the candidates ``torus_paths`` kept) makes stops only for
+        the paths no plan used before."""
         if self.kind != "links":
             return self.finish(paths.select(used))
         kept = _kept_for(paths, self.topology)
-        if "stopped" not in kept:
-            if "finished" not in kept:
-                kept["finished"] = paths.select(np.zeros(0, dtype=bool))   # a mark: seen once
-                return self.finish(paths.select(used))
-            kept["stopped"] = paths.with_stops(forwarded_stops(paths, self.topology))
-        return kept["stopped"].select(used)
+        if "stops" not in kept:
+            kept["stops"], kept["known"] = paths.stops.copy(), np.zeros(paths.num_paths, dtype=bool)
+        stops, known = kept["stops"], kept["known"]
+        new = np.asarray(used, dtype=bool) & ~known
+        if new.any():
+            where = csr_positions(paths.offsets[:-1][new], paths.hops[new])
+            stops[where] = forwarded_stops(paths.select(new), self.topology)
+            known |= new
+        return PathSet(paths.job, paths.offsets, paths.links, paths.num_jobs, stops).select(used)
 
     def from_links(self, paths: PathSet, *, distinct: bool = False) -> PathSet:
         """Link paths of a search of the whole graph as paths of this space, repeats within a job
