@@ -476,23 +476,28 @@ def test_shortest_torus_routes_are_the_recipe_pools_first_routes(spec, k):
     assert np.array_equal(got.links, want.links)
 
 
-def test_shortest_torus_routes_are_kept_for_the_same_pairs_only():
-    """An application plans the same pairs again with other bytes: their shortest routes are
-    kept; another ``k`` or other pairs get routes made anew (the pool's first), and
+@pytest.mark.parametrize("spec, kind", [("torus:4x4x2", "torus-shortest"), ("torus:4x4", "diverse"),
+                                        ("torus:4x4", "spread"), ("torus:4x4x2", "torus")])
+def test_candidates_are_kept_for_the_same_pairs_and_recipe_only(spec, kind):
+    """An application plans the same pairs again with other bytes: their candidates are kept;
+    another ``k`` or other pairs get candidates made anew (what a fresh process makes), and
     ``forget_routes`` drops what was kept."""
-    from optiq.paths import torus_paths
     from optiq.paths.system import forget_routes
-    from optiq.paths.torus import RecipePool
+    from optiq.planner import make_candidates
     from optiq.topology import from_spec
 
-    t = from_spec("torus:4x4x2")
-    d = random_demands(t, 300, seed=1)
-    first = torus_paths(t, d, 4, hop_slack=0, spread=False)
-    assert torus_paths(t, Demands(d.src, d.dst, d.nbytes * 2), 4, hop_slack=0, spread=False) is first
-    for k, other in ((2, d), (4, random_demands(t, 300, seed=2)), (4, d)):
-        got = torus_paths(t, other, k, hop_slack=0, spread=False)
-        want = RecipePool(t, other, hop_slack=0, vias=0).first(k)
+    t = from_spec(spec)
+    d = random_demands(t, 100, seed=1)
+
+    def made(demands, k):
+        return make_candidates(t, demands, k, kind, stops=False)
+
+    first = made(d, 4)
+    assert made(Demands(d.src, d.dst, d.nbytes * 2), 4) is first
+    for k, other in ((2, d), (4, random_demands(t, 100, seed=2)), (4, d)):
+        got = made(other, k)
+        forget_routes()
+        want = made(other, k)
+        assert got is not want
         assert np.array_equal(got.links, want.links) and np.array_equal(got.offsets, want.offsets)
-    forget_routes()
-    fresh = torus_paths(t, d, 4, hop_slack=0, spread=False)
-    assert fresh is not first and np.array_equal(fresh.links, first.links)
+    assert made(d, 4) is not first

@@ -51,8 +51,8 @@ def _kept_for(paths: PathSet, topology: Topology) -> dict[str, Any]:
     key = id(paths)
     kept = _KEPT.get(key)
     if kept is None or kept[0]() is not paths or kept[1]() is not topology or kept[2] is not topology.fabric:
-        def drop(_: weakref.ref) -> None:   # the set is freed: so is what was kept for it
-            _KEPT.pop(key, None)
+        def drop(_: weakref.ref, table: dict = _KEPT) -> None:   # the set is freed: so is what was kept for it
+            table.pop(key, None)   # (the table bound here: the module's names are gone at exit)
 
         kept = (weakref.ref(paths, drop), weakref.ref(topology), topology.fabric, {})
         _KEPT[key] = kept
@@ -183,18 +183,19 @@ class PathSpace:
         """Link paths of a search of the whole graph as paths of this space, repeats within a job
         dropped: on ``links`` each link replaced by the one the network's route between its ends
         takes. ``distinct``: each job's paths are distinct already (coordinate-built ones), so
-        repeats are looked for only where a link was replaced. (Not for ``chains``, whose paths
-        come from the chain space.)"""
+        repeats are looked for only where a link was replaced. The answer is kept with the very
+        same ``paths`` while they live (candidates kept for pairs planned again,
+        :mod:`optiq.paths.kept`). (Not for ``chains``, whose paths come from the chain space.)"""
         if self.kind == "chains":
             raise ParameterError("chains come from the chain space, not from link paths")
-        kept = _kept_for(paths, self.topology) if distinct else {}
-        if self.kind in kept:   # the same coordinate-built set as before: the same answer
+        kept = _kept_for(paths, self.topology)
+        if self.kind in kept:   # the same set as before (candidates kept for pairs planned again)
             return kept[self.kind]
         links = paths.links if self.kind == "free" else route_twins(self.topology)[paths.links]
         if distinct and np.array_equal(links, paths.links):
             return paths
         mapped = PathSet(paths.job, paths.offsets, links, paths.num_jobs, paths.stops).unique()
-        if distinct:
+        if mapped is not paths:   # never ``paths`` itself: it would never be freed
             kept[self.kind] = mapped
         return mapped
 

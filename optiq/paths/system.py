@@ -25,8 +25,9 @@ import numpy as np
 
 from ..errors import PathError, WorkloadError
 from ..workloads import Demands
+from .kept import forget_candidates
 from .pathset import PathSet, csr_positions
-from .torus import bgq_dimension_order, dimension_order_walk, forget_shortest
+from .torus import bgq_dimension_order, dimension_order_walk
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -88,10 +89,10 @@ _MEMO: weakref.WeakKeyDictionary[Topology, _Routes] = weakref.WeakKeyDictionary(
 
 
 def forget_routes() -> None:
-    """Drop the routes :func:`network_routes` kept, and the shortest torus routes
-    :func:`~optiq.paths.torus_paths` kept (for timing a cold start, or memory)."""
+    """Drop the routes :func:`network_routes` kept, and the candidate paths kept for pairs
+    planned again (:mod:`optiq.paths.kept`), for timing a cold start, or memory."""
     _MEMO.clear()
-    forget_shortest()
+    forget_candidates()
 
 
 def torus_routes(topology: Topology, demands: Demands) -> PathSet:

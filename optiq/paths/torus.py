@@ -13,7 +13,6 @@ per source takes a minute per round.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -403,25 +402,10 @@ def torus_paths(topology: Topology, demands: Demands, k: int = 8, *, hop_slack: 
     return pool.spread(k, seed=seed, progress=progress) if spread else pool.first(k)
 
 
-#: The shortest routes :func:`torus_paths` made last for a topology (``k``, the pairs, the
-#: paths), kept while they have at most this many links (about 11 bytes each: 8 million hold a
-#: 512-host all-to-all-v's): an application plans the same pairs again and again with other
-#: bytes, and the routes depend on the pairs alone.
-SHORTEST_MEMO_LINKS = 8_000_000
-_SHORTEST: weakref.WeakKeyDictionary[Topology, tuple[int, np.ndarray, np.ndarray, PathSet]] = \
-    weakref.WeakKeyDictionary()
-
-
-def forget_shortest() -> None:
-    """Drop the shortest routes :func:`torus_paths` kept (for timing a cold start, or memory)."""
-    _SHORTEST.clear()
-
-
 def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     """Every job's first ``k`` distinct shortest dimension-ordered routes in recipe order (each
     rotation of the Blue Gene/Q order, then the same with ties the other way), as
-    :meth:`RecipePool.first` gives them, without building the pool; the same pairs as the last
-    call's on the topology get the routes kept from it (:data:`SHORTEST_MEMO_LINKS`).
+    :meth:`RecipePool.first` gives them, without building the pool.
 
     Which recipes repeat an earlier one follows from coordinates: along a dimension the route
     moves the same way whatever was routed before, so a route is fixed by the order of the
@@ -433,20 +417,8 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     if not topology.is_torus:
         raise PathError(f"coordinate-built paths need a torus or mesh, not {topology.name!r}")
     demands.check_against(topology)
-    kept = _SHORTEST.get(topology)
-    if kept is not None and kept[0] == k and np.array_equal(kept[1], demands.src) and \
-            np.array_equal(kept[2], demands.dst):
-        return kept[3]
-    paths = _build_shortest_routes(topology, demands, k)
-    if paths.links.size <= SHORTEST_MEMO_LINKS:
-        _SHORTEST[topology] = (k, demands.src.copy(), demands.dst.copy(), paths)
-    return paths
-
-
-def _build_shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
-    """:func:`_shortest_routes` made anew."""
     dims, wrap = topology.dims, topology.wrap
-    assert dims is not None and wrap is not None  # checked by the caller: a torus or mesh
+    assert dims is not None and wrap is not None  # checked above: a torus or mesh
     order = [d for d in bgq_dimension_order(dims) if dims[d] > 1]
     n, J = len(order), demands.num_jobs
     moving = np.zeros((J, max(n, 1)), dtype=bool)   # by position in the order

@@ -33,6 +33,7 @@ from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGOptions, CGResult, CGS
 from ..lp.lean import lean_plan
 from ..mpi.workers import Workers
 from ..paths import FREE, PathSet, diverse_paths, spread_paths, torus_paths, valiant_paths
+from ..paths.kept import kept_candidates
 from ..paths.space import PathSpace
 from ..plan import PlanRecord
 from ..topology import Topology
@@ -168,7 +169,16 @@ def resolved_kind(topology: Topology, demands: Demands, kind: str, greedy: bool)
 
 def _link_candidates(topology: Topology, demands: Demands, k: int, kind: str, *, hop_limit: int | None, seed: int,
                      progress: Callable[[str], None] | None, workers: Workers | None) -> PathSet:
-    """Candidate link paths of ``kind`` (resolved: not ``auto``; no stops yet)."""
+    """Candidate link paths of ``kind`` (resolved: not ``auto``; no stops yet); the same pairs
+    by the same recipe as the last plan's on the topology get its paths back (:mod:`optiq.paths.kept`)."""
+    return kept_candidates(topology, demands, (kind, k, hop_limit, seed),
+                           lambda: _new_link_candidates(topology, demands, k, kind, hop_limit=hop_limit, seed=seed,
+                                                        progress=progress, workers=workers))
+
+
+def _new_link_candidates(topology: Topology, demands: Demands, k: int, kind: str, *, hop_limit: int | None,
+                         seed: int, progress: Callable[[str], None] | None, workers: Workers | None) -> PathSet:
+    """:func:`_link_candidates` made anew."""
     if kind == "valiant":
         return valiant_paths(topology, demands, k, seed=seed)
     if kind == "torus-shortest":

@@ -1,0 +1,62 @@
+"""Candidate paths kept for the pairs a process plans again.
+
+An application plans the same pairs again and again with other bytes (an all-to-all-v whose
+counts change from call to call), and every candidate generator's paths depend on the pairs
+and its parameters, never on the bytes. So the last set made for a topology is kept with what
+made it (its recipe: the kind and parameters) and its pairs, and a plan of the same pairs by
+the same recipe gets it back instead of searching again.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..topology import Topology
+    from ..workloads import Demands
+    from .pathset import PathSet
+
+__all__ = ["kept_candidates", "forget_candidates", "KEPT_LINKS"]
+
+#: The most links a kept set may hold (about 11 bytes each with its offsets, jobs and stops:
+#: 8 million hold a 512-host all-to-all-v's shortest torus routes); a larger one is not kept.
+KEPT_LINKS = 8_000_000
+
+_LAST: weakref.WeakKeyDictionary[Topology, tuple[Hashable, np.ndarray, np.ndarray, PathSet]] = \
+    weakref.WeakKeyDictionary()
+
+
+def kept_candidates(topology: Topology, demands: Demands, recipe: Hashable,
+                    make: Callable[[], PathSet]) -> PathSet:
+    """``make()``, or the very paths it made last on ``topology`` where ``recipe`` and the pairs
+    (``demands.src``, ``demands.dst``, in order) are the same as then.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import Demands
+    >>> from optiq.paths import diverse_paths
+    >>> t, d = torus((4, 4)), Demands([0], [5], [10])
+    >>> a = kept_candidates(t, d, ("diverse", 4), lambda: diverse_paths(t, d, 4))
+    >>> kept_candidates(t, Demands([0], [5], [99]), ("diverse", 4), lambda: 1 / 0) is a   # other bytes
+    True
+    """
+    kept = _LAST.get(topology)
+    if kept is not None and kept[0] == recipe and np.array_equal(kept[1], demands.src) and \
+            np.array_equal(kept[2], demands.dst):
+        return kept[3]
+    paths = make()
+    if paths.links.size <= KEPT_LINKS:
+        _LAST[topology] = (recipe, demands.src.copy(), demands.dst.copy(), paths)
+    else:
+        _LAST.pop(topology, None)
+    return paths
+
+
+def forget_candidates() -> None:
+    """Drop the candidate sets kept (for timing a cold start, or memory)."""
+    _LAST.clear()
