@@ -306,9 +306,17 @@ def _compiled(comm: Any, net: RankNetwork, matrix: np.ndarray, host_plan: Plan |
     return Pattern(method, reason, executor, sends, recvs, predicted_s=predicted_s, default_s=default_s)
 
 
+@functools.lru_cache(maxsize=4)
+def _topology_of(spec: str) -> Topology:
+    """The topology of a ``network=`` spec, made once per process: the network's routes and the
+    candidate paths a plan keeps live with the topology object (:mod:`optiq.paths.kept`), so the
+    plans of later calls find them."""
+    return from_spec(spec)
+
+
 def _placement(comm: Any, network: Any, hosts: Any, size: int, link_bw: float | None) -> tuple[Topology, np.ndarray]:
     """The network and the endpoint of every rank (every rank computes the same)."""
-    topology = network if isinstance(network, Topology) else from_spec(network)
+    topology = network if isinstance(network, Topology) else _topology_of(network)
     E = topology.num_endpoints
 
     def endpoint(value: Any, who: str) -> int:
