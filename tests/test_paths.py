@@ -477,7 +477,8 @@ def test_shortest_torus_routes_are_the_recipe_pools_first_routes(spec, k):
 
 
 @pytest.mark.parametrize("spec, kind", [("torus:4x4x2", "torus-shortest"), ("torus:4x4", "diverse"),
-                                        ("torus:4x4", "spread"), ("torus:4x4x2", "torus")])
+                                        ("torus:4x4", "spread"), ("torus:4x4x2", "torus"),
+                                        ("fattree:k=4,n=2", "chains")])
 def test_candidates_are_kept_for_the_same_pairs_and_recipe_only(spec, kind):
     """An application plans the same pairs again with other bytes: their candidates are kept;
     another ``k`` or other pairs get candidates made anew (what a fresh process makes), and

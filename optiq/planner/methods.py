@@ -110,7 +110,11 @@ def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str
     check_candidate_kind(topology, space, kind)
     if space.kind == "chains":
         if kind in ("auto", "chains"):
-            return space.chains.spread(k, seed=seed, progress=progress)
+            chains = space.chains
+            forwarders = None if space.forwarders is None else np.unique(space.forwarders).tobytes()
+            return kept_candidates(topology, demands, ("chains", k, seed, space.seed, space.max_intermediates,
+                                                       forwarders), lambda: chains.spread(k, seed=seed,
+                                                                                          progress=progress))
         from ..paths.chains import valiant_chains
 
         return valiant_chains(topology, demands, k, seed=seed)
