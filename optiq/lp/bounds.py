@@ -99,12 +99,13 @@ def _slab_cuts(topology, demands) -> list[CutBound | None]:
 
 
 def _bounding_box(topology, nodes: np.ndarray) -> np.ndarray:
-    """Boolean mask of the smallest box (per dimension, the coordinates used) around ``nodes``."""
+    """Boolean mask of the smallest box (per dimension, the coordinates used) around ``nodes``
+    (repeats allowed)."""
     box = np.ones(topology.num_nodes, bool)
     for d, length in enumerate(topology.dims):
         stride = int(np.prod(topology.dims[d + 1:], dtype=np.int64))
         used = np.zeros(length, bool)
-        used[np.unique(nodes // stride % length)] = True
+        used[nodes // stride % length] = True
         if not used.all():
             box &= used[np.arange(topology.num_nodes) // stride % length]
     return box
@@ -186,7 +187,7 @@ def cut_lower_bound(topology: Topology, demands: Demands) -> CutBound:
     sent = np.bincount(src, weights=size, minlength=n)
     recv = np.bincount(dst, weights=size, minlength=n)
     found = [_best(sent, out_cap, lambda v: f"out of node {v}"), _best(recv, in_cap, lambda v: f"into node {v}")]
-    for name, nodes in (("sources", np.unique(src)), ("destinations", np.unique(dst))):
+    for name, nodes in (("sources", src), ("destinations", dst)):   # (repeats and all)
         mask = np.zeros(n, bool)
         mask[nodes] = True
         found += _mask_cut(topology, demands, mask, f"the {name}")
