@@ -40,8 +40,7 @@ def _best(bytes_: ArrayLike, capacity: ArrayLike, names) -> CutBound | None:
     bytes_, capacity = np.asarray(bytes_, float), np.asarray(capacity, float)
     if not bytes_.size:
         return None
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(capacity > 0, bytes_ / np.where(capacity > 0, capacity, 1.0), 0.0)
+    t = np.divide(bytes_, capacity, out=np.zeros(bytes_.shape), where=capacity > 0)
     i = int(np.argmax(t))
     name = names(i) if callable(names) else names[i]
     return CutBound(float(t[i]), float(bytes_[i]), float(capacity[i]), name)
