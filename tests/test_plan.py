@@ -148,3 +148,19 @@ def test_metrics_by_hand():
     assert m.bytes_per_link_max == 3 * 2**16
     assert m.predicted_time_s == pytest.approx(3 * 2**16 / 1e9)
     assert m.throughput_Bps == pytest.approx(4 * 2**16 / m.predicted_time_s)
+
+
+def test_a_forwarded_path_that_stops_at_a_rank_twice_is_refused_and_the_same_path_with_one_stop_is_not():
+    """Every rank a forwarded path stops at (and its source) takes one leg in and one out: a path
+    that comes back to a rank it stopped at is refused, naming it; the same links stopping only
+    at the end (one leg, not the network's route: left unchecked here) pass."""
+    from optiq.paths import PathSet
+
+    t = torus((4,))
+    hop = {(u, v): t.links_between(u, v)[0] for u, v in ((0, 1), (1, 0), (1, 2))}
+    links = [hop[0, 1], hop[1, 0], hop[0, 1], hop[1, 2]]
+    back = PathSet.from_lists([links], [0], 1, stops=[[True, True, True, True]])
+    with pytest.raises(PlanError, match="path 0 of job 0 stops at node 0 more than once"):
+        Plan(t, Demands([0], [2], [100]), back, [100], check_legs=False)
+    once = PathSet.from_lists([links], [0], 1)
+    assert Plan(t, Demands([0], [2], [100]), once, [100], check_legs=False).paths.legs.tolist() == [1]
