@@ -38,9 +38,9 @@ __all__ = ["PathSpace", "SPACES"]
 SPACES = ("free", "links", "chains")
 
 #: What was derived from a candidate set on a topology (its link paths of the space, the stops
-#: of the paths planned so far), by the set's identity, kept while the set lives: an application plans over the same
-#: kept candidates again and again (``torus_paths`` keeps them), and what is derived depends
-#: on the paths and the network's routes alone.
+#: of the paths planned so far), by the set's identity, kept while the set lives: an
+#: application plans over the same kept candidates again and again (:mod:`optiq.paths.kept`),
+#: and what is derived depends on the paths and the network's routes alone.
 _KEPT: dict[int, tuple[weakref.ref, weakref.ref, object, dict[str, Any]]] = {}
 
 
@@ -164,8 +164,8 @@ class PathSpace:
     def finish_used(self, paths: PathSet, used: np.ndarray) -> PathSet:
         """:meth:`finish` of ``paths.select(used)``. On ``links`` the stops made are kept with the
         very same ``paths`` (on this topology), so a later plan over them (an application's same
-        pairs with other bytes, over the candidates ``torus_paths`` kept) makes stops only for
-        the paths no plan used before."""
+        pairs with other bytes, over the candidates :mod:`optiq.paths.kept` kept) makes stops
+        only for the paths no plan used before."""
         if self.kind != "links":
             return self.finish(paths.select(used))
         kept = _kept_for(paths, self.topology)
