@@ -110,11 +110,10 @@ def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str
     check_candidate_kind(topology, space, kind)
     if space.kind == "chains":
         if kind in ("auto", "chains"):
-            chains = space.chains
             forwarders = None if space.forwarders is None else np.unique(space.forwarders).tobytes()
-            return kept_candidates(topology, demands, ("chains", k, seed, space.seed, space.max_intermediates,
-                                                       forwarders), lambda: chains.spread(k, seed=seed,
-                                                                                          progress=progress))
+            recipe = ("chains", k, seed, space.seed, space.max_intermediates, forwarders)
+            return kept_candidates(topology, demands, recipe,   # the chain space is made only if need be
+                                   lambda: space.chains.spread(k, seed=seed, progress=progress))
         from ..paths.chains import valiant_chains
 
         return valiant_chains(topology, demands, k, seed=seed)
