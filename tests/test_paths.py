@@ -502,3 +502,18 @@ def test_candidates_are_kept_for_the_same_pairs_and_recipe_only(spec, kind):
         assert got is not want
         assert np.array_equal(got.links, want.links) and np.array_equal(got.offsets, want.offsets)
     assert made(d, 4) is not first
+
+
+def test_candidates_kept_for_a_topology_are_not_given_back_once_its_fabric_changed():
+    """Chains follow the network's forwarding tables: a topology given another fabric gets its
+    candidates made anew, not the set kept under the old one."""
+    from optiq.paths.kept import kept_candidates
+    from optiq.topology import from_spec
+
+    t = from_spec("torus:4x4")
+    d = random_demands(t, 20, seed=3)
+    first = kept_candidates(t, d, ("diverse", 2), lambda: diverse_paths(t, d, 2))
+    assert kept_candidates(t, d, ("diverse", 2), lambda: diverse_paths(t, d, 2)) is first
+    t.fabric = object()   # as if new forwarding tables were read for the same topology object
+    again = kept_candidates(t, d, ("diverse", 2), lambda: diverse_paths(t, d, 2))
+    assert again is not first and np.array_equal(again.links, first.links)

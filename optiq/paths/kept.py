@@ -26,14 +26,15 @@ __all__ = ["kept_candidates", "forget_candidates", "KEPT_LINKS"]
 #: 8 million hold a 512-host all-to-all-v's shortest torus routes); a larger one is not kept.
 KEPT_LINKS = 8_000_000
 
-_LAST: weakref.WeakKeyDictionary[Topology, tuple[Hashable, np.ndarray, np.ndarray, PathSet]] = \
+_LAST: weakref.WeakKeyDictionary[Topology, tuple[Hashable, object, np.ndarray, np.ndarray, PathSet]] = \
     weakref.WeakKeyDictionary()
 
 
 def kept_candidates(topology: Topology, demands: Demands, recipe: Hashable,
                     make: Callable[[], PathSet]) -> PathSet:
-    """``make()``, or the very paths it made last on ``topology`` where ``recipe`` and the pairs
-    (``demands.src``, ``demands.dst``, in order) are the same as then.
+    """``make()``, or the very paths it made last on ``topology`` where ``recipe``, the pairs
+    (``demands.src``, ``demands.dst``, in order) and the topology's fabric (its forwarding
+    tables, which chains of the network's routes follow) are the same as then.
 
     Examples
     --------
@@ -46,12 +47,12 @@ def kept_candidates(topology: Topology, demands: Demands, recipe: Hashable,
     True
     """
     kept = _LAST.get(topology)
-    if kept is not None and kept[0] == recipe and np.array_equal(kept[1], demands.src) and \
-            np.array_equal(kept[2], demands.dst):
-        return kept[3]
+    if kept is not None and kept[0] == recipe and kept[1] is topology.fabric and \
+            np.array_equal(kept[2], demands.src) and np.array_equal(kept[3], demands.dst):
+        return kept[4]
     paths = make()
     if paths.links.size <= KEPT_LINKS:
-        _LAST[topology] = (recipe, demands.src.copy(), demands.dst.copy(), paths)
+        _LAST[topology] = (recipe, topology.fabric, demands.src.copy(), demands.dst.copy(), paths)
     else:
         _LAST.pop(topology, None)
     return paths
