@@ -91,10 +91,9 @@ def place_batches(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarra
 @compiled
 def _rebalance_moves(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, job: np.ndarray,
                      link_start: np.ndarray, crossing: np.ndarray, limit: int, enough: float, out: np.ndarray,
-                     load: np.ndarray, cap: np.ndarray, busy: np.ndarray) -> None:  # pragma: no cover - compiled
-    new_links = np.empty(max(limit, 1) * max(int(np.max(np.diff(offsets))) if offsets.size > 1 else 1, 1), np.int64)
-    new_owner = np.empty_like(new_links)
-    added = 0
+                     load: np.ndarray, cap: np.ndarray, busy: np.ndarray, new_links: np.ndarray,
+                     new_owner: np.ndarray) -> None:  # pragma: no cover - compiled
+    added = 0   # crossings of paths that got bytes here: new_links[:added] (links), new_owner[:added] (paths)
     seen = np.full(out.size, -1, np.int64)
     for move in range(limit):
         hot = int(np.argmax(busy))
@@ -152,7 +151,10 @@ def rebalance_moves(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndar
     ``out`` (bytes per candidate), ``load`` and ``busy`` (per link) updated in place. The
     paths that carried bytes at the start cross the links as ``crossing[link_start[l]:
     link_start[l + 1]]`` says; the kernel keeps those of paths that get bytes itself."""
+    # every move may give one path its first bytes: room for that many paths' crossings
+    room = max(limit, 1) * max(int(np.diff(offsets).max(initial=1)), 1)
     with interrupts_held(_rebalance_moves):  # contiguous arrays of fixed types: one machine code
         _rebalance_moves(*(np.ascontiguousarray(a, dtype=np.int64)
                            for a in (job_offsets, offsets, links, job, link_start, crossing)),
-                         int(limit), float(enough), out, load, np.ascontiguousarray(cap, dtype=np.float64), busy)
+                         int(limit), float(enough), out, load, np.ascontiguousarray(cap, dtype=np.float64), busy,
+                         np.empty(room, np.int64), np.empty(room, np.int64))

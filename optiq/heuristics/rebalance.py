@@ -103,7 +103,6 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
     by_link = stable_order(carrying.links, topology.num_links)  # the used paths' crossings, link by link
     crossing = used[carrying.path_of_link_entry[by_link]]
     link_start = np.searchsorted(carrying.links[by_link], np.arange(load.size + 1))
-    new_links, new_owner = np.zeros(0, np.int64), np.zeros(0, np.int64)  # crossings of paths that got bytes here
     busy = load / cap
     enough = -np.inf if bound_s is None else bound_s * (1 + BOUND_SLACK)
     if compiled_pays(candidates.num_paths) if compiled is None else compiled:
@@ -112,6 +111,7 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
         rebalance_moves(candidates.job_offsets, offsets, links, job, link_start, crossing, limit, enough, out, load,
                         cap, busy)
         return out
+    new_links, new_owner = np.zeros(0, np.int64), np.zeros(0, np.int64)  # crossings of paths that got bytes here
     for _ in range(limit):
         hot = int(np.argmax(busy))
         if busy[hot] <= enough:
