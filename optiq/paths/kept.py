@@ -4,14 +4,16 @@ An application plans the same pairs again and again with other bytes (an all-to-
 counts change from call to call), and every candidate generator's paths depend on the pairs
 and its parameters, never on the bytes. So the last set made for a topology is kept with what
 made it (its recipe: the kind and parameters) and its pairs, and a plan of the same pairs by
-the same recipe gets it back instead of searching again.
+the same recipe gets it back instead of searching again. What is derived from a set (its
+paths in a plan's space, their stops) is kept with the very set while it lives
+(:func:`derived_from`).
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from ..workloads import Demands
     from .pathset import PathSet
 
-__all__ = ["kept_candidates", "forget_candidates", "KEPT_LINKS"]
+__all__ = ["kept_candidates", "forget_candidates", "derived_from", "KEPT_LINKS"]
 
 #: The most links a kept set may hold (about 11 bytes each with its offsets, jobs and stops:
 #: 8 million hold a 512-host all-to-all-v's shortest torus routes); a larger one is not kept.
@@ -61,3 +63,23 @@ def kept_candidates(topology: Topology, demands: Demands, recipe: Hashable,
 def forget_candidates() -> None:
     """Drop the candidate sets kept (for timing a cold start, or memory)."""
     _LAST.clear()
+
+
+#: What was derived from a set on a topology, by the set's identity: the set, its topology as
+#: weak references, the fabric, and the derived values.
+_DERIVED: dict[int, tuple[weakref.ref, weakref.ref, object, dict[str, Any]]] = {}
+
+
+def derived_from(paths: PathSet, topology: Topology) -> dict[str, Any]:
+    """What was kept for the very object ``paths`` on ``topology`` and its fabric as it is now
+    (an empty dict to fill where nothing was), freed with ``paths``. A value must never hold
+    ``paths`` itself, or it would never be freed."""
+    key = id(paths)
+    kept = _DERIVED.get(key)
+    if kept is None or kept[0]() is not paths or kept[1]() is not topology or kept[2] is not topology.fabric:
+        def drop(_: weakref.ref, table: dict = _DERIVED) -> None:   # the set is freed: so is what was kept for it
+            table.pop(key, None)   # (the table bound here: the module's names are gone at exit)
+
+        kept = (weakref.ref(paths, drop), weakref.ref(topology), topology.fabric, {})
+        _DERIVED[key] = kept
+    return kept[3]

@@ -15,12 +15,12 @@ space knows them) so that pricing, candidates and the lean step work alike in al
 
 from __future__ import annotations
 
-import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ParameterError
+from .kept import derived_from
 from .pathset import PathSet, csr_positions
 from .pricing import least_cost_paths
 from .routing import FORWARDED, FREE, ROUTINGS, every_node_a_rank, every_rank_stops, forwarded_stops, route_twins
@@ -36,28 +36,6 @@ __all__ = ["PathSpace", "SPACES"]
 
 #: The kinds of path space (module docstring).
 SPACES = ("free", "links", "chains")
-
-#: What was derived from a candidate set on a topology (its link paths of the space, the stops
-#: of the paths planned so far), by the set's identity, kept while the set lives: an
-#: application plans over the same kept candidates again and again (:mod:`optiq.paths.kept`),
-#: and what is derived depends on the paths and the network's routes alone.
-_KEPT: dict[int, tuple[weakref.ref, weakref.ref, object, dict[str, Any]]] = {}
-
-
-def _kept_for(paths: PathSet, topology: Topology) -> dict[str, Any]:
-    """What was kept for the very object ``paths`` on ``topology`` and its fabric as it is now
-    (an empty dict to fill where nothing was). Values never hold ``paths`` itself, or it would
-    never be freed."""
-    key = id(paths)
-    kept = _KEPT.get(key)
-    if kept is None or kept[0]() is not paths or kept[1]() is not topology or kept[2] is not topology.fabric:
-        def drop(_: weakref.ref, table: dict = _KEPT) -> None:   # the set is freed: so is what was kept for it
-            table.pop(key, None)   # (the table bound here: the module's names are gone at exit)
-
-        kept = (weakref.ref(paths, drop), weakref.ref(topology), topology.fabric, {})
-        _KEPT[key] = kept
-    return kept[3]
-
 
 class PathSpace:
     """The paths a plan of ``routing`` may use on ``topology`` for ``demands`` (module docstring).
@@ -168,7 +146,7 @@ class PathSpace:
         only for the paths no plan used before."""
         if self.kind != "links":
             return self.finish(paths.select(used))
-        kept = _kept_for(paths, self.topology)
+        kept = derived_from(paths, self.topology)
         if "stops" not in kept:
             kept["stops"], kept["known"] = paths.stops.copy(), np.zeros(paths.num_paths, dtype=bool)
         stops, known = kept["stops"], kept["known"]
@@ -188,7 +166,7 @@ class PathSpace:
         :mod:`optiq.paths.kept`). (Not for ``chains``, whose paths come from the chain space.)"""
         if self.kind == "chains":
             raise ParameterError("chains come from the chain space, not from link paths")
-        kept = _kept_for(paths, self.topology)
+        kept = derived_from(paths, self.topology)
         if self.kind in kept:   # the same set as before (candidates kept for pairs planned again)
             return kept[self.kind]
         links = paths.links if self.kind == "free" else route_twins(self.topology)[paths.links]
