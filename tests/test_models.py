@@ -127,13 +127,17 @@ def test_cut_bound_equals_the_best_set_of_its_families_evaluated_densely(spec, s
     d = random_demands(t, 9, seed)
     want = max(_dense_cut(t, d, m) for m in _every_family_set(t, d))
     assert cut_lower_bound(t, d).time_s == pytest.approx(want, rel=1e-12)
+    # the same pairs with other bytes: the cuts kept for the pairs, evaluated anew
+    other = Demands(d.src, d.dst, np.random.default_rng(seed).integers(1, 10**6, d.num_jobs))
+    want = max(_dense_cut(t, other, m) for m in _every_family_set(t, other))
+    assert cut_lower_bound(t, other).time_s == pytest.approx(want, rel=1e-12)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_cut_bound_with_hosts_on_two_switches_equals_the_best_set_evaluated_densely(seed):
     import networkx as nx
 
-    from optiq.lp.bounds import _switch_cuts
+    from optiq.lp.bounds import _family
     from optiq.topology import from_networkx
 
     g = nx.Graph()   # hosts 0-3 on both rails (switches 6 and 7), 4 and 5 on rail 6 only
@@ -146,10 +150,14 @@ def test_cut_bound_with_hosts_on_two_switches_equals_the_best_set_evaluated_dens
     assert cut_lower_bound(t, d).time_s == pytest.approx(want, rel=1e-12)
     # the switch sets alone, out of them and into them: a host on both rails is in both sets
     size, cap = d.nbytes.astype(float), t.capacity
-    for got, (tails, heads, s, e) in zip(_switch_cuts(t, d), ((t.link_src, t.link_dst, d.src, d.dst),
-                                                              (t.link_dst, t.link_src, d.dst, d.src))):
+    cuts = _family(t, d.src, d.dst)
+    crossing = cuts.bytes(size)
+    for side, (tails, heads, s, e) in (("out of", (t.link_src, t.link_dst, d.src, d.dst)),
+                                       ("into", (t.link_dst, t.link_src, d.dst, d.src))):
+        rows = [i for i in range(cuts.capacity.size) if cuts.name(i).startswith(f"{side} switch")]
+        got = max(crossing[i] / cuts.capacity[i] for i in rows)
         want = max(size[m[s] & ~m[e]].sum() / cap[m[tails] & ~m[heads]].sum() for m in _switch_sets(t))
-        assert got.time_s == pytest.approx(want, rel=1e-12)
+        assert len(rows) == len(_switch_sets(t)) and got == pytest.approx(want, rel=1e-12)
 
 
 def test_cut_bound_of_the_disjoint_experiment_is_the_source_block():

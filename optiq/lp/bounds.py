@@ -11,11 +11,15 @@ endpoints hanging off it) are one label per node.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from ..paths.kept import KEPT_LINKS, kept_for_pairs
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -35,37 +39,106 @@ class CutBound:
     cut: str
 
 
-def _best(bytes_: ArrayLike, capacity: ArrayLike, names) -> CutBound | None:
-    """The tightest of several cuts (``names[i]`` a string or a callable giving it)."""
-    bytes_, capacity = np.asarray(bytes_, float), np.asarray(capacity, float)
-    if not bytes_.size:
-        return None
-    t = np.divide(bytes_, capacity, out=np.zeros(bytes_.shape), where=capacity > 0)
-    i = int(np.argmax(t))
-    name = names(i) if callable(names) else names[i]
-    return CutBound(float(t[i]), float(bytes_[i]), float(capacity[i]), name)
+class _Cuts:
+    """Every cut tried for one set of pairs, made once and evaluated for any bytes.
+
+    A cut's bytes are a linear map of histograms of the jobs' bytes: every histogram puts
+    every job in one bin (its source, its destination, out of a set, into it or neither, its
+    source's and destination's coordinates along a torus dimension, the switch set it leaves),
+    so the bytes of every cut are ``weights @ histograms``, one ``bincount`` and one sparse
+    product whatever the bytes. Where hosts hang off several switches, a switch set's rows
+    are over the jobs themselves (``direct``); those come last. Rows keep the order in which
+    the families were added, so the first tightest cut is the one named.
+    """
+
+    def __init__(self, num_jobs: int) -> None:
+        self.num_jobs = num_jobs
+        self._bins: list[np.ndarray] = []
+        self._entries: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # (row, bin, weight)
+        self._direct: list[Any] = []
+        self._capacity: list[np.ndarray] = []
+        self._names: list[tuple[int, Callable[[int], str]]] = []
+        self._num_bins = self._num_rows = self._hist_rows = 0
+
+    def add(self, bins: np.ndarray, num_bins: int, weights: Any, capacity: ArrayLike,
+            name: Callable[[int], str]) -> None:
+        """Cuts whose bytes are ``weights`` (rows x ``num_bins``) times the histogram of the
+        jobs' bytes by ``bins`` (one per job); ``name(i)`` names row ``i``."""
+        from scipy.sparse import coo_matrix
+
+        assert not self._direct, "histogram cuts come before the direct ones"
+        self._bins.append(np.asarray(bins, dtype=np.int64) + self._num_bins)
+        w = coo_matrix(weights, dtype=float)
+        self._entries.append((w.row + self._num_rows, w.col + self._num_bins, w.data))
+        self._num_bins += num_bins
+        self._rows(capacity, name)
+        self._hist_rows = self._num_rows
+
+    def add_direct(self, rows: Any, capacity: ArrayLike, name: Callable[[int], str]) -> None:
+        """Cuts whose bytes are ``rows`` (cuts x jobs, sparse) times the jobs' bytes."""
+        self._direct.append(rows)
+        self._rows(capacity, name)
+
+    def _rows(self, capacity: ArrayLike, name: Callable[[int], str]) -> None:
+        capacity = np.asarray(capacity, dtype=float)
+        self._capacity.append(capacity)
+        self._names.append((self._num_rows, name))
+        self._num_rows += capacity.size
+
+    def finish(self) -> _Cuts:
+        """Join the families into one histogram and one map (once, after the last ``add``)."""
+        from scipy.sparse import csr_matrix
+
+        rows, cols, data = (np.concatenate(parts) for parts in zip(*self._entries))
+        self.bins = np.concatenate(self._bins)
+        self.histograms = len(self._bins)
+        self.weights = csr_matrix((data, (rows, cols)), shape=(self._hist_rows, self._num_bins))
+        self.capacity = np.concatenate(self._capacity)
+        self._starts = np.array([first for first, _ in self._names])
+        del self._bins, self._entries, self._capacity
+        return self
+
+    @property
+    def entries(self) -> int:
+        """Bins held, one per job per histogram (what keeping the cuts costs)."""
+        return int(self.bins.size)
+
+    def bytes(self, size: np.ndarray) -> np.ndarray:
+        """Bytes across every cut when the jobs carry ``size`` bytes (float)."""
+        hist = np.bincount(self.bins, weights=np.tile(size, self.histograms), minlength=self.weights.shape[1])
+        return np.concatenate([self.weights @ hist] + [rows @ size for rows in self._direct])
+
+    def name(self, row: int) -> str:
+        """What cut ``row`` is."""
+        family = int(np.searchsorted(self._starts, row, side="right")) - 1
+        first, name = self._names[family]
+        return name(row - first)
+
+    def bound(self, size: np.ndarray) -> CutBound:
+        """The tightest cut for bytes ``size`` (the first, where several are as tight)."""
+        crossing = self.bytes(size)
+        t = np.divide(crossing, self.capacity, out=np.zeros(crossing.shape), where=self.capacity > 0)
+        i = int(np.argmax(t))
+        return CutBound(float(t[i]), float(crossing[i]), float(self.capacity[i]), self.name(i))
 
 
-def _mask_cut(topology, demands, mask: np.ndarray, name: str) -> list[CutBound | None]:
-    """The bounds out of and into one node set given as a boolean mask over nodes."""
+def _out_and_into(cuts: _Cuts, topology, src: np.ndarray, dst: np.ndarray, mask: np.ndarray, name: str) -> None:
+    """The cuts out of and into one node set given as a boolean mask over nodes."""
     ls, ld, cap = topology.link_src, topology.link_dst, topology.capacity
-    size = demands.nbytes.astype(float)
-    ins, ind = mask[demands.src], mask[demands.dst]
-    out = _best([size[ins & ~ind].sum()], [cap[mask[ls] & ~mask[ld]].sum()], [f"out of {name}"])
-    into = _best([size[~ins & ind].sum()], [cap[~mask[ls] & mask[ld]].sum()], [f"into {name}"])
-    return [out, into]
+    ins, ind = mask[src], mask[dst]
+    side = (ins & ~ind) + 2 * (~ins & ind)    # 1: leaves the set, 2: enters it, 0: neither
+    cuts.add(side, 3, [[0, 1, 0], [0, 0, 1]], [cap[mask[ls] & ~mask[ld]].sum(), cap[~mask[ls] & mask[ld]].sum()],
+             lambda i: f"{('out of', 'into')[i]} {name}")
 
 
-def _slab_cuts(topology, demands) -> list[CutBound | None]:
-    """Bounds of every slab ``start <= coordinate < start + size`` (cyclic on wrapped dimensions).
+def _slab_cuts(cuts: _Cuts, topology, src: np.ndarray, dst: np.ndarray) -> None:
+    """Every slab ``start <= coordinate < start + size`` (cyclic on wrapped dimensions).
 
     A slab of dimension ``d`` is left only by links of dimension ``d`` at its two faces: the
     ``+`` links from its last coordinate and the ``-`` links from its first. The jobs' bytes
-    are first summed by their source's and destination's coordinates along ``d`` (a
-    ``length x length`` table), so the slabs are then summed over that table, not the jobs.
+    are summed by their source's and destination's coordinates along ``d`` (a
+    ``length x length`` table), so every slab's bytes are a sum over that table, not the jobs.
     """
-    found: list[CutBound | None] = []
-    size = demands.nbytes.astype(float)
     for d, (length, wrap) in enumerate(zip(topology.dims, topology.wrap)):
         if length < 2:
             continue
@@ -76,25 +149,24 @@ def _slab_cuts(topology, demands) -> list[CutBound | None]:
                            weights=topology.capacity[dim_links & (topology.link_sign > 0)], minlength=length)
         minus = np.bincount(coord[dim_links & (topology.link_sign < 0)],
                             weights=topology.capacity[dim_links & (topology.link_sign < 0)], minlength=length)
-        s_coord, t_coord = demands.src // stride % length, demands.dst // stride % length
-        table = np.bincount(s_coord * length + t_coord, weights=size, minlength=length * length).reshape(length, length)
         sizes, starts = np.arange(1, length), np.arange(length if wrap else 1)
-        # every slab at once, by (start, size, coordinate); the sums are exact (whole bytes)
-        inside = ((np.arange(length) - starts[:, None, None]) % length < sizes[:, None]).astype(float)
-        leaving = (inside * ((1.0 - inside) @ table.T)).sum(axis=2).ravel()
-        entering = ((1.0 - inside) * (inside @ table.T)).sum(axis=2).ravel()
+        # every slab by (start, size): which coordinates it holds, then the table's cells that
+        # leave it (source inside, destination outside) and enter it
+        inside = ((np.arange(length) - starts[:, None, None]) % length < sizes[:, None]).reshape(-1, length)
+        leaving = (inside[:, :, None] & ~inside[:, None, :]).reshape(inside.shape[0], -1)
+        entering = (~inside[:, :, None] & inside[:, None, :]).reshape(inside.shape[0], -1)
         last, after = (starts[:, None] + sizes - 1) % length, (starts[:, None] + sizes) % length
         # on a mesh there are no "-" links out of coordinate 0 nor "+" links out of the last
         cap_out = (plus[last] + minus[starts][:, None]).ravel()
         cap_in = (minus[after] + plus[(starts - 1) % length][:, None]).ravel()
+        slabs = cap_out.size
 
-        def span(i: int, d: int = d, length: int = length) -> str:
-            start, k = divmod(i, length - 1)
-            return f"slab dim {d} in [{start}..{(start + k) % length}]"
+        def name(i: int, d: int = d, length: int = length, slabs: int = slabs) -> str:
+            start, k = divmod(i % slabs, length - 1)
+            return f"{'out of' if i < slabs else 'into'} slab dim {d} in [{start}..{(start + k) % length}]"
 
-        found.append(_best(leaving, cap_out, lambda i: f"out of {span(i)}"))
-        found.append(_best(entering, cap_in, lambda i: f"into {span(i)}"))
-    return found
+        cuts.add(src // stride % length * length + dst // stride % length, length * length,
+                 np.concatenate([leaving, entering]), np.concatenate([cap_out, cap_in]), name)
 
 
 def _bounding_box(topology, nodes: np.ndarray) -> np.ndarray:
@@ -110,30 +182,42 @@ def _bounding_box(topology, nodes: np.ndarray) -> np.ndarray:
     return box
 
 
-def _switch_cuts(topology, demands) -> list[CutBound | None]:
-    """Bounds of every switch together with the endpoints hanging off it: one pass over the links
-    and one over the jobs where every endpoint hangs off one switch, a sparse membership matrix
-    where some hang off several."""
+def _switch_cuts(cuts: _Cuts, topology, src: np.ndarray, dst: np.ndarray) -> None:
+    """Every switch together with the endpoints hanging off it, out of it and into it: a label
+    per node where every endpoint hangs off one switch, a sparse membership matrix where some
+    hang off several."""
     ends, n = topology.num_endpoints, topology.num_nodes
     ls, ld = topology.link_src, topology.link_dst
     switch_to_host = (ls >= ends) & (ld < ends)
     switches = np.arange(ends, n)
     if not switches.size:
-        return []
+        return
     pairs = np.unique((ls[switch_to_host] - ends) * n + ld[switch_to_host])   # (switch set, host), cables once
     set_of, host = pairs // n, pairs % n
     keep = np.flatnonzero(np.bincount(set_of, minlength=switches.size) > 0)     # the switch and at least one host
     if not keep.size:
-        return []
+        return
+    label = switches[keep]
+    names = (lambda i: f"out of switch {label[i]} and its endpoints",
+             lambda i: f"into switch {label[i]} and its endpoints")
     if np.bincount(host, minlength=ends).max(initial=0) <= 1:   # every node in one set at most: a set per node
+        from scipy.sparse import csr_matrix
+
         group = np.full(n, -1, dtype=np.int64)
         group[switches] = switches - ends
         group[host] = set_of
+        none = switches.size   # the bin of jobs that leave no set
+        pick = csr_matrix((np.ones(keep.size), (np.arange(keep.size), keep)), shape=(keep.size, none + 1))
 
-        def crossing(tails, heads, weights):
+        def leaving(tails, heads):
             g = group[tails]
-            leaves = (g >= 0) & (g != group[heads])
-            return np.bincount(g[leaves], weights=np.asarray(weights, float)[leaves], minlength=switches.size)[keep]
+            return (g >= 0) & (g != group[heads]), g
+
+        for (tails, heads), (link_tails, link_heads), name in zip(((src, dst), (dst, src)), ((ls, ld), (ld, ls)), names):
+            jobs_leave, g = leaving(tails, heads)
+            links_leave, h = leaving(link_tails, link_heads)
+            capacity = np.bincount(h[links_leave], weights=topology.capacity[links_leave], minlength=none)[keep]
+            cuts.add(np.where(jobs_leave, g, none), none + 1, pick, capacity, name)
     else:   # hosts on several switches: a sparse membership matrix
         rows = np.concatenate([switches - ends, set_of])
         from scipy.sparse import csr_matrix
@@ -141,18 +225,38 @@ def _switch_cuts(topology, demands) -> list[CutBound | None]:
         member.data[:] = 1.0
         member = member[keep]
 
-        def crossing(tails, heads, weights):
+        def crossing(tails, heads):
             at_tail, at_head = member[:, tails], member[:, heads]
-            return (at_tail - at_tail.multiply(at_head)) @ weights
+            return (at_tail - at_tail.multiply(at_head)).tocsr()
 
-    size = demands.nbytes.astype(float)
-    cap_out = crossing(ls, ld, topology.capacity)
-    cap_in = crossing(ld, ls, topology.capacity)
-    bytes_out = crossing(demands.src, demands.dst, size)
-    bytes_in = crossing(demands.dst, demands.src, size)
-    label = switches[keep]
-    return [_best(bytes_out, cap_out, lambda i: f"out of switch {label[i]} and its endpoints"),
-            _best(bytes_in, cap_in, lambda i: f"into switch {label[i]} and its endpoints")]
+        for (tails, heads), (link_tails, link_heads), name in zip(((src, dst), (dst, src)), ((ls, ld), (ld, ls)), names):
+            cuts.add_direct(crossing(tails, heads), crossing(link_tails, link_heads) @ topology.capacity, name)
+
+
+def _node_cut(side: str, v: int) -> str:
+    return f"{side} node {v}"
+
+
+def _family(topology, src: np.ndarray, dst: np.ndarray) -> _Cuts:
+    """The cuts :func:`cut_lower_bound` tries for jobs from ``src`` to ``dst``."""
+    n = topology.num_nodes
+    cuts = _Cuts(src.size)
+    from scipy.sparse import identity
+
+    for ends, links, side in ((src, topology.link_src, "out of"), (dst, topology.link_dst, "into")):
+        cuts.add(ends, n, identity(n, format="csr"), np.bincount(links, weights=topology.capacity, minlength=n),
+                 partial(_node_cut, side))
+    for name, nodes in (("sources", src), ("destinations", dst)):   # (repeats and all)
+        mask = np.zeros(n, bool)
+        mask[nodes] = True
+        _out_and_into(cuts, topology, src, dst, mask, f"the {name}")
+        if topology.is_torus:
+            _out_and_into(cuts, topology, src, dst, _bounding_box(topology, nodes), f"the box around the {name}")
+    if topology.is_torus:
+        _slab_cuts(cuts, topology, src, dst)
+    else:
+        _switch_cuts(cuts, topology, src, dst)
+    return cuts.finish()
 
 
 def cut_lower_bound(topology: Topology, demands: Demands) -> CutBound:
@@ -180,17 +284,14 @@ def cut_lower_bound(topology: Topology, demands: Demands) -> CutBound:
     >>> b.time_s, b.cut
     (5.0, 'out of node 0')
     """
-    n, src, dst, size = topology.num_nodes, demands.src, demands.dst, demands.nbytes.astype(float)
-    out_cap = np.bincount(topology.link_src, weights=topology.capacity, minlength=n)
-    in_cap = np.bincount(topology.link_dst, weights=topology.capacity, minlength=n)
-    sent = np.bincount(src, weights=size, minlength=n)
-    recv = np.bincount(dst, weights=size, minlength=n)
-    found = [_best(sent, out_cap, lambda v: f"out of node {v}"), _best(recv, in_cap, lambda v: f"into node {v}")]
-    for name, nodes in (("sources", src), ("destinations", dst)):   # (repeats and all)
-        mask = np.zeros(n, bool)
-        mask[nodes] = True
-        found += _mask_cut(topology, demands, mask, f"the {name}")
-        if topology.is_torus:
-            found += _mask_cut(topology, demands, _bounding_box(topology, nodes), f"the box around the {name}")
-    found += _slab_cuts(topology, demands) if topology.is_torus else _switch_cuts(topology, demands)
-    return max((b for b in found if b is not None), key=lambda b: b.time_s)
+    kept = kept_for_pairs(topology, demands)
+    cuts = kept.get(_KEPT)
+    if cuts is None:
+        cuts = _family(topology, demands.src, demands.dst)
+        if cuts.entries <= KEPT_LINKS:
+            kept[_KEPT] = cuts
+    return cuts.bound(demands.nbytes.astype(float))
+
+
+#: The key of the cuts in :func:`optiq.paths.kept.kept_for_pairs`'s dict.
+_KEPT = "cut family"

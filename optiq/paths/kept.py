@@ -4,9 +4,10 @@ An application plans the same pairs again and again with other bytes (an all-to-
 counts change from call to call), and every candidate generator's paths depend on the pairs
 and its parameters, never on the bytes. So the last set made for a topology is kept with what
 made it (its recipe: the kind and parameters) and its pairs, and a plan of the same pairs by
-the same recipe gets it back instead of searching again. What is derived from a set (its
-paths in a plan's space, their stops) is kept with the very set while it lives
-(:func:`derived_from`).
+the same recipe gets it back instead of searching again. Other things that depend on the pairs
+alone (the cuts of the lower bound, the mean hops of the memory estimate) are kept with them
+(:func:`kept_for_pairs`). What is derived from a set (its paths in a plan's space, their
+stops) is kept with the very set while it lives (:func:`derived_from`).
 """
 
 from __future__ import annotations
@@ -22,14 +23,39 @@ if TYPE_CHECKING:
     from ..workloads import Demands
     from .pathset import PathSet
 
-__all__ = ["kept_candidates", "forget_candidates", "derived_from", "KEPT_LINKS"]
+__all__ = ["kept_candidates", "kept_for_pairs", "forget_candidates", "derived_from", "KEPT_LINKS"]
 
 #: The most links a kept set may hold (about 11 bytes each with its offsets, jobs and stops:
 #: 8 million hold a 512-host all-to-all-v's shortest torus routes); a larger one is not kept.
+#: Other things kept for the pairs hold at most as many entries.
 KEPT_LINKS = 8_000_000
 
-_LAST: weakref.WeakKeyDictionary[Topology, tuple[Hashable, object, np.ndarray, np.ndarray, PathSet]] = \
+#: Per topology: the last pairs asked for and what was kept for them.
+_PAIRS: weakref.WeakKeyDictionary[Topology, tuple[np.ndarray, np.ndarray, dict[Hashable, Any]]] = \
     weakref.WeakKeyDictionary()
+
+
+def kept_for_pairs(topology: Topology, demands: Demands) -> dict[Hashable, Any]:
+    """What was kept on ``topology`` for the pairs of ``demands`` (``demands.src``,
+    ``demands.dst``, in order), a dict to fill; where the pairs differ from the last ones asked
+    for on ``topology``, what was kept for those is dropped and the dict is new. A value must
+    depend on the pairs alone (never on the bytes) and never hold ``topology``, or the topology
+    would never be freed.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import Demands
+    >>> t = torus((4, 4))
+    >>> kept_for_pairs(t, Demands([0], [5], [10]))["hops"] = 2
+    >>> kept_for_pairs(t, Demands([0], [5], [99])), kept_for_pairs(t, Demands([0], [6], [10]))
+    ({'hops': 2}, {})
+    """
+    kept = _PAIRS.get(topology)
+    if kept is None or not (np.array_equal(kept[0], demands.src) and np.array_equal(kept[1], demands.dst)):
+        kept = (demands.src.copy(), demands.dst.copy(), {})
+        _PAIRS[topology] = kept
+    return kept[2]
 
 
 def kept_candidates(topology: Topology, demands: Demands, recipe: Hashable,
@@ -48,21 +74,25 @@ def kept_candidates(topology: Topology, demands: Demands, recipe: Hashable,
     >>> kept_candidates(t, Demands([0], [5], [99]), ("diverse", 4), lambda: 1 / 0) is a   # other bytes
     True
     """
-    kept = _LAST.get(topology)
-    if kept is not None and kept[0] == recipe and kept[1] is topology.fabric and \
-            np.array_equal(kept[2], demands.src) and np.array_equal(kept[3], demands.dst):
-        return kept[4]
+    kept = kept_for_pairs(topology, demands)
+    last = kept.get(_CANDIDATES)
+    if last is not None and last[0] == recipe and last[1] is topology.fabric:
+        return last[2]
     paths = make()
     if paths.links.size <= KEPT_LINKS:
-        _LAST[topology] = (recipe, topology.fabric, demands.src.copy(), demands.dst.copy(), paths)
+        kept[_CANDIDATES] = (recipe, topology.fabric, paths)
     else:
-        _LAST.pop(topology, None)
+        kept.pop(_CANDIDATES, None)
     return paths
 
 
+#: The key of the last candidate set in :func:`kept_for_pairs`'s dict.
+_CANDIDATES = "candidates"
+
+
 def forget_candidates() -> None:
-    """Drop the candidate sets kept (for timing a cold start, or memory)."""
-    _LAST.clear()
+    """Drop the candidate sets and all else kept for pairs (for timing a cold start, or memory)."""
+    _PAIRS.clear()
 
 
 #: What was derived from a set on a topology, by the set's identity: the set, its topology as
