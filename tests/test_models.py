@@ -243,6 +243,19 @@ def test_heuristic_2_one_job_a_batch_is_the_sequential_heuristic(seed, compiled,
     assert np.array_equal(demand_aware_heuristic(t, d, cand, 10**6, batch=8), batched)
 
 
+@pytest.mark.parametrize("most", [4, 2**20, 2**31 - 1, 2**31, 2**40])
+def test_heuristic_2_pass_order_is_most_left_then_scatter_then_id(most):
+    """The pass order's one 64-bit key against ``lexsort`` of its three keys, with many ties in
+    what is left and values at and past where they stop fitting one key."""
+    from optiq.heuristics.demand_aware import _pass_order, _scatter
+
+    rng = np.random.default_rng(most % 1000)
+    for n in (0, 1, 7, 500, 3000):
+        jobs = np.sort(rng.choice(10**7, n, replace=False))
+        for left in (rng.integers(1, most + 1, n), rng.choice([1, most // 2 + 1, most], n)):
+            assert np.array_equal(_pass_order(jobs, left), np.lexsort((jobs, _scatter(jobs), -left)))
+
+
 def _sequential_heu1(t, d, cand, maxload):
     """Heuristic 1 one path at a time: round r, every job in order offers its r-th candidate."""
     load, chosen, jo = np.zeros(t.num_links, dtype=np.int64), np.zeros(cand.num_paths, dtype=bool), cand.job_offsets

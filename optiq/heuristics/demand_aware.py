@@ -104,7 +104,7 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
         waiting = np.flatnonzero(left > 0)
         if not waiting.size:
             break
-        waiting = waiting[np.lexsort((waiting, _scatter(waiting), -left[waiting]))]
+        waiting = waiting[_pass_order(waiting, left[waiting])]
         amounts = np.minimum(left[waiting], unit)
         if compiled:   # KERNEL_BATCHES batches a call: Python is left one step per call, for the progress
             from .least_loaded_kernel import place_batches
@@ -141,6 +141,18 @@ def batch_size(jobs: int) -> int:
 BATCH_MIN, BATCH_MAX = 16, 1024
 #: Batches the compiled pass places per call.
 KERNEL_BATCHES = 64
+
+
+def _pass_order(jobs: np.ndarray, left: np.ndarray) -> np.ndarray:
+    """The order in which ``jobs`` (ascending) with ``left`` bytes take a pass's turns: the most
+    left first, then by :func:`_scatter`, then by id. The scatter key is a bijection of ids
+    below 2^32, so the ids never decide; where every ``left`` is below 2^31 both keys fit one
+    64-bit key, sorted once (several times faster than ``lexsort`` on three)."""
+    scatter = _scatter(jobs)
+    most = int(left.max(initial=0))
+    if most >= 2**31 or jobs.size and int(jobs[-1]) >= 2**32:
+        return np.lexsort((jobs, scatter, -left))
+    return np.argsort((most - left) << 32 | scatter.astype(np.int64), kind="stable")
 
 
 def _scatter(jobs: np.ndarray) -> np.ndarray:
