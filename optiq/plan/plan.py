@@ -142,8 +142,7 @@ class Plan:
             dem.check_against(topo)
         except OptiqError as exc:
             raise PlanError(str(exc)) from None
-        if self.ranks.shape != (topo.num_endpoints,) or (self.ranks < 0).any() or \
-                np.unique(self.ranks).size != self.ranks.size:
+        if self.ranks.shape != (topo.num_endpoints,) or (self.ranks < 0).any() or _repeats(self.ranks).size:
             raise PlanError(f"ranks must give {topo.num_endpoints} distinct non-negative ranks, one per endpoint")
         bad_link = np.flatnonzero((ps.links < 0) | (ps.links >= topo.num_links))
         if bad_link.size:
@@ -155,8 +154,9 @@ class Plan:
             raise PlanError(f"path {empty[0]} of job {ps.job[empty[0]]} has no links")
         first, last = ps.offsets[:-1], ps.offsets[1:] - 1
         heads, tails = topo.link_dst[ps.links], topo.link_src[ps.links]
-        broken = np.flatnonzero(heads[:-1] != tails[1:])
-        broken = broken[~np.isin(broken, last)]
+        joined = heads[:-1] == tails[1:]
+        joined[last[:-1]] = True   # a path's last link and the next path's first need not meet
+        broken = np.flatnonzero(~joined)
         if broken.size:
             p = int(np.searchsorted(ps.offsets, broken[0], side="right") - 1)
             raise PlanError(f"path {p} of job {ps.job[p]} is not connected: link {ps.links[broken[0]]} ends at "
@@ -195,9 +195,9 @@ class Plan:
             visits = np.concatenate([ps.path_of_link_entry[ps.stops] * n + stop_heads, np.arange(ps.num_paths) * n
                                      + tails[first]])
             what = "stops at node"
-        uniq, counts = np.unique(visits, return_counts=True)
-        if (counts > 1).any():
-            p, v = divmod(int(uniq[counts > 1][0]), n)
+        twice = _repeats(visits)
+        if twice.size:
+            p, v = divmod(int(twice[0]), n)
             raise PlanError(f"path {p} of job {ps.job[p]} {what} {v} more than once")
         if legs and self.routing == FORWARDED:
             _, why = misrouted_legs(ps, topo)
@@ -522,3 +522,11 @@ def _path_links(topology: Topology, path: dict[str, Any], where: str) -> list[in
         if not 0 <= e < topology.num_links or topology.link_src[e] != u or topology.link_dst[e] != v:
             raise PlanError(f"{where}: link {e} does not go from node {u} to node {v}")
     return links
+
+
+def _repeats(values: np.ndarray) -> np.ndarray:
+    """The values that occur more than once, ascending (with repeats). A stable sort: the
+    arrays checked here are runs already in order, which it merges in linear time, where
+    numpy's default sort starts afresh."""
+    ordered = np.sort(values, kind="stable")
+    return ordered[1:][ordered[1:] == ordered[:-1]]
