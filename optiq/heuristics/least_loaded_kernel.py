@@ -89,10 +89,33 @@ def place_batches(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarra
 
 
 @compiled
+def _crossings(offsets: np.ndarray, links: np.ndarray, out: np.ndarray, load: np.ndarray, link_start: np.ndarray,
+               crossing: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The loads of the paths with bytes (added path by path, link by link, as numpy's
+    ``bincount`` adds them) and their crossings link by link (``crossing[link_start[l]:
+    link_start[l + 1]]``, paths ascending): a counting sort."""
+    for p in range(out.size):
+        if out[p] > 0:
+            for e in range(offsets[p], offsets[p + 1]):
+                load[links[e]] += float(out[p])
+                link_start[links[e] + 1] += 1
+    for link in range(load.size):
+        link_start[link + 1] += link_start[link]
+    fill = link_start[:-1].copy()
+    for p in range(out.size):
+        if out[p] > 0:
+            for e in range(offsets[p], offsets[p + 1]):
+                crossing[fill[links[e]]] = p
+                fill[links[e]] += 1
+
+
+@compiled
 def _rebalance_moves(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, job: np.ndarray,
-                     link_start: np.ndarray, crossing: np.ndarray, limit: int, enough: float, out: np.ndarray,
-                     load: np.ndarray, cap: np.ndarray, busy: np.ndarray, new_links: np.ndarray,
+                     limit: int, enough: float, out: np.ndarray, load: np.ndarray, cap: np.ndarray,
+                     link_start: np.ndarray, crossing: np.ndarray, new_links: np.ndarray,
                      new_owner: np.ndarray) -> None:  # pragma: no cover - compiled
+    _crossings(offsets, links, out, load, link_start, crossing)
+    busy = load / cap
     added = 0   # crossings of paths that got bytes here: new_links[:added] (links), new_owner[:added] (paths)
     seen = np.full(out.size, -1, np.int64)
     for move in range(limit):
@@ -145,16 +168,15 @@ def _rebalance_moves(job_offsets: np.ndarray, offsets: np.ndarray, links: np.nda
 
 
 def rebalance_moves(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, job: np.ndarray,
-                    link_start: np.ndarray, crossing: np.ndarray, limit: int, enough: float, out: np.ndarray,
-                    load: np.ndarray, cap: np.ndarray, busy: np.ndarray) -> None:
+                    limit: int, enough: float, out: np.ndarray, cap: np.ndarray) -> None:
     """:func:`optiq.heuristics.rebalance`'s moves in one call, each as its numpy loop makes it:
-    ``out`` (bytes per candidate), ``load`` and ``busy`` (per link) updated in place. The
-    paths that carried bytes at the start cross the links as ``crossing[link_start[l]:
-    link_start[l + 1]]`` says; the kernel keeps those of paths that get bytes itself."""
+    ``out`` (bytes per candidate) updated in place. The kernel finds the loads and which paths
+    with bytes cross each link itself, and keeps those of paths that get bytes."""
     # every move may give one path its first bytes: room for that many paths' crossings
     room = max(limit, 1) * max(int(np.diff(offsets).max(initial=1)), 1)
+    cap = np.ascontiguousarray(cap, dtype=np.float64)
     with interrupts_held(_rebalance_moves):  # contiguous arrays of fixed types: one machine code
-        _rebalance_moves(*(np.ascontiguousarray(a, dtype=np.int64)
-                           for a in (job_offsets, offsets, links, job, link_start, crossing)),
-                         int(limit), float(enough), out, load, np.ascontiguousarray(cap, dtype=np.float64), busy,
+        _rebalance_moves(*(np.ascontiguousarray(a, dtype=np.int64) for a in (job_offsets, offsets, links, job)),
+                         int(limit), float(enough), out, np.zeros(cap.size), cap,
+                         np.zeros(cap.size + 1, np.int64), np.empty(links.size, np.int64),
                          np.empty(room, np.int64), np.empty(room, np.int64))

@@ -97,6 +97,12 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
         raise PlanError(f"max_moves must be 0 or more, got {max_moves}")
     out = nbytes.astype(np.int64).copy()
     links, offsets, job, cap = candidates.links, candidates.offsets, candidates.job, topology.capacity
+    enough = -np.inf if bound_s is None else bound_s * (1 + BOUND_SLACK)
+    if compiled_pays(candidates.num_paths) if compiled is None else compiled:
+        from .least_loaded_kernel import rebalance_moves
+
+        rebalance_moves(candidates.job_offsets, offsets, links, job, limit, enough, out, cap)
+        return out
     used = np.flatnonzero(out > 0)
     carrying = candidates.select(out > 0)
     load = carrying.link_loads(out[used], topology.num_links)
@@ -104,13 +110,6 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
     crossing = used[carrying.path_of_link_entry[by_link]]
     link_start = np.searchsorted(carrying.links[by_link], np.arange(load.size + 1))
     busy = load / cap
-    enough = -np.inf if bound_s is None else bound_s * (1 + BOUND_SLACK)
-    if compiled_pays(candidates.num_paths) if compiled is None else compiled:
-        from .least_loaded_kernel import rebalance_moves
-
-        rebalance_moves(candidates.job_offsets, offsets, links, job, link_start, crossing, limit, enough, out, load,
-                        cap, busy)
-        return out
     new_links, new_owner = np.zeros(0, np.int64), np.zeros(0, np.int64)  # crossings of paths that got bytes here
     for _ in range(limit):
         hot = int(np.argmax(busy))
