@@ -224,13 +224,14 @@ class PathSet:
         """
         return float((self.link_loads(path_bytes, capacity.size) / capacity).max())
 
-    def select(self, mask: ArrayLike) -> PathSet:
-        """The paths where ``mask`` is true (a boolean array over paths), keeping job ids."""
+    def select(self, mask: ArrayLike, *, stops: np.ndarray | None = None) -> PathSet:
+        """The paths where ``mask`` is true (a boolean array over paths), keeping job ids; with
+        ``stops`` (flags over this set's link entries), those in place of the set's own."""
         keep = np.flatnonzero(mask)
         hops = self.hops[keep]
         where = csr_positions(self.offsets[keep], hops)
         return PathSet(self.job[keep], np.concatenate(([0], np.cumsum(hops))), self.links[where], self.num_jobs,
-                       self.stops[where])
+                       (self.stops if stops is None else stops)[where])
 
     def unique(self) -> PathSet:
         """The same paths without repeats of a path within its job (the first one stays).

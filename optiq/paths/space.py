@@ -155,7 +155,7 @@ class PathSpace:
             where = csr_positions(paths.offsets[:-1][new], paths.hops[new])
             stops[where] = forwarded_stops(paths.select(new), self.topology)
             known |= new
-        return PathSet(paths.job, paths.offsets, paths.links, paths.num_jobs, stops).select(used)
+        return paths.select(used, stops=stops)
 
     def from_links(self, paths: PathSet, *, distinct: bool = False) -> PathSet:
         """Link paths of a search of the whole graph as paths of this space, repeats within a job

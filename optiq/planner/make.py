@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from ..lp import cut_lower_bound
 from ..mpi.workers import Workers
 from ..paths import FORWARDED, ROUTINGS, PathSet, network_routes
 from ..paths.chains import MAX_INTERMEDIATES
+from ..paths.kept import KEPT_LINKS, kept_for_pairs
 from ..paths.space import PathSpace
 from ..plan import DEFAULT_CHUNK_SIZE, Plan, PlanRecord
 from ..topology import Topology
@@ -172,15 +173,35 @@ def plan_memory_estimate(topology: Topology, demands: Demands, method: str | Pla
     >>> plan_memory_estimate(t, d, "lp", k=4) > plan_memory_estimate(t, d, "default") > 0
     True
     """
-    if topology.dims is not None:  # closed-form distances: every job
-        sample = np.arange(demands.num_jobs)
-    else:  # a breadth-first search per source: a spread of 4,096 jobs
-        sample = np.linspace(0, demands.num_jobs - 1, min(demands.num_jobs, 4096)).astype(np.int64)
-    hops = max(1.0, float(topology.pair_hops(demands.src[sample], demands.dst[sample]).mean()))
+    kept = kept_for_pairs(topology, demands)   # the mean hops depend on the pairs alone
+    hops = kept.get(_MEAN_HOPS)
+    if hops is None:
+        if topology.dims is not None:  # closed-form distances: every job
+            sample = np.arange(demands.num_jobs)
+        else:  # a breadth-first search per source: a spread of 4,096 jobs
+            sample = np.linspace(0, demands.num_jobs - 1, min(demands.num_jobs, 4096)).astype(np.int64)
+        hops = kept[_MEAN_HOPS] = max(1.0, float(topology.pair_hops(demands.src[sample], demands.dst[sample]).mean()))
     planner = planner_named(method, k=k)[0] if isinstance(method, str) else method
     per_job = planner.paths_per_job
     stretch = 1.0 if isinstance(planner, SystemRoutes) else 1.3  # other paths than the shortest are longer
     return demands.num_jobs * per_job * hops * stretch * PLAN_BYTES_PER_ENTRY
+
+
+#: The keys of the jobs' mean hops and default routes in :func:`optiq.paths.kept.kept_for_pairs`'s dict.
+_MEAN_HOPS, _DEFAULT_ROUTES = "mean hops", "default routes"
+
+
+def _default_routes(topology: Topology, demands: Demands, progress: Callable[[str], None] | None) -> PathSet:
+    """The network's routes of ``demands``' pairs, the very same set for the same pairs under
+    the same fabric (kept with them)."""
+    kept = kept_for_pairs(topology, demands)
+    last = kept.get(_DEFAULT_ROUTES)
+    if last is not None and last[0] is topology.fabric:
+        return cast(PathSet, last[1])
+    routes = network_routes(topology, demands.src, demands.dst, progress=progress)
+    if routes.links.size <= KEPT_LINKS:
+        kept[_DEFAULT_ROUTES] = (topology.fabric, routes)
+    return routes
 
 
 def _no_worse_than_default(topology: Topology, demands: Demands, planner: Planner, paths: PathSet,
@@ -231,7 +252,7 @@ def default_routes_optimal(topology: Topology, demands: Demands, *, shortest: bo
     False
     """
     demands.check_against(topology)
-    default = network_routes(topology, demands.src, demands.dst)
+    default = _default_routes(topology, demands, None)
     return _optimal_routes(topology, demands, default,
                            default.busiest_link_time(demands.nbytes.astype(float), topology.capacity),
                            cut_lower_bound(topology, demands).time_s, shortest)
@@ -269,7 +290,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     if isinstance(planner, CandidatePlanner):
         check_candidate_kind(topology, space, planner.candidate_kind)
     bound = cut_lower_bound(topology, demands)
-    default = network_routes(topology, demands.src, demands.dst, progress=progress)
+    default = _default_routes(topology, demands, progress)
     record.default_routing = topology.default_routing
     record.cut_bound_s = bound.time_s
     record.default_time_s = default_s = default.busiest_link_time(demands.nbytes.astype(float), topology.capacity)

@@ -33,7 +33,7 @@ from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGOptions, CGResult, CGS
 from ..lp.lean import lean_plan
 from ..mpi.workers import Workers
 from ..paths import FREE, PathSet, diverse_paths, spread_paths, torus_paths, valiant_paths
-from ..paths.kept import kept_candidates
+from ..paths.kept import kept_candidates, kept_for_pairs
 from ..paths.space import PathSpace
 from ..plan import PlanRecord
 from ..topology import Topology
@@ -164,10 +164,17 @@ def resolved_kind(topology: Topology, demands: Demands, kind: str, greedy: bool)
     if kind != "auto":
         return kind
     n = topology.num_nodes
-    sparse = demands.num_jobs <= DENSE_JOBS * np.unique(demands.src).size
+    kept = kept_for_pairs(topology, demands)
+    if _SOURCES not in kept:
+        kept[_SOURCES] = np.unique(demands.src).size
+    sparse = demands.num_jobs <= DENSE_JOBS * kept[_SOURCES]
     return ("valiant" if topology.dragonfly is not None else "torus-shortest" if greedy and topology.is_torus
             and not sparse else "diverse" if n <= 2048 and sparse
             else "spread" if n <= 16384 or not topology.is_torus else "torus")
+
+
+#: The key of the number of distinct sources in :func:`optiq.paths.kept.kept_for_pairs`'s dict.
+_SOURCES = "distinct sources"
 
 
 def _link_candidates(topology: Topology, demands: Demands, k: int, kind: str, *, hop_limit: int | None, seed: int,
