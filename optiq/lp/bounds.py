@@ -45,8 +45,8 @@ class _Cuts:
     A cut's bytes are a linear map of histograms of the jobs' bytes: every histogram puts
     every job in one bin (its source, its destination, out of a set, into it or neither, its
     source's and destination's coordinates along a torus dimension, the switch set it leaves),
-    so the bytes of every cut are ``weights @ histograms``, one ``bincount`` and one sparse
-    product whatever the bytes. Where hosts hang off several switches, a switch set's rows
+    so the bytes of every cut are a fixed weighted sum of histogram bins: two ``bincount``
+    calls whatever the bytes. Where hosts hang off several switches, a switch set's rows
     are over the jobs themselves (``direct``); those come last. Rows keep the order in which
     the families were added, so the first tightest cut is the one named.
     """
@@ -60,16 +60,20 @@ class _Cuts:
         self._names: list[tuple[int, Callable[[int], str]]] = []
         self._num_bins = self._num_rows = self._hist_rows = 0
 
-    def add(self, bins: np.ndarray, num_bins: int, weights: Any, capacity: ArrayLike,
+    def add(self, bins: np.ndarray, num_bins: int, weights: ArrayLike, capacity: ArrayLike,
             name: Callable[[int], str]) -> None:
-        """Cuts whose bytes are ``weights`` (rows x ``num_bins``) times the histogram of the
-        jobs' bytes by ``bins`` (one per job); ``name(i)`` names row ``i``."""
-        from scipy.sparse import coo_matrix
-
+        """Cuts whose bytes are read off the histogram of the jobs' bytes by ``bins`` (one per
+        job, ``0 .. num_bins - 1``): ``weights`` is a dense (rows x ``num_bins``) array of every
+        cut's bins, or an integer array of one bin per cut. ``name(i)`` names cut ``i``."""
         assert not self._direct, "histogram cuts come before the direct ones"
         self._bins.append(np.asarray(bins, dtype=np.int64) + self._num_bins)
-        w = coo_matrix(weights, dtype=float)
-        self._entries.append((w.row + self._num_rows, w.col + self._num_bins, w.data))
+        weights = np.asarray(weights)
+        if weights.ndim == 1:
+            row, col, data = np.arange(weights.size), weights.astype(np.int64), np.ones(weights.size)
+        else:
+            row, col = np.nonzero(weights)
+            data = weights[row, col].astype(float)
+        self._entries.append((row + self._num_rows, col + self._num_bins, data))
         self._num_bins += num_bins
         self._rows(capacity, name)
         self._hist_rows = self._num_rows
@@ -87,12 +91,9 @@ class _Cuts:
 
     def finish(self) -> _Cuts:
         """Join the families into one histogram and one map (once, after the last ``add``)."""
-        from scipy.sparse import csr_matrix
-
-        rows, cols, data = (np.concatenate(parts) for parts in zip(*self._entries))
+        self.rows, self.cols, self.data = (np.concatenate(parts) for parts in zip(*self._entries))
         self.bins = np.concatenate(self._bins)
         self.histograms = len(self._bins)
-        self.weights = csr_matrix((data, (rows, cols)), shape=(self._hist_rows, self._num_bins))
         self.capacity = np.concatenate(self._capacity)
         self._starts = np.array([first for first, _ in self._names])
         del self._bins, self._entries, self._capacity
@@ -105,8 +106,9 @@ class _Cuts:
 
     def bytes(self, size: np.ndarray) -> np.ndarray:
         """Bytes across every cut when the jobs carry ``size`` bytes (float)."""
-        hist = np.bincount(self.bins, weights=np.tile(size, self.histograms), minlength=self.weights.shape[1])
-        return np.concatenate([self.weights @ hist] + [rows @ size for rows in self._direct])
+        hist = np.bincount(self.bins, weights=np.tile(size, self.histograms), minlength=self._num_bins)
+        by_histogram = np.bincount(self.rows, weights=self.data * hist[self.cols], minlength=self._hist_rows)
+        return np.concatenate([by_histogram] + [rows @ size for rows in self._direct])
 
     def name(self, row: int) -> str:
         """What cut ``row`` is."""
@@ -201,13 +203,10 @@ def _switch_cuts(cuts: _Cuts, topology, src: np.ndarray, dst: np.ndarray) -> Non
     names = (lambda i: f"out of switch {label[i]} and its endpoints",
              lambda i: f"into switch {label[i]} and its endpoints")
     if np.bincount(host, minlength=ends).max(initial=0) <= 1:   # every node in one set at most: a set per node
-        from scipy.sparse import csr_matrix
-
         group = np.full(n, -1, dtype=np.int64)
         group[switches] = switches - ends
         group[host] = set_of
         none = switches.size   # the bin of jobs that leave no set
-        pick = csr_matrix((np.ones(keep.size), (np.arange(keep.size), keep)), shape=(keep.size, none + 1))
 
         def leaving(tails, heads):
             g = group[tails]
@@ -217,7 +216,7 @@ def _switch_cuts(cuts: _Cuts, topology, src: np.ndarray, dst: np.ndarray) -> Non
             jobs_leave, g = leaving(tails, heads)
             links_leave, h = leaving(link_tails, link_heads)
             capacity = np.bincount(h[links_leave], weights=topology.capacity[links_leave], minlength=none)[keep]
-            cuts.add(np.where(jobs_leave, g, none), none + 1, pick, capacity, name)
+            cuts.add(np.where(jobs_leave, g, none), none + 1, keep, capacity, name)
     else:   # hosts on several switches: a sparse membership matrix
         rows = np.concatenate([switches - ends, set_of])
         from scipy.sparse import csr_matrix
@@ -241,10 +240,8 @@ def _family(topology, src: np.ndarray, dst: np.ndarray) -> _Cuts:
     """The cuts :func:`cut_lower_bound` tries for jobs from ``src`` to ``dst``."""
     n = topology.num_nodes
     cuts = _Cuts(src.size)
-    from scipy.sparse import identity
-
     for ends, links, side in ((src, topology.link_src, "out of"), (dst, topology.link_dst, "into")):
-        cuts.add(ends, n, identity(n, format="csr"), np.bincount(links, weights=topology.capacity, minlength=n),
+        cuts.add(ends, n, np.arange(n), np.bincount(links, weights=topology.capacity, minlength=n),
                  partial(_node_cut, side))
     for name, nodes in (("sources", src), ("destinations", dst)):   # (repeats and all)
         mask = np.zeros(n, bool)
