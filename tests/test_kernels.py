@@ -139,3 +139,19 @@ def test_rebalance_compiled_makes_the_moves_numpy_makes(seed):
         moved += int((want != start).any())
     if seed == 0:
         assert moved   # the random starts do give rebalance moves to make (19 seeds of these 20)
+
+
+def test_the_kernels_run_once_the_scans_made_in_numpy_reach_the_cold_threshold(monkeypatch):
+    """Without numba loaded, work below the threshold runs in numpy and is counted; the call
+    that brings the count to it runs compiled (so does all work after it): many small plans of
+    an application planning again load the kernels as one large plan would."""
+    import sys
+
+    monkeypatch.delitem(sys.modules, "numba", raising=False)
+    monkeypatch.setattr(common, "_numpy_scans", 0)
+    cold = common.COMPILED_COLD_FROM
+    assert not common.compiled_pays(cold // 2) and not common.compiled_pays(cold - cold // 2 - 1)
+    assert common._numpy_scans == cold - 1
+    assert common.compiled_pays(1) and common.compiled_pays(1)
+    monkeypatch.setattr(common, "_numpy_scans", 0)
+    assert common.compiled_pays(cold)   # one large plan at once

@@ -43,16 +43,30 @@ def job_candidates(paths: PathSet, j: int) -> tuple[np.ndarray, np.ndarray, np.n
 #: choice runs compiled once numba is loaded: from any number, as the kernels are then faster
 #: than numpy's calls at every size measured (``benchmarks/planner_scale.py``).
 COMPILED_FROM = 0
-#: The same where numba is not loaded yet: its import and the kernel's first call (cached code
-#: loaded, numba's typing registries built) cost a plan more than numpy's slower scans below it.
+#: The same where numba is not loaded yet, counting the scans the process made in numpy before:
+#: its import and the kernel's first call (cached code loaded, numba's typing registries built)
+#: cost about what numpy's slower scans of this many cost, so a process loads the kernels once
+#: it has spent about that in numpy (one large plan, or many small ones of an application
+#: planning again), and never pays more than twice what it would have had it known its future.
 COMPILED_COLD_FROM = 1_500_000
+
+#: The scans this process made in numpy while numba was not loaded.
+_numpy_scans = 0
 
 
 def compiled_pays(scans: int) -> bool:
-    """Whether choosing among ``scans`` candidate paths (all told) runs compiled. Either way
-    the same paths are picked (``tests/test_kernels.py``): only the time depends on whether an
-    earlier plan of the process loaded numba."""
-    return scans >= (COMPILED_FROM if "numba" in sys.modules else COMPILED_COLD_FROM)
+    """Whether choosing among ``scans`` candidate paths (all told) runs compiled: once numba
+    is loaded, or once these and the scans made in numpy before reach
+    :data:`COMPILED_COLD_FROM`. Either way the same paths are picked
+    (``tests/test_kernels.py``): only the time depends on it. A count of work, not of
+    seconds, so the same plans load the kernels at the same point on every machine."""
+    global _numpy_scans
+    if "numba" in sys.modules:
+        return scans >= COMPILED_FROM
+    if scans + _numpy_scans >= COMPILED_COLD_FROM:
+        return True
+    _numpy_scans += scans
+    return False
 
 
 def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load: np.ndarray,
