@@ -14,16 +14,25 @@ __all__ = ["least_loaded_paths", "place_batches", "rebalance_moves"]
 
 @compiled
 def _choose(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, j: int, amount: float,
-            load: np.ndarray, cap: np.ndarray) -> tuple[int, float]:  # pragma: no cover - compiled
-    """Job ``j``'s candidate whose busiest link would be least loaded with ``amount`` more, and that time."""
+            load: np.ndarray, cap: np.ndarray, uniform: float) -> tuple[int, float]:  # pragma: no cover - compiled
+    """Job ``j``'s candidate whose busiest link would be least loaded with ``amount`` more, and
+    that time. Where every link has capacity ``uniform`` (else it is 0), the busiest link's
+    time is its load over that, one division a path: rounded sums and quotients are monotone,
+    so the largest quotient is the quotient of the largest load, to the bit."""
     chosen, chosen_worst, chosen_hops = -1, np.inf, 0
     for p in range(job_offsets[j], job_offsets[j + 1]):
         busiest = -np.inf
-        for e in range(offsets[p], offsets[p + 1]):
-            link = links[e]
-            t = (load[link] + amount) / cap[link]
-            if t > busiest:
-                busiest = t
+        if uniform > 0.0:
+            for e in range(offsets[p], offsets[p + 1]):
+                if load[links[e]] > busiest:
+                    busiest = load[links[e]]
+            busiest = (busiest + amount) / uniform
+        else:
+            for e in range(offsets[p], offsets[p + 1]):
+                link = links[e]
+                t = (load[link] + amount) / cap[link]
+                if t > busiest:
+                    busiest = t
         hops = offsets[p + 1] - offsets[p]
         # the least busiest link; ties: fewer hops, then the earlier path
         if chosen < 0 or busiest < chosen_worst or (busiest == chosen_worst and hops < chosen_hops):
@@ -33,20 +42,20 @@ def _choose(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, j: 
 
 @compiled
 def _least_loaded(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, jobs: np.ndarray,
-                  amount: np.ndarray, load: np.ndarray, cap: np.ndarray, best: np.ndarray,
+                  amount: np.ndarray, load: np.ndarray, cap: np.ndarray, uniform: float, best: np.ndarray,
                   worst: np.ndarray) -> None:  # pragma: no cover - compiled
     for i in range(jobs.size):
-        best[i], worst[i] = _choose(job_offsets, offsets, links, jobs[i], amount[i], load, cap)
+        best[i], worst[i] = _choose(job_offsets, offsets, links, jobs[i], amount[i], load, cap, uniform)
 
 
 @compiled
 def _place_batches(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, jobs: np.ndarray,
-                   amount: np.ndarray, block: int, load: np.ndarray, cap: np.ndarray, out: np.ndarray,
-                   best: np.ndarray, added: np.ndarray) -> None:  # pragma: no cover - compiled
+                   amount: np.ndarray, block: int, load: np.ndarray, cap: np.ndarray, uniform: float,
+                   out: np.ndarray, best: np.ndarray, added: np.ndarray) -> None:  # pragma: no cover - compiled
     for start in range(0, jobs.size, block):
         stop = min(start + block, jobs.size)
         for i in range(start, stop):   # every job of the batch against the loads before it
-            best[i] = _choose(job_offsets, offsets, links, jobs[i], float(amount[i]), load, cap)[0]
+            best[i] = _choose(job_offsets, offsets, links, jobs[i], float(amount[i]), load, cap, uniform)[0]
         # the batch's bytes per link summed first, then added, in the order numpy's bincount adds them
         for i in range(start, stop):
             p = best[i]
@@ -62,6 +71,11 @@ def _place_batches(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarr
                     added[link] = 0.0
 
 
+def _uniform(cap: np.ndarray) -> float:
+    """The capacity every link has, or 0 where they differ (the kernels' one division a path)."""
+    return float(cap[0]) if cap.size and cap[0] > 0 and (cap == cap[0]).all() else 0.0
+
+
 def least_loaded_paths(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, jobs: np.ndarray,
                        amount: np.ndarray, load: np.ndarray, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per job of ``jobs`` (each with a candidate), the candidate path (CSR ``job_offsets``,
@@ -71,7 +85,8 @@ def least_loaded_paths(job_offsets: np.ndarray, offsets: np.ndarray, links: np.n
     worst = np.empty(jobs.size, dtype=np.float64)
     with interrupts_held(_least_loaded):  # contiguous arrays of fixed types: one machine code
         _least_loaded(*(np.ascontiguousarray(a, dtype=np.int64) for a in (job_offsets, offsets, links, jobs)),
-                      *(np.ascontiguousarray(a, dtype=np.float64) for a in (amount, load, cap)), best, worst)
+                      *(np.ascontiguousarray(a, dtype=np.float64) for a in (amount, load, cap)), _uniform(cap),
+                      best, worst)
     return best, worst
 
 
@@ -85,7 +100,8 @@ def place_batches(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarra
     added = np.zeros(load.size)
     with interrupts_held(_place_batches):  # contiguous arrays of fixed types: one machine code
         _place_batches(*(np.ascontiguousarray(a, dtype=np.int64) for a in (job_offsets, offsets, links, jobs, amount)),
-                       int(block), load, np.ascontiguousarray(cap, dtype=np.float64), out, best, added)
+                       int(block), load, np.ascontiguousarray(cap, dtype=np.float64), _uniform(cap), out, best,
+                       added)
 
 
 @compiled
@@ -112,7 +128,7 @@ def _crossings(offsets: np.ndarray, links: np.ndarray, out: np.ndarray, load: np
 @compiled
 def _rebalance_moves(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndarray, job: np.ndarray,
                      limit: int, enough: float, out: np.ndarray, load: np.ndarray, cap: np.ndarray,
-                     link_start: np.ndarray, crossing: np.ndarray, new_links: np.ndarray,
+                     uniform: float, link_start: np.ndarray, crossing: np.ndarray, new_links: np.ndarray,
                      new_owner: np.ndarray) -> None:  # pragma: no cover - compiled
     _crossings(offsets, links, out, load, link_start, crossing)
     busy = load / cap
@@ -143,7 +159,7 @@ def _rebalance_moves(job_offsets: np.ndarray, offsets: np.ndarray, links: np.nda
         on = on[np.argsort(-out[on], kind="mergesort")]
         p = q = -1
         for i in range(n):
-            best, worst = _choose(job_offsets, offsets, links, job[on[i]], float(out[on[i]]), load, cap)
+            best, worst = _choose(job_offsets, offsets, links, job[on[i]], float(out[on[i]]), load, cap, uniform)
             if worst < busy[hot]:
                 p, q = on[i], best
                 break
@@ -177,6 +193,6 @@ def rebalance_moves(job_offsets: np.ndarray, offsets: np.ndarray, links: np.ndar
     cap = np.ascontiguousarray(cap, dtype=np.float64)
     with interrupts_held(_rebalance_moves):  # contiguous arrays of fixed types: one machine code
         _rebalance_moves(*(np.ascontiguousarray(a, dtype=np.int64) for a in (job_offsets, offsets, links, job)),
-                         int(limit), float(enough), out, np.zeros(cap.size), cap,
+                         int(limit), float(enough), out, np.zeros(cap.size), cap, _uniform(cap),
                          np.zeros(cap.size + 1, np.int64), np.empty(links.size, np.int64),
                          np.empty(room, np.int64), np.empty(room, np.int64))
