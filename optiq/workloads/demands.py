@@ -74,9 +74,11 @@ class Demands:
         if same.size:
             raise WorkloadError(f"job {same[0]} has source = destination = {src[same[0]]}")
         key = src * (int(max(src.max(), dst.max())) + 1) + dst
-        uniq, first, counts = np.unique(key, return_index=True, return_counts=True)
-        if (counts > 1).any():
-            j = first[np.flatnonzero(counts > 1)[0]]
+        # a stable sort: pairs given in order (an all-to-all's, a matrix's nonzeros) cost one pass
+        order = np.argsort(key, kind="stable")
+        twice = np.flatnonzero(key[order[1:]] == key[order[:-1]])
+        if twice.size:
+            j = order[twice[0]]   # the first job of the least pair given twice
             raise WorkloadError(f"pair {src[j]} -> {dst[j]} appears more than once; merge its sizes into one job")
         object.__setattr__(self, "src", src)
         object.__setattr__(self, "dst", dst)
