@@ -321,3 +321,41 @@ def test_plans_over_kept_candidates_make_stops_only_for_paths_no_plan_used_befor
         assert np.array_equal(ps.stops, routing.forwarded_stops(type(ps)(ps.job, ps.offsets, ps.links, ps.num_jobs),
                                                                 t))
         assert ps.stops.sum() > ps.num_paths   # some paths stop on the way
+
+
+def test_plans_over_kept_candidates_check_each_path_once_and_candidates_given_for_other_pairs_are_refused():
+    """Plans of the same pairs check the structure of the paths no plan used before, and no
+    other: every path of every plan is checked once (and each plan passes the full checks
+    again). The same candidates given for other pairs are checked against those: refused,
+    naming the path that does not end at its job's destination."""
+    from optiq.errors import PlanError
+    from optiq.paths import checks
+    from optiq.paths import space as path_space
+    from optiq.paths.system import forget_routes
+    from optiq.planner import make_plan
+    from optiq.topology import from_spec
+
+    t = from_spec("torus:4x4x2")
+    rng = np.random.default_rng(5)
+    forget_routes()
+    src, dst = np.nonzero(~np.eye(t.num_endpoints, dtype=bool))
+    checked = []
+
+    def counting(paths, *args):
+        checked.append(paths.num_paths)
+        return checks.check_paths(paths, *args)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(path_space, "check_paths", counting)
+        plans = [make_plan(t, Demands(src, dst, rng.integers(1, 2**20, src.size)), "heu2") for _ in range(4)]
+    used = {(int(j), tuple(ps_links)) for plan in plans
+            for j, ps_links in zip(plan.paths.job, np.split(plan.paths.links, plan.paths.offsets[1:-1]))}
+    assert checked[0] == plans[0].paths.num_paths and sum(checked) == len(used) and len(checked) > 1
+    for plan in plans:
+        plan.validate()
+    # candidates of one job a source, planned over for their pairs, then given for other pairs
+    ring = np.arange(t.num_endpoints)
+    candidates = make_plan(t, Demands(ring, (ring + 1) % ring.size, np.full(ring.size, 4096)), "heu2").paths
+    make_plan(t, Demands(ring, (ring + 1) % ring.size, np.full(ring.size, 8192)), "heu2", candidates=candidates)
+    with pytest.raises(PlanError, match="does not end at its destination"):
+        make_plan(t, Demands(ring, (ring + 2) % ring.size, np.full(ring.size, 4096)), "heu2", candidates=candidates)

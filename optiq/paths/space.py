@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..errors import ParameterError, PlanError
+from .checks import check_paths
 from .kept import derived_from
 from .pathset import PathSet, csr_positions
 from .pricing import least_cost_paths
@@ -139,23 +140,38 @@ class PathSpace:
             return paths.with_stops(forwarded_stops(paths, self.topology))
         return paths
 
-    def finish_used(self, paths: PathSet, used: np.ndarray) -> PathSet:
-        """:meth:`finish` of ``paths.select(used)``. On ``links`` the stops made are kept with the
-        very same ``paths`` (on this topology), so a later plan over them (an application's same
-        pairs with other bytes, over the candidates :mod:`optiq.paths.kept` kept) makes stops
-        only for the paths no plan used before."""
+    def finish_used(self, paths: PathSet, used: np.ndarray) -> tuple[PathSet, bool]:
+        """:meth:`finish` of ``paths.select(used)``, and whether its structure is checked
+        (:func:`optiq.paths.checks.check_paths` against this space's pairs; else the plan
+        checks it). On ``links`` the stops made, and which paths were checked, are kept with
+        the very same ``paths`` (on this topology), so a later plan over them (an
+        application's same pairs with other bytes, over the candidates :mod:`optiq.paths.kept`
+        kept) makes stops and checks only the paths no plan used before."""
         if self.kind != "links":
-            return self.finish(paths.select(used))
+            return self.finish(paths.select(used)), False
         kept = derived_from(paths, self.topology)
         if "stops" not in kept:
             kept["stops"], kept["known"] = paths.stops.copy(), np.zeros(paths.num_paths, dtype=bool)
         stops, known = kept["stops"], kept["known"]
-        new = np.asarray(used, dtype=bool) & ~known
+        used = np.asarray(used, dtype=bool)
+        new = used & ~known
         if new.any():
             where = csr_positions(paths.offsets[:-1][new], paths.hops[new])
             stops[where] = forwarded_stops(paths.select(new), self.topology)
             known |= new
-        return paths.select(used, stops=stops)
+        src, dst = self.demands.src, self.demands.dst
+        pairs = kept.get("checked for")
+        if pairs is None or not (np.array_equal(pairs[0], src) and np.array_equal(pairs[1], dst)):
+            kept["checked for"], kept["checked"] = (src.copy(), dst.copy()), np.zeros(paths.num_paths, dtype=bool)
+        checked = kept["checked"]
+        unchecked = used & ~checked
+        if unchecked.any():
+            try:
+                check_paths(paths.select(unchecked, stops=stops), self.topology, src, dst, self.routing)
+            except PlanError:   # the plan's own checks name the path at fault, as the plan numbers it
+                return paths.select(used, stops=stops), False
+            checked |= unchecked
+        return paths.select(used, stops=stops), True
 
     def from_links(self, paths: PathSet, *, distinct: bool = False) -> PathSet:
         """Link paths of a search of the whole graph as paths of this space, repeats within a job

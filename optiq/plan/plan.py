@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import OptiqError, PlanError
 from ..paths import FORWARDED, FREE, ROUTINGS, PathSet
+from ..paths.checks import check_paths, repeats
 from ..paths.routing import (
     every_node_a_rank,
     every_rank_stops,
@@ -79,6 +80,11 @@ class Plan:
         Check that a forwarded plan's legs are the network's routes (default). Off only for
         plans derived from one already checked (a subset, or the rank-level plan of
         :mod:`optiq.runtime.ranklevel`, whose network is a model of the real one).
+    check_paths : bool
+        Check the paths' structure (:func:`optiq.paths.checks.check_paths`; default). Off only
+        where every path was checked against these pairs before: a plan over the candidates
+        kept for its pairs, whose paths are checked the first time a plan uses them
+        (:meth:`optiq.paths.space.PathSpace.finish_used`).
 
     Raises
     ------
@@ -98,18 +104,19 @@ class Plan:
     record: PlanRecord = field(default_factory=PlanRecord)
     routing: str = FORWARDED
     check_legs: InitVar[bool] = True
+    check_paths: InitVar[bool] = True
 
     @property
     def info(self) -> dict[str, Any]:
         """The record as the plan file's ``info`` object (a new dict: change :attr:`record`)."""
         return self.record.to_dict()
 
-    def __post_init__(self, check_legs: bool) -> None:
+    def __post_init__(self, check_legs: bool, check_paths: bool) -> None:
         self.path_bytes = np.asarray(self.path_bytes, dtype=np.int64)
         if self.ranks is None:
             self.ranks = np.arange(self.topology.num_endpoints)
         self.ranks = np.asarray(self.ranks, dtype=np.int64)
-        self.validate(legs=check_legs)
+        self.validate(legs=check_legs, paths=check_paths)
 
     def __repr__(self) -> str:
         return (f"Plan(method={self.method!r}, routing={self.routing!r}, topology={self.topology.name!r}, "
@@ -117,7 +124,7 @@ class Plan:
                 f"predicted_time_s={self.predicted_time_s:.6g}, lower_bound_time_s={self.lower_bound_time_s:.6g})")
 
     # -- checks -----------------------------------------------------------------------
-    def validate(self, *, legs: bool = True) -> None:
+    def validate(self, *, legs: bool = True, paths: bool = True) -> None:
         """Check the plan against its topology and demands.
 
         Raises
@@ -127,7 +134,8 @@ class Plan:
             links, bytes are negative, or a job's bytes do not sum to its demand; if a free
             path revisits a node, a path stops at a node that is not a rank or at one rank
             twice, or (with ``legs``) a leg of a forwarded path is not the network's route
-            between its stops; or the chunk size, rank map or routing is invalid.
+            between its stops; or the chunk size, rank map or routing is invalid. Without
+            ``paths``, what :func:`optiq.paths.checks.check_paths` checks is taken as checked.
         """
         topo, dem, ps = self.topology, self.demands, self.paths
         if self.routing not in ROUTINGS:
@@ -142,31 +150,10 @@ class Plan:
             dem.check_against(topo)
         except OptiqError as exc:
             raise PlanError(str(exc)) from None
-        if self.ranks.shape != (topo.num_endpoints,) or (self.ranks < 0).any() or _repeats(self.ranks).size:
+        if self.ranks.shape != (topo.num_endpoints,) or (self.ranks < 0).any() or repeats(self.ranks).size:
             raise PlanError(f"ranks must give {topo.num_endpoints} distinct non-negative ranks, one per endpoint")
-        bad_link = np.flatnonzero((ps.links < 0) | (ps.links >= topo.num_links))
-        if bad_link.size:
-            p = int(np.searchsorted(ps.offsets, bad_link[0], side="right") - 1)
-            raise PlanError(f"path {p} of job {ps.job[p]} uses link {ps.links[bad_link[0]]}, "
-                            f"which does not exist (links are 0..{topo.num_links - 1})")
-        empty = np.flatnonzero(ps.hops == 0)
-        if empty.size:
-            raise PlanError(f"path {empty[0]} of job {ps.job[empty[0]]} has no links")
-        first, last = ps.offsets[:-1], ps.offsets[1:] - 1
-        heads, tails = topo.link_dst[ps.links], topo.link_src[ps.links]
-        joined = heads[:-1] == tails[1:]
-        joined[last[:-1]] = True   # a path's last link and the next path's first need not meet
-        broken = np.flatnonzero(~joined)
-        if broken.size:
-            p = int(np.searchsorted(ps.offsets, broken[0], side="right") - 1)
-            raise PlanError(f"path {p} of job {ps.job[p]} is not connected: link {ps.links[broken[0]]} ends at "
-                            f"node {heads[broken[0]]} but the next link starts at node {tails[broken[0] + 1]}")
-        for arr, want, what in ((tails[first], dem.src[ps.job], "start at its source"),
-                                (heads[last], dem.dst[ps.job], "end at its destination")):
-            wrong = np.flatnonzero(arr != want)
-            if wrong.size:
-                p = wrong[0]
-                raise PlanError(f"path {p} of job {ps.job[p]} does not {what} {want[p]} (it is at node {arr[p]})")
+        if paths:
+            check_paths(ps, topo, dem.src, dem.dst, self.routing)
         neg = np.flatnonzero(self.path_bytes < 0)
         if neg.size:
             raise PlanError(f"path {neg[0]} of job {ps.job[neg[0]]} has negative bytes {self.path_bytes[neg[0]]}")
@@ -181,24 +168,6 @@ class Plan:
             j = off[0]
             raise PlanError(f"job {j} ({dem.src[j]} -> {dem.dst[j]}): its paths carry {sums[j]} bytes "
                             f"but its demand is {dem.nbytes[j]}")
-        n = topo.num_nodes
-        stop_heads = heads[ps.stops]
-        off_rank = np.flatnonzero(stop_heads >= topo.num_endpoints)
-        if off_rank.size:
-            p = int(ps.path_of_link_entry[np.flatnonzero(ps.stops)[off_rank[0]]])
-            raise PlanError(f"path {p} of job {ps.job[p]} stops at {topo.label(int(stop_heads[off_rank[0]]))}, which "
-                            f"is not a rank: only ranks receive and send on chunks")
-        if self.routing == FREE:  # a simple path visits every node once: its link tails and its last head are distinct
-            visits = np.concatenate([ps.path_of_link_entry * n + tails, np.arange(ps.num_paths) * n + heads[last]])
-            what = "visits node"
-        else:  # a leg is the network's route; the ranks a path stops at (and its source) are distinct
-            visits = np.concatenate([ps.path_of_link_entry[ps.stops] * n + stop_heads, np.arange(ps.num_paths) * n
-                                     + tails[first]])
-            what = "stops at node"
-        twice = _repeats(visits)
-        if twice.size:
-            p, v = divmod(int(twice[0]), n)
-            raise PlanError(f"path {p} of job {ps.job[p]} {what} {v} more than once")
         if legs and self.routing == FORWARDED:
             _, why = misrouted_legs(ps, topo)
             if why:
@@ -522,11 +491,3 @@ def _path_links(topology: Topology, path: dict[str, Any], where: str) -> list[in
         if not 0 <= e < topology.num_links or topology.link_src[e] != u or topology.link_dst[e] != v:
             raise PlanError(f"{where}: link {e} does not go from node {u} to node {v}")
     return links
-
-
-def _repeats(values: np.ndarray) -> np.ndarray:
-    """The values that occur more than once, ascending (with repeats). A stable sort: the
-    arrays checked here are runs already in order, which it merges in linear time, where
-    numpy's default sort starts afresh."""
-    ordered = np.sort(values, kind="stable")
-    return ordered[1:][ordered[1:] == ordered[:-1]]

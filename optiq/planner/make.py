@@ -328,7 +328,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     legs_built = own_routes or space.kind == "links"
     # a forwarded path that is the network's own route is one leg: its stops are its end
     one_leg = own_routes and space.kind != "free"
-    paths, nbytes = paths.select(used) if one_leg else space.finish_used(paths, used), nbytes[used]
+    (paths, checked), nbytes = (paths.select(used), False) if one_leg else space.finish_used(paths, used), nbytes[used]
     if qos is not None:
         record.qos_shares = dict(qos.shares)
         if record.lp_time_s is not None:
@@ -338,4 +338,4 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
     record.timings.update(ranks=workers.size, total_s=time.perf_counter() - start)
     return Plan(topology, demands, paths, nbytes, chunk_size=chunk_size,
                 method=name, lower_bound_time_s=bound_s, lower_bound_cut=bound_from, record=record,
-                routing=space.routing, check_legs=not legs_built)
+                routing=space.routing, check_legs=not legs_built, check_paths=not checked)
