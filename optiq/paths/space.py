@@ -184,13 +184,12 @@ class PathSpace:
             raise ParameterError("chains come from the chain space, not from link paths")
         kept = derived_from(paths, self.topology)
         if self.kind in kept:   # the same set as before (candidates kept for pairs planned again)
-            return kept[self.kind]
+            return paths if kept[self.kind] is None else kept[self.kind]
         links = paths.links if self.kind == "free" else route_twins(self.topology)[paths.links]
         if distinct and np.array_equal(links, paths.links):
+            kept[self.kind] = None   # ``paths`` itself, which a value must never hold (it would never be freed)
             return paths
-        mapped = PathSet(paths.job, paths.offsets, links, paths.num_jobs, paths.stops).unique()
-        if mapped is not paths:   # never ``paths`` itself: it would never be freed
-            kept[self.kind] = mapped
+        mapped = kept[self.kind] = PathSet(paths.job, paths.offsets, links, paths.num_jobs, paths.stops).unique()
         return mapped
 
     def cheapest(self, link_cost: np.ndarray, hop_limit: np.ndarray, *, too_long: str = "exact",
