@@ -50,6 +50,11 @@ COMPILED_FROM = 0
 #: planning again), and never pays more than twice what it would have had it known its future.
 COMPILED_COLD_FROM = 1_500_000
 
+#: What one step of a loop in numpy (a batch of Heuristic 2, a move of rebalance) costs beyond
+#: its scans, counted as that many scans: its dozen numpy calls cost some tens of microseconds,
+#: a scan a fifth of one.
+NUMPY_STEP_SCANS = 200
+
 #: The scans this process made in numpy while numba was not loaded.
 _numpy_scans = 0
 
@@ -57,16 +62,23 @@ _numpy_scans = 0
 def compiled_pays(scans: int) -> bool:
     """Whether choosing among ``scans`` candidate paths (all told) runs compiled: once numba
     is loaded, or once these and the scans made in numpy before reach
-    :data:`COMPILED_COLD_FROM`. Either way the same paths are picked
-    (``tests/test_kernels.py``): only the time depends on it. A count of work, not of
-    seconds, so the same plans load the kernels at the same point on every machine."""
-    global _numpy_scans
+    :data:`COMPILED_COLD_FROM`; else they are counted as made in numpy. Either way the same
+    paths are picked (``tests/test_kernels.py``): only the time depends on it. A count of
+    work, not of seconds, so the same plans load the kernels at the same point on every
+    machine. (Work that cannot tell its scans beforehand asks with 0 and counts them after,
+    :func:`scanned_in_numpy`.)"""
     if "numba" in sys.modules:
         return scans >= COMPILED_FROM
     if scans + _numpy_scans >= COMPILED_COLD_FROM:
         return True
-    _numpy_scans += scans
+    scanned_in_numpy(scans)
     return False
+
+
+def scanned_in_numpy(scans: int) -> None:
+    """Count ``scans`` candidate paths scanned in numpy towards :func:`compiled_pays`'s threshold."""
+    global _numpy_scans
+    _numpy_scans += int(scans)
 
 
 def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load: np.ndarray,
@@ -74,17 +86,17 @@ def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load
     """For each of ``jobs``, its candidate whose busiest link would be least loaded in time
     with ``amount`` more bytes on every link it crosses (ties: fewer hops, then the earlier
     path), and that link's time. ``compiled`` runs the kernel (True) or numpy (False); by
-    default :func:`compiled_pays` decides by the set's size.
+    default :func:`compiled_pays` decides by the candidates scanned.
 
     Raises
     ------
     PlanError
         If a job has no candidate path.
     """
-    if not (compiled_pays(candidates.num_paths) if compiled is None else compiled):
+    scans = int(candidate_counts(candidates, jobs).sum())
+    if not (compiled_pays(scans) if compiled is None else compiled):
         best, worst, _, _ = CandidateLayout(candidates, jobs, amount, cap).least_loaded(0, jobs.size, load)
         return best, worst
-    candidate_counts(candidates, jobs)
     from .least_loaded_kernel import least_loaded_paths
 
     return least_loaded_paths(candidates.job_offsets, candidates.offsets, candidates.links, jobs,

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import PlanError
 from ..utils.progress import Progress, Ticker
-from .common import CandidateLayout, candidate_counts, compiled_pays
+from .common import NUMPY_STEP_SCANS, CandidateLayout, candidate_counts, compiled_pays
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -97,7 +97,10 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
     block = batch_size(J) if batch is None else int(batch)
     per_job = -(-left // unit)
     units = int(per_job.sum())
-    compiled = compiled_pays(int(per_job @ np.diff(candidates.job_offsets)))   # the candidates every pass scans
+    # the candidates every pass scans, and its batches' steps (one pass per unit of the largest job)
+    waiting_per_pass = np.cumsum(np.bincount(per_job)[::-1])[::-1][1:]   # pass p: the jobs with more than p units
+    steps = int((-(-waiting_per_pass // block)).sum())
+    compiled = compiled_pays(int(per_job @ np.diff(candidates.job_offsets)) + NUMPY_STEP_SCANS * steps)
     tick, placed = Ticker(progress, "Heuristic 2: units placed", units), 0
     while True:
         # one pass: every job with bytes left places one unit, the most left first (ties: lower id)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import PlanError
 from ..paths.pathset import stable_order
-from .common import compiled_pays, least_loaded
+from .common import NUMPY_STEP_SCANS, compiled_pays, least_loaded, scanned_in_numpy
 
 if TYPE_CHECKING:
     from ..paths import PathSet
@@ -98,7 +98,8 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
     out = nbytes.astype(np.int64).copy()
     links, offsets, job, cap = candidates.links, candidates.offsets, candidates.job, topology.capacity
     enough = -np.inf if bound_s is None else bound_s * (1 + BOUND_SLACK)
-    if compiled_pays(candidates.num_paths) if compiled is None else compiled:
+    # its scans are known only once made: the kernels run where they are loaded or paid for already
+    if compiled_pays(0) if compiled is None else compiled:
         from .least_loaded_kernel import rebalance_moves
 
         rebalance_moves(candidates.job_offsets, offsets, links, job, limit, enough, out, cap)
@@ -111,6 +112,7 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
     link_start = np.searchsorted(carrying.links[by_link], np.arange(load.size + 1))
     busy = load / cap
     new_links, new_owner = np.zeros(0, np.int64), np.zeros(0, np.int64)  # crossings of paths that got bytes here
+    scans = used.size   # the candidates this loop scans and its steps, counted towards loading the kernels
     for _ in range(limit):
         hot = int(np.argmax(busy))
         if busy[hot] <= enough:
@@ -122,6 +124,8 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
         on = on[np.lexsort((on, -out[on]))]  # the largest first
         # a candidate that crosses the busiest link is never below it: a path is never moved to itself
         best, worst = least_loaded(candidates, job[on], out[on], load, cap, compiled=False)
+        scans += int(candidates.job_offsets[job[on] + 1].sum() - candidates.job_offsets[job[on]].sum()) + \
+            NUMPY_STEP_SCANS
         movable = np.flatnonzero(worst < busy[hot])
         if not movable.size:
             break
@@ -136,4 +140,5 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
             new_owner = np.concatenate((new_owner, np.full(there.size, q)))
         out[q] += out[p]
         out[p] = 0
+    scanned_in_numpy(scans)
     return out
