@@ -209,9 +209,16 @@ class PathSet:
         return self.links[self.offsets[p]:self.offsets[p + 1]]
 
     def link_loads(self, path_bytes: ArrayLike, num_links: int) -> np.ndarray:
-        """Bytes on every link when path ``p`` carries ``path_bytes[p]``."""
-        return np.bincount(self.links, weights=np.repeat(np.asarray(path_bytes, float), self.hops),
-                           minlength=num_links)
+        """Bytes on every link when path ``p`` carries ``path_bytes[p]``. Where most paths
+        carry nothing (a plan's candidates), only those that carry are summed: adding zero
+        changes no sum, so the loads are the same to the bit."""
+        path_bytes = np.asarray(path_bytes, float)
+        carrying = np.flatnonzero(path_bytes)
+        if 2 * carrying.size >= path_bytes.size:
+            return np.bincount(self.links, weights=np.repeat(path_bytes, self.hops), minlength=num_links)
+        hops = self.hops[carrying]
+        return np.bincount(self.links[csr_positions(self.offsets[carrying], hops)],
+                           weights=np.repeat(path_bytes[carrying], hops), minlength=num_links)
 
     def busiest_link_time(self, path_bytes: ArrayLike, capacity: np.ndarray) -> float:
         """Completion time when links share in proportion to the bytes: the busiest link's
