@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import PathError
 from ..utils.progress import Progress, Ticker
-from .pathset import PathSet
+from .pathset import PathSet, csr_positions
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -437,17 +437,24 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     new_order[:, 1:] = moving[:, :-1] & later[:, 1:]
     valid = np.concatenate([new_order, new_order & tie[:, None]], axis=1)   # (job, recipe)
     valid &= np.cumsum(valid, axis=1) <= k
-    table = _link_table(topology).astype(np.int32)   # rows of int32: half the bytes to pad, gather and mask
-    jobs = [np.flatnonzero(valid[:, r]) for r in range(valid.shape[1])]
-    rows = [dimension_order_walk(topology, demands.src[j], demands.dst[j], _rotated(order, r % n), flip_ties=r >= n,
-                                 table=table) for r, j in enumerate(jobs)]
-    width = max((rw.shape[1] for rw in rows), default=0)
-    job = np.concatenate(jobs)
-    by_job = np.argsort(job, kind="stable")            # job by job, each in recipe order
-    grid = np.concatenate([np.pad(rw, ((0, 0), (0, width - rw.shape[1])), constant_values=-1) for rw in rows])[by_job]
-    job = job[by_job]
-    keep = grid >= 0
-    return PathSet(job, np.concatenate(([0], np.cumsum(keep.sum(axis=1)))), grid[keep], J)
+    table = _link_table(topology).astype(np.int32)   # rows of int32: half the bytes to gather and mask
+    # every shortest route of a job has its distance in hops: the paths' offsets follow from
+    # coordinates, and each recipe's routes go straight to their places (job by job, each in
+    # recipe order)
+    dist = topology.pair_hops(demands.src, demands.dst)
+    rank = np.cumsum(valid, axis=1) - 1                  # a valid recipe's place among its job's paths
+    count = valid.sum(axis=1)
+    first_link = np.concatenate(([0], np.cumsum(count * dist)))
+    links = np.empty(int(first_link[-1]), dtype=np.int64)
+    for r in range(valid.shape[1]):
+        jobs = np.flatnonzero(valid[:, r])
+        if not jobs.size:
+            continue
+        rows = dimension_order_walk(topology, demands.src[jobs], demands.dst[jobs], _rotated(order, r % n),
+                                    flip_ties=r >= n, table=table)
+        links[csr_positions(first_link[jobs] + rank[jobs, r] * dist[jobs], dist[jobs])] = rows[rows >= 0]
+    offsets = np.concatenate(([0], np.cumsum(np.repeat(dist, count))))
+    return PathSet(np.repeat(np.arange(J), count), offsets, links, J)
 
 
 def _row_hash(rows: np.ndarray) -> np.ndarray:
