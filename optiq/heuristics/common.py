@@ -140,9 +140,14 @@ class CandidateLayout:
         amount = np.repeat(self.path_amount[p0:p1], hops)
         after = (load[links] + amount) * self.inv_cap[links]
         worst = np.maximum.reduceat(after, self.entry_at[p0:p1] - e0)
-        owner = self.owner[p0:p1]
-        order = np.lexsort((np.arange(p1 - p0), hops, worst, owner))
-        first = order[np.concatenate(([0], np.flatnonzero(np.diff(owner[order])) + 1))]
+        # each job's paths are a run: its least busiest link, then the fewest hops among those,
+        # then the first of them (reductions over the runs, not a sort)
+        runs = self.path_at[lo:hi] - p0
+        owner = self.owner[p0:p1] - lo
+        best = worst == np.minimum.reduceat(worst, runs)[owner]
+        best &= hops == np.minimum.reduceat(np.where(best, hops, np.iinfo(hops.dtype).max), runs)[owner]
+        at = np.flatnonzero(best)
+        first = at[np.concatenate(([True], owner[at[1:]] != owner[at[:-1]]))]
         keep = np.zeros(p1 - p0, dtype=bool)
         keep[first] = True
         on = np.repeat(keep, hops)
