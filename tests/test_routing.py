@@ -122,6 +122,36 @@ def test_a_torus_path_stops_only_where_it_leaves_dimension_order():
     assert forwarded_stops(route, t).tolist() == [False, False, True]  # the network's own route: one leg
 
 
+def _greedy_stops_by_hand(paths, t):
+    """Stops by the rule itself, one path and one hop at a time: a leg grows while the network's
+    route from its first node to the next node is the path so far."""
+    stops = []
+    for p in range(paths.num_paths):
+        links = paths.path(p).tolist()
+        flags, start = [False] * len(links), 0
+        for i in range(len(links)):
+            route = network_routes(t, [int(t.link_src[links[start]])], [int(t.link_dst[links[i]])]).links.tolist()
+            if route != links[start:i + 1]:   # the leg ended at the hop before: stop there, start anew
+                flags[i - 1], start = True, i
+        flags[-1] = True
+        stops += flags
+    return np.array(stops)
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "torus:4x3x2", "mesh:3x4", "torus:5x4", "torus:6x2"])
+@pytest.mark.parametrize("kind", ["diverse", "spread", "torus"])
+def test_forwarded_stops_are_the_greedy_legs_made_hop_by_hop(spec, kind):
+    """All paths at once (with the shortcuts dimension order allows: a whole path that is a
+    route, a leg that grows by its last link) against the rule applied by hand."""
+    t = from_spec(spec)
+    d = random_demands(t, 30, seed=len(spec))
+    cands = make_candidates(t, d, 6, kind, seed=3)
+    paths = PathSet(cands.job, cands.offsets, route_twins(t)[cands.links], cands.num_jobs).unique()
+    stops = forwarded_stops(paths, t)
+    assert np.array_equal(stops, _greedy_stops_by_hand(paths, t))
+    assert stops.sum() > paths.num_paths   # some paths have several legs
+
+
 def test_forwarded_plans_use_the_e_link_the_network_routes_by():
     t = from_spec("torus:4x4x2")
     twins = route_twins(t)

@@ -165,6 +165,15 @@ def forwarded_stops(paths: PathSet, topology: Topology) -> np.ndarray:
     start = np.zeros(paths.num_paths, dtype=np.int64)  # the leg's first hop, within its path
     end = np.ones(paths.num_paths, dtype=np.int64)     # hops in the leg so far (each a route)
     live = hops > 0
+    # dimension order: every part of a route is the route between its ends. So a path that is the
+    # route between its own ends grows hop by hop into one leg: it is that leg at once. And a leg
+    # that is a route grows by a hop where the route to the hop's head is one hop longer and ends
+    # with it (its part up to the leg's end is then the route there: the leg itself)
+    prefix_closed = topology.fabric is None and topology.is_torus
+    if prefix_closed:
+        whole = np.flatnonzero(live)
+        whole = whole[_is_route(paths, topology, whole, first[whole], hops[whole], tails, heads)]
+        end[whole] = hops[whole]
     while live.any():
         done = live & (start + end >= hops)
         stops[first[done] + hops[done] - 1] = True
@@ -172,22 +181,33 @@ def forwarded_stops(paths: PathSet, topology: Topology) -> np.ndarray:
         trying = np.flatnonzero(live)
         if not trying.size:
             break
-        length = end[trying] + 1
-        leg_start = first[trying] + start[trying]
-        route_at, route_links, rows = route_rows(topology, tails[leg_start], heads[leg_start + length - 1])
-        same = route_at[rows + 1] - route_at[rows] == length   # the links compared only where the hops agree
-        where = csr_positions(leg_start[same], length[same])
-        mismatch = np.bincount(np.repeat(np.arange(int(same.sum())), length[same]),
-                               weights=route_links[csr_positions(route_at[rows[same]], length[same])]
-                               != paths.links[where], minlength=int(same.sum()))
-        grows = np.zeros(trying.size, dtype=bool)
-        grows[np.flatnonzero(same)[mismatch == 0]] = True
+        grows = _is_route(paths, topology, trying, first[trying] + start[trying], end[trying] + 1, tails, heads,
+                          last_only=prefix_closed)
         end[trying[grows]] += 1
         cut = trying[~grows]  # the leg ends at its last hop; the next starts there
         stops[first[cut] + start[cut] + end[cut] - 1] = True
         start[cut] += end[cut]
         end[cut] = 1
     return stops
+
+
+def _is_route(paths: PathSet, topology: Topology, which: np.ndarray, leg_start: np.ndarray, length: np.ndarray,
+              tails: np.ndarray, heads: np.ndarray, *, last_only: bool = False) -> np.ndarray:
+    """Whether the ``length`` link entries of ``paths`` from ``leg_start`` (of paths ``which``)
+    are the network's route between their ends (``tails``, ``heads``: of every entry);
+    ``last_only``: as many hops, ending with the same link (where all but the last are known to
+    be the route to the last's tail, and every part of a route is a route)."""
+    route_at, route_links, rows = route_rows(topology, tails[leg_start], heads[leg_start + length - 1])
+    same = route_at[rows + 1] - route_at[rows] == length   # the links compared only where the hops agree
+    if last_only:
+        return same & (route_links[np.maximum(route_at[rows + 1] - 1, 0)] == paths.links[leg_start + length - 1])
+    where = csr_positions(leg_start[same], length[same])
+    mismatch = np.bincount(np.repeat(np.arange(int(same.sum())), length[same]),
+                           weights=route_links[csr_positions(route_at[rows[same]], length[same])]
+                           != paths.links[where], minlength=int(same.sum()))
+    found = np.zeros(which.size, dtype=bool)
+    found[np.flatnonzero(same)[mismatch == 0]] = True
+    return found
 
 
 def leg_routes(paths: PathSet, topology: Topology, mask: ArrayLike | None = None) -> tuple[np.ndarray, PathSet]:
