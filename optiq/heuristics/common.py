@@ -94,7 +94,11 @@ def least_loaded(candidates: PathSet, jobs: np.ndarray, amount: np.ndarray, load
         If a job has no candidate path.
     """
     scans = int(candidate_counts(candidates, jobs).sum())
-    if not (compiled_pays(scans) if compiled is None else compiled):
+    if compiled is None:
+        compiled = compiled_pays(scans)   # (counted there where it runs in numpy)
+    elif not compiled:
+        scanned_in_numpy(scans)
+    if not compiled:
         best, worst, _, _ = CandidateLayout(candidates, jobs, amount, cap).least_loaded(0, jobs.size, load)
         return best, worst
     from .least_loaded_kernel import least_loaded_paths

@@ -103,7 +103,7 @@ def demand_aware_heuristic(topology: Topology, demands: Demands, candidates: Pat
     compiled = compiled_pays(int(per_job @ np.diff(candidates.job_offsets)) + NUMPY_STEP_SCANS * steps)
     tick, placed = Ticker(progress, "Heuristic 2: units placed", units), 0
     while True:
-        # one pass: every job with bytes left places one unit, the most left first (ties: lower id)
+        # one pass: every job with bytes left places one unit, the most left first (ties: _pass_order)
         waiting = np.flatnonzero(left > 0)
         if not waiting.size:
             break

@@ -61,7 +61,8 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
         link's time is within :data:`BOUND_SLACK` of it.
     compiled : bool, optional
         Make the moves in the compiled kernel (True) or in numpy (False); by default
-        :func:`~optiq.heuristics.common.compiled_pays` decides by the candidates' number.
+        :func:`~optiq.heuristics.common.compiled_pays` decides by the work done in numpy
+        before (the moves' own scans are known only once made, and are counted then).
         Either way the same moves are made.
 
     Returns
@@ -112,7 +113,7 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
     link_start = np.searchsorted(carrying.links[by_link], np.arange(load.size + 1))
     busy = load / cap
     new_links, new_owner = np.zeros(0, np.int64), np.zeros(0, np.int64)  # crossings of paths that got bytes here
-    scans = used.size   # the candidates this loop scans and its steps, counted towards loading the kernels
+    scans = used.size   # this loop's set-up and steps, counted towards loading the kernels
     for _ in range(limit):
         hot = int(np.argmax(busy))
         if busy[hot] <= enough:
@@ -123,9 +124,8 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
             break
         on = on[np.lexsort((on, -out[on]))]  # the largest first
         # a candidate that crosses the busiest link is never below it: a path is never moved to itself
-        best, worst = least_loaded(candidates, job[on], out[on], load, cap, compiled=False)
-        scans += int(candidates.job_offsets[job[on] + 1].sum() - candidates.job_offsets[job[on]].sum()) + \
-            NUMPY_STEP_SCANS
+        best, worst = least_loaded(candidates, job[on], out[on], load, cap, compiled=False)   # (counts its scans)
+        scans += NUMPY_STEP_SCANS
         movable = np.flatnonzero(worst < busy[hot])
         if not movable.size:
             break

@@ -51,8 +51,7 @@ class _Cuts:
     the families were added, so the first tightest cut is the one named.
     """
 
-    def __init__(self, num_jobs: int) -> None:
-        self.num_jobs = num_jobs
+    def __init__(self) -> None:
         self._bins: list[np.ndarray] = []
         self._entries: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # (row, bin, weight)
         self._direct: list[Any] = []
@@ -239,7 +238,7 @@ def _node_cut(side: str, v: int) -> str:
 def _family(topology, src: np.ndarray, dst: np.ndarray) -> _Cuts:
     """The cuts :func:`cut_lower_bound` tries for jobs from ``src`` to ``dst``."""
     n = topology.num_nodes
-    cuts = _Cuts(src.size)
+    cuts = _Cuts()
     for ends, links, side in ((src, topology.link_src, "out of"), (dst, topology.link_dst, "into")):
         cuts.add(ends, n, np.arange(n), np.bincount(links, weights=topology.capacity, minlength=n),
                  partial(_node_cut, side))

@@ -172,7 +172,7 @@ def forwarded_stops(paths: PathSet, topology: Topology) -> np.ndarray:
     prefix_closed = topology.fabric is None and topology.is_torus
     if prefix_closed:
         whole = np.flatnonzero(live)
-        whole = whole[_is_route(paths, topology, whole, first[whole], hops[whole], tails, heads)]
+        whole = whole[_is_route(paths, topology, first[whole], hops[whole], tails, heads)]
         end[whole] = hops[whole]
     while live.any():
         done = live & (start + end >= hops)
@@ -181,7 +181,7 @@ def forwarded_stops(paths: PathSet, topology: Topology) -> np.ndarray:
         trying = np.flatnonzero(live)
         if not trying.size:
             break
-        grows = _is_route(paths, topology, trying, first[trying] + start[trying], end[trying] + 1, tails, heads,
+        grows = _is_route(paths, topology, first[trying] + start[trying], end[trying] + 1, tails, heads,
                           last_only=prefix_closed)
         end[trying[grows]] += 1
         cut = trying[~grows]  # the leg ends at its last hop; the next starts there
@@ -191,12 +191,12 @@ def forwarded_stops(paths: PathSet, topology: Topology) -> np.ndarray:
     return stops
 
 
-def _is_route(paths: PathSet, topology: Topology, which: np.ndarray, leg_start: np.ndarray, length: np.ndarray,
-              tails: np.ndarray, heads: np.ndarray, *, last_only: bool = False) -> np.ndarray:
-    """Whether the ``length`` link entries of ``paths`` from ``leg_start`` (of paths ``which``)
-    are the network's route between their ends (``tails``, ``heads``: of every entry);
-    ``last_only``: as many hops, ending with the same link (where all but the last are known to
-    be the route to the last's tail, and every part of a route is a route)."""
+def _is_route(paths: PathSet, topology: Topology, leg_start: np.ndarray, length: np.ndarray, tails: np.ndarray,
+              heads: np.ndarray, *, last_only: bool = False) -> np.ndarray:
+    """Whether each run of ``length`` link entries of ``paths`` from ``leg_start`` is the
+    network's route between its ends (``tails``, ``heads``: of every entry); ``last_only``: as
+    many hops, ending with the same link (where all but the last are known to be the route to
+    the last's tail, and every part of a route is a route)."""
     route_at, route_links, rows = route_rows(topology, tails[leg_start], heads[leg_start + length - 1])
     same = route_at[rows + 1] - route_at[rows] == length   # the links compared only where the hops agree
     if last_only:
@@ -205,7 +205,7 @@ def _is_route(paths: PathSet, topology: Topology, which: np.ndarray, leg_start: 
     mismatch = np.bincount(np.repeat(np.arange(int(same.sum())), length[same]),
                            weights=route_links[csr_positions(route_at[rows[same]], length[same])]
                            != paths.links[where], minlength=int(same.sum()))
-    found = np.zeros(which.size, dtype=bool)
+    found = np.zeros(same.size, dtype=bool)
     found[np.flatnonzero(same)[mismatch == 0]] = True
     return found
 
