@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ..topology import Topology
 
 __all__ = ["ROUTINGS", "FORWARDED", "FREE", "every_rank_stops", "every_node_a_rank",
-           "route_twins", "forwarded_stops", "forwarded_paths", "leg_routes", "realized_link_bytes",
+           "route_twins", "links_are_routes", "forwarded_stops", "forwarded_paths", "leg_routes", "realized_link_bytes",
            "realized_time", "misrouted_legs"]
 
 FORWARDED = "forwarded"
@@ -106,6 +106,20 @@ def route_twins(topology: Topology) -> np.ndarray:
     return twins
 
 
+def links_are_routes(topology: Topology) -> bool:
+    """Whether every link is the network's route between its ends (:func:`route_twins` is the
+    identity, as on a torus without parallel links): link paths are then forwarded paths as they are.
+
+    Examples
+    --------
+    >>> from optiq.topology import torus
+    >>> links_are_routes(torus((4, 4))), links_are_routes(torus((2,)))
+    (True, False)
+    """
+    twins = route_twins(topology)
+    return bool(np.array_equal(twins, np.arange(twins.size)))
+
+
 def forwarded_paths(paths: PathSet, topology: Topology) -> PathSet:
     """Link paths on a network where every node is a rank, made forwarded: every link replaced
     by the one the network's route takes between its ends (:func:`route_twins`), repeats
@@ -155,7 +169,7 @@ def forwarded_stops(paths: PathSet, topology: Topology) -> np.ndarray:
     [False, True]
     """
     twins = route_twins(topology)
-    if (twins[paths.links] != paths.links).any():
+    if not links_are_routes(topology) and (twins[paths.links] != paths.links).any():
         e = int(paths.links[np.flatnonzero(twins[paths.links] != paths.links)[0]])
         raise PathError(f"link {topology.link_label(e)} is not the network's route between its ends")
     hops, first = paths.hops, paths.offsets[:-1]

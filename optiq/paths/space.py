@@ -24,7 +24,16 @@ from .checks import check_paths
 from .kept import derived_from
 from .pathset import PathSet, csr_positions
 from .pricing import least_cost_paths
-from .routing import FORWARDED, FREE, ROUTINGS, every_node_a_rank, every_rank_stops, forwarded_stops, route_twins
+from .routing import (
+    FORWARDED,
+    FREE,
+    ROUTINGS,
+    every_node_a_rank,
+    every_rank_stops,
+    forwarded_stops,
+    links_are_routes,
+    route_twins,
+)
 
 if TYPE_CHECKING:
     from ..mpi.workers import Workers
@@ -113,7 +122,7 @@ class PathSpace:
             if why:
                 raise ParameterError(f"candidates for forwarded plans must be chains of the network's routes, but {why}")
             return
-        if self.kind == "links":
+        if self.kind == "links" and not links_are_routes(topo):
             twins = route_twins(topo)
             wrong = np.flatnonzero(twins[paths.links] != paths.links)
             if wrong.size:
@@ -185,8 +194,9 @@ class PathSpace:
         kept = derived_from(paths, self.topology)
         if self.kind in kept:   # the same set as before (candidates kept for pairs planned again)
             return paths if kept[self.kind] is None else kept[self.kind]
-        links = paths.links if self.kind == "free" else route_twins(self.topology)[paths.links]
-        if distinct and np.array_equal(links, paths.links):
+        same = self.kind == "free" or links_are_routes(self.topology)
+        links = paths.links if same else route_twins(self.topology)[paths.links]
+        if distinct and (same or np.array_equal(links, paths.links)):
             kept[self.kind] = None   # ``paths`` itself, which a value must never hold (it would never be freed)
             return paths
         mapped = kept[self.kind] = PathSet(paths.job, paths.offsets, links, paths.num_jobs, paths.stops).unique()

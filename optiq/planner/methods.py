@@ -166,7 +166,7 @@ def resolved_kind(topology: Topology, demands: Demands, kind: str, greedy: bool)
     n = topology.num_nodes
     kept = kept_for_pairs(topology, demands)
     if _SOURCES not in kept:
-        kept[_SOURCES] = np.unique(demands.src).size
+        kept[_SOURCES] = int(np.count_nonzero(np.bincount(demands.src)))
     sparse = demands.num_jobs <= DENSE_JOBS * kept[_SOURCES]
     return ("valiant" if topology.dragonfly is not None else "torus-shortest" if greedy and topology.is_torus
             and not sparse else "diverse" if n <= 2048 and sparse
