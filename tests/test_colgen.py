@@ -154,6 +154,12 @@ def test_bad_qos_is_a_workload_error(shares, classes, fragment):
         QoSClasses(shares, classes)
 
 
+def test_a_progress_that_cannot_be_called_is_refused_before_any_work():
+    t = torus((4, 4), bandwidth=1e9)
+    with pytest.raises(ParameterError, match="progress must be a callable"):
+        column_generation(t, constant_ratio(16, nbytes=2**20, num_sources=2, ratio=4), progress="yes")
+
+
 def test_a_time_limited_run_is_never_worse_than_its_first_restricted_lp():
     t = torus((8, 8, 8), bandwidth=1e9)
     d = constant_ratio(512, nbytes=2**20, num_sources=32)

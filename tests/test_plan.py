@@ -135,6 +135,12 @@ def test_plan_rejects_path_not_ending_at_destination():
         Plan(t, Demands([0], [2], [10]), good.paths, good.path_bytes)
 
 
+def test_metrics_refuse_a_progress_that_cannot_be_called():
+    plan = make_plan(torus((4, 4), bandwidth=1e9), Demands([0], [5], [2**20]), "default")
+    with pytest.raises(PlanError, match="progress must be a callable"):
+        plan_metrics(plan, progress=1)
+
+
 def test_metrics_by_hand():
     t = torus((4, 4), bandwidth=1e9)
     d = Demands([0, 0], [2, 8], [3 * 2**16, 2**16])

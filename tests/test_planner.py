@@ -101,6 +101,7 @@ def test_column_generation_cut_short_by_the_hop_limit_says_so():
     (dict(time_limit=0), "time_limit must be"), (dict(time_limit=float("nan")), "time_limit"),
     (dict(gap=1.0), "gap must be"), (dict(seed=-1), "seed must be"), (dict(solver="simplx"), "unknown solver"),
     (dict(candidate_kind="best"), "unknown candidate kind"), (dict(chunk_size=2.5), "chunk_size"),
+    (dict(progress=True), "progress must be a callable"),
 ])
 def test_bad_parameters_are_refused_by_name(change, fragment):
     t = torus((4, 4))

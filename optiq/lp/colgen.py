@@ -48,7 +48,7 @@ from ..errors import ParameterError
 from ..mpi.workers import Workers
 from ..paths import PathSet, min_hops, system_routes
 from ..paths.space import PathSpace
-from ..utils.checks import check_count, check_range, check_seconds
+from ..utils.checks import check_count, check_progress, check_range, check_seconds
 from .columns import IDLE_SHARE, ColumnPool
 from .highs_lp import solve_lp
 from .pricer import Pricer
@@ -275,6 +275,8 @@ def column_generation(topology: Topology, demands: Demands, options: CGOptions |
 
     Raises
     ------
+    ParameterError
+        For a ``progress`` that is not callable.
     SolverError
         If HiGHS fails on a restricted LP.
 
@@ -288,6 +290,7 @@ def column_generation(topology: Topology, demands: Demands, options: CGOptions |
     >>> cg.gap <= 0.01 and cg.lower_bound_s <= cg.time_s <= cg.first_time_s
     True
     """
+    check_progress(progress)
     space = space or PathSpace(topology, demands)
     run = _Run(space, options or CGOptions(), initial, sizes, workers, progress)
     background = ThreadPoolExecutor(max_workers=2) if run.options.overlap else None  # the LP, then its dual pricing

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..utils.checks import check_progress
 from .tables import metrics_table
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
     >>> m.routing, m.realized_time_s == m.predicted_time_s
     ('forwarded', True)
     """
+    check_progress(progress)
     p = plan.used()
     ps, nbytes = p.paths, p.path_bytes.astype(float)
     hops = ps.hops

@@ -17,7 +17,7 @@ from ..paths.kept import KEPT_LINKS, kept_for_pairs
 from ..paths.space import PathSpace
 from ..plan import DEFAULT_CHUNK_SIZE, Plan, PlanRecord
 from ..topology import Topology
-from ..utils.checks import check_count
+from ..utils.checks import check_count, check_progress
 from ..utils.resources import PLAN_BYTES_PER_ENTRY, check_memory
 from ..workloads import Demands
 from ..workloads.qos import QoSClasses
@@ -139,8 +139,9 @@ def make_plan(topology: Topology, demands: Demands, method: str | Planner = "opt
 
 def _check_parameters(topology: Any, demands: Any, method: str | Planner, params: dict[str, Any], *,
                       chunk_size: Any, seed: Any, routing: Any = FORWARDED,
-                      max_intermediates: Any = 1) -> tuple[Planner, list[str]]:
+                      max_intermediates: Any = 1, progress: Any = None) -> tuple[Planner, list[str]]:
     """Refuse a bad argument by name before any work starts; the planner and the unused keywords."""
+    check_progress(progress)
     if routing not in ROUTINGS:
         raise ParameterError(f"unknown routing {routing!r}; expected one of {', '.join(ROUTINGS)}")
     check_count("max_intermediates", max_intermediates, 1)
@@ -272,7 +273,7 @@ def _make_plan(topology: Topology, demands: Demands, method: str | Planner, para
                progress: Callable[[str], None] | None, workers: Workers, routing: str, max_intermediates: int,
                forwarders: np.ndarray | None) -> Plan:
     planner, unused = _check_parameters(topology, demands, method, params, chunk_size=chunk_size, seed=seed,
-                                        routing=routing, max_intermediates=max_intermediates)
+                                        routing=routing, max_intermediates=max_intermediates, progress=progress)
     name = planner.name
     demands.check_against(topology)
     check_memory(plan_memory_estimate(topology, demands, planner),

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["check_count", "check_range", "check_seconds"]
+__all__ = ["check_count", "check_range", "check_seconds", "check_progress"]
 
 
 def _prefix(where: str) -> str:
@@ -71,3 +71,20 @@ def check_seconds(name: str, value: Any, *, where: str = "", optional: bool = Tr
         return
     if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not 0 < value < math.inf:
         raise ParameterError(f"{_prefix(where)}{name} must be a finite number of seconds > 0, got {value!r}")
+
+
+def check_progress(progress: Any, *, where: str = "") -> None:
+    """Refuse a ``progress`` that is neither ``None`` nor a callable taking one message (``print``
+    serves), before any work: it is first called deep inside a long step.
+
+    Examples
+    --------
+    >>> check_progress(print)
+    >>> check_progress(True)
+    Traceback (most recent call last):
+    ...
+    optiq.errors.ParameterError: progress must be a callable that takes one message (e.g. print) or None, got True
+    """
+    if progress is not None and not callable(progress):
+        raise ParameterError(f"{_prefix(where)}progress must be a callable that takes one message (e.g. print) or "
+                             f"None, got {progress!r}")
