@@ -13,8 +13,12 @@ rate, and MPI's over the sockets'. Where MPI's is well above the sockets', the t
 how the MPI library moves the messages, not to the network or TCP: a cost model fitted on MPI
 timings then describes the library as much as the network.
 
+MPI's connections are opened one partner at a time before anything is timed, as the
+collectives' benchmarks open them (:func:`optiq.mpi.connect.connect_in_turn`); with
+``--first-use`` the algorithms' first run opens them, all of a step's at once.
+
     python benchmarks/testbed_transport.py [--ranks 12] [--rate 10Mb/s] [--queue 4MiB] [--size 256KiB] [--repeat 7]
-        [--algorithms ring,cps,hcps:2x6,...]
+        [--algorithms ring,cps,hcps:2x6,...] [--first-use]
 
 Needs root.
 """
@@ -95,17 +99,20 @@ def _replay(peers, steps) -> None:
         sel.close()
 
 
-def measure(names: list[str], nbytes: int, rate_bytes: float, repeat: int) -> None:
+def measure(names: list[str], nbytes: int, rate_bytes: float, repeat: int, first_use: bool = False) -> None:
     """On every rank, under mpiexec: the table (printed by rank 0)."""
     import numpy as np
     from mpi4py import MPI
 
     from optiq.collectives.algorithms import allreduce, exchanges_by
     from optiq.collectives.bench import _timed
+    from optiq.mpi.connect import connect_in_turn
 
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     peers = _connect(comm)
+    if not first_use:
+        connect_in_turn(comm)
     data = np.random.default_rng([0, rank]).integers(-2**20, 2**20, nbytes // 8).astype(np.float64)
     result = np.empty_like(data)
     wire = 2 * (size - 1) / size * nbytes / rate_bytes
@@ -137,6 +144,9 @@ def main() -> None:
     ap.add_argument("--size", default="256KiB", help="the vector each rank reduces")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--algorithms", help="comma-separated (default: every one for the rank count)")
+    ap.add_argument("--first-use", action="store_true",
+                    help="MPI opens its connections with the algorithms' first messages (default: one partner at a "
+                         "time before anything is timed)")
     ap.add_argument("--rank-side", action="store_true", help=argparse.SUPPRESS)  # under mpiexec
     args = ap.parse_args()
     from optiq.collectives.cost import algorithms
@@ -145,17 +155,19 @@ def main() -> None:
     names = args.algorithms.split(",") if args.algorithms else algorithms(args.ranks)
     nbytes = parse_size(args.size)
     if args.rank_side:
-        measure(names, nbytes, parse_rate(args.rate), args.repeat)
+        measure(names, nbytes, parse_rate(args.rate), args.repeat, args.first_use)
         return
     from children import run_cleanly
 
     print(f"allreduce of {nbytes:,} B on {args.ranks} ranks, a star with links at {args.rate} and queues of "
           f"{parse_size(args.queue):,} B, "
-          f"medians of {args.repeat}; x wire: over the time a rank's sent bytes take at the link rate")
+          f"medians of {args.repeat}; x wire: over the time a rank's sent bytes take at the link rate; MPI's "
+          f"connections opened {'by the first run' if args.first_use else 'one partner at a time first'}")
     run = run_cleanly([OPTIQ, "testbed", "exec", "-t", f"fattree:k={args.ranks},n=1", "--rate", args.rate,
                        "--queue", str(parse_size(args.queue)), "-q", "--",
                        sys.executable, __file__, "--rank-side", "--rate", args.rate, "--size", str(nbytes),
-                       "--repeat", str(args.repeat), "--algorithms", ",".join(names)])
+                       "--repeat", str(args.repeat), "--algorithms", ",".join(names)]
+                      + (["--first-use"] if args.first_use else []))
     print(run.stdout, end="")
     if run.returncode:
         sys.exit(run.stderr.strip().splitlines()[-1] if run.stderr.strip() else f"exit code {run.returncode}")

@@ -239,7 +239,7 @@ def test_application_messages_with_the_executors_tags_are_not_disturbed_and_any_
 
 
 @pytest.mark.mpi
-def test_start_together_agrees_on_a_start_and_allreduce_asleep_never_yields_on_any_communicator():
+def test_start_together_agrees_on_a_start_allreduce_asleep_never_yields_and_connections_go_in_turn():
     proc, _ = launch(4, MPI_SCRIPTS / "waits.py")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
 

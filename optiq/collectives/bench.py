@@ -1,7 +1,9 @@
 """Measurements for the allreduce cost model: micro-benchmarks to fit it, algorithm timings to check it.
 
 All ranks call these functions; results are complete on rank 0 (and identical elsewhere).
-A timing is the slowest rank's, and the median over ``repeat`` runs after ``warmup``.
+A timing is the slowest rank's, and the median over ``repeat`` runs after ``warmup``. Each
+function first opens the MPI library's connections one partner at a time
+(:func:`optiq.mpi.connect.connect_in_turn`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import OptiqError
+from ..mpi.connect import connect_in_turn
 from ..mpi.waiting import allreduce_asleep, start_together
 from ..utils.resources import cpu_times, idle_share
 from .algorithms import PHASES, allreduce, exchange, exchanges_by, peer_order, send_and_receive
@@ -86,6 +89,7 @@ def run_microbenchmarks(comm: Any, sizes: Sequence[int] = (16384, 131072, 104857
     for s in sizes:
         if s < 8 or s % 8:
             raise OptiqError(f"benchmark size {s} must be a positive multiple of 8 bytes (float64 elements)")
+    connect_in_turn(comm)
     samples = []
     for nbytes in sizes:
         m = nbytes // 8
@@ -149,6 +153,7 @@ def bench_algorithms(comm: Any, nbytes: int, *, names: Sequence[str] | None = No
         raise OptiqError("the allreduce benchmark needs at least 2 ranks (run under mpiexec -n N)")
     if nbytes < 8 or nbytes % 8:
         raise OptiqError(f"size {nbytes} must be a positive multiple of 8 bytes (float64 elements)")
+    connect_in_turn(comm)
     data = np.random.default_rng([seed, rank]).integers(-2**20, 2**20, nbytes // 8).astype(np.float64)
     expected = np.empty_like(data)
     comm.Allreduce(data, expected, op=MPI.SUM)
@@ -185,6 +190,7 @@ def trace_exchanges(comm: Any, nbytes: int, name: str, *, gap_s: float = TRACE_G
         (phases: :data:`optiq.collectives.algorithms.PHASES`); None on the other ranks.
     """
     rank = comm.Get_rank()
+    connect_in_turn(comm)
     data = np.random.default_rng([seed, rank]).integers(-2**20, 2**20, nbytes // 8).astype(np.float64)
     result = np.empty_like(data)
     windows: list[dict[str, Any]] = []

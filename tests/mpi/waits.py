@@ -6,6 +6,8 @@ Ranks arrive 0-60 ms apart, on COMM_WORLD and on a split of it.
   before it (the ranks share a node, so ``time.perf_counter`` is one clock).
 - :func:`~optiq.mpi.waiting.allreduce_asleep` gives the maximum and the minimum over the
   communicator, and the ranks that wait never yield the CPU (they sleep instead).
+- :func:`~optiq.mpi.connect.connect_in_turn` hears from every other rank once, from
+  ``rank - 1`` first and ``rank + 1`` last.
 Exit code 0 and "ok" on rank 0 if so.
 """
 
@@ -14,6 +16,7 @@ import time
 
 from mpi4py import MPI
 
+from optiq.mpi.connect import connect_in_turn
 from optiq.mpi.waiting import allreduce_asleep, start_together
 
 world = MPI.COMM_WORLD
@@ -51,6 +54,9 @@ for comm in (world, world.Split(world.Get_rank() % 2, 0)):
         failures.append(f"rank {world.Get_rank()}: allreduce_asleep gave {got}, not {(size - 0.5, 0.5)}")
     if yields:
         failures.append(f"rank {world.Get_rank()} yielded {yields} times in allreduce_asleep")
+    heard, turns = connect_in_turn(comm), [(rank - r) % size for r in range(1, size)]
+    if heard != turns:
+        failures.append(f"rank {world.Get_rank()}: connect_in_turn heard from {heard}, not {turns}")
 failures = [f for fs in world.allgather(failures) for f in fs]
 if world.Get_rank() == 0:
     print("\n".join(failures) or "ok")
