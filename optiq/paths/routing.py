@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from ..topology import Topology
 
 __all__ = ["ROUTINGS", "FORWARDED", "FREE", "every_rank_stops", "every_node_a_rank",
-           "route_twins", "links_are_routes", "forwarded_stops", "forwarded_paths", "leg_routes", "realized_link_bytes",
-           "realized_time", "misrouted_legs"]
+           "route_twins", "links_are_routes", "forwarded_stops", "forwarded_paths", "leg_routes",
+           "realized_link_bytes", "realized_time", "misrouted_legs"]
 
 FORWARDED = "forwarded"
 FREE = "free"
