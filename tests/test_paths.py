@@ -517,3 +517,19 @@ def test_candidates_kept_for_a_topology_are_not_given_back_once_its_fabric_chang
     t.fabric = object()   # as if new forwarding tables were read for the same topology object
     again = kept_candidates(t, d, ("diverse", 2), lambda: diverse_paths(t, d, 2))
     assert again is not first and np.array_equal(again.links, first.links)
+
+
+def test_a_plans_default_routes_are_kept_beside_its_candidates_not_in_their_place():
+    """Both sets depend on the pairs alone: a second plan of the same pairs with other bytes
+    gets the very same default routes and candidates back, though each was made after the other."""
+    from optiq.paths.kept import kept_candidates
+    from optiq.planner import make_plan
+
+    t = torus((4, 4))
+    d = random_demands(t, 30, seed=4)
+    make_plan(t, d, "heu2")
+    routes = kept_candidates(t, d, "network routes", lambda: 1 / 0, slot="default routes")
+    candidates = kept_candidates(t, d, ("diverse", 16, None, 0), lambda: 1 / 0)
+    make_plan(t, Demands(d.src, d.dst, d.nbytes[::-1]), "heu2")
+    assert kept_candidates(t, d, "network routes", lambda: 1 / 0, slot="default routes") is routes
+    assert kept_candidates(t, d, ("diverse", 16, None, 0), lambda: 1 / 0) is candidates

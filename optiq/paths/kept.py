@@ -59,10 +59,11 @@ def kept_for_pairs(topology: Topology, demands: Demands) -> dict[Hashable, Any]:
 
 
 def kept_candidates(topology: Topology, demands: Demands, recipe: Hashable,
-                    make: Callable[[], PathSet]) -> PathSet:
+                    make: Callable[[], PathSet], *, slot: str = "candidates") -> PathSet:
     """``make()``, or the very paths it made last on ``topology`` where ``recipe``, the pairs
     (``demands.src``, ``demands.dst``, in order) and the topology's fabric (its forwarding
-    tables, which chains of the network's routes follow) are the same as then.
+    tables, which chains of the network's routes follow) are the same as then. One set is kept
+    per ``slot`` (the candidates; the planner keeps the default routes in another).
 
     Examples
     --------
@@ -75,19 +76,15 @@ def kept_candidates(topology: Topology, demands: Demands, recipe: Hashable,
     True
     """
     kept = kept_for_pairs(topology, demands)
-    last = kept.get(_CANDIDATES)
+    last = kept.get(slot)
     if last is not None and last[0] == recipe and last[1] is topology.fabric:
         return last[2]
     paths = make()
     if paths.links.size <= KEPT_LINKS:
-        kept[_CANDIDATES] = (recipe, topology.fabric, paths)
+        kept[slot] = (recipe, topology.fabric, paths)
     else:
-        kept.pop(_CANDIDATES, None)
+        kept.pop(slot, None)
     return paths
-
-
-#: The key of the last candidate set in :func:`kept_for_pairs`'s dict.
-_CANDIDATES = "candidates"
 
 
 def forget_candidates() -> None:

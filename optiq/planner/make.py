@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from ..lp import cut_lower_bound
 from ..mpi.workers import Workers
 from ..paths import FORWARDED, ROUTINGS, PathSet, network_routes
 from ..paths.chains import MAX_INTERMEDIATES
-from ..paths.kept import KEPT_LINKS, kept_for_pairs
+from ..paths.kept import kept_candidates, kept_for_pairs
 from ..paths.space import PathSpace
 from ..plan import DEFAULT_CHUNK_SIZE, Plan, PlanRecord
 from ..topology import Topology
@@ -188,21 +188,16 @@ def plan_memory_estimate(topology: Topology, demands: Demands, method: str | Pla
     return demands.num_jobs * per_job * hops * stretch * PLAN_BYTES_PER_ENTRY
 
 
-#: The keys of the jobs' mean hops and default routes in :func:`optiq.paths.kept.kept_for_pairs`'s dict.
-_MEAN_HOPS, _DEFAULT_ROUTES = "mean hops", "default routes"
+#: The key of the jobs' mean hops in :func:`optiq.paths.kept.kept_for_pairs`'s dict.
+_MEAN_HOPS = "mean hops"
 
 
 def _default_routes(topology: Topology, demands: Demands, progress: Callable[[str], None] | None) -> PathSet:
     """The network's routes of ``demands``' pairs, the very same set for the same pairs under
-    the same fabric (kept with them)."""
-    kept = kept_for_pairs(topology, demands)
-    last = kept.get(_DEFAULT_ROUTES)
-    if last is not None and last[0] is topology.fabric:
-        return cast(PathSet, last[1])
-    routes = network_routes(topology, demands.src, demands.dst, progress=progress)
-    if routes.links.size <= KEPT_LINKS:
-        kept[_DEFAULT_ROUTES] = (topology.fabric, routes)
-    return routes
+    the same fabric (kept with them, beside the candidates)."""
+    return kept_candidates(topology, demands, "network routes",
+                           lambda: network_routes(topology, demands.src, demands.dst, progress=progress),
+                           slot="default routes")
 
 
 def _no_worse_than_default(topology: Topology, demands: Demands, planner: Planner, paths: PathSet,
