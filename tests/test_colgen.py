@@ -320,3 +320,27 @@ def test_a_first_order_solve_good_enough_but_for_its_slack_is_solved_closer(dims
     assert closer.time_s <= optimum * 1.001 and closer.rounds > 1
     unreachable = solved("hipdlp", 1e-2, good_enough_s=optimum * 0.99)
     assert unreachable.rounds == 1 and unreachable.time_s == plain.time_s
+
+
+def test_a_first_order_solve_that_cannot_end_the_run_is_not_solved_again_for_its_missing_rows():
+    """Rows only raise the optimum: a solve above the time asked for, by more than its slack,
+    returns with its links over (their rows added for the next solve) where one that could
+    meet it is solved again until every loaded link has its row."""
+    t = torus((8, 8), bandwidth=1e9)
+    d = constant_ratio(64, nbytes=2**20, num_sources=4, ratio=8)
+    cands = diverse_paths(t, d, 4)
+
+    def solved(**kw):
+        lp = RestrictedLP(t, d, solver="hipdlp", tolerance=1e-3)   # no scouting at this tolerance
+        lp.add_paths(cands)
+        lp.add_busy_links(1.0)
+        return lp, lp.solve(**kw)
+
+    _, full = solved()
+    assert full.over == 0 and full.rounds > 1   # rows were missing: what this test is about
+    lp, early = solved(good_enough_s=full.optimum_s * 0.5)
+    assert early.rounds == 1 and early.over > 0 and early.optimum_s < early.time_s
+    assert lp.num_link_rows > early.rows - early.over >= 0 and lp.solve().over == 0
+    _, reachable = solved(good_enough_s=full.optimum_s * 1.5)
+    assert reachable.over == 0 and reachable.rounds == full.rounds
+    assert reachable.optimum_s == pytest.approx(reachable.time_s, rel=1e-2)

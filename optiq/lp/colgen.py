@@ -484,7 +484,9 @@ class _Run:
 
     def _solved(self, it: int, paths: int, sol: Any) -> str:
         """The start of an iteration's progress line: the LP it solved, and the bound."""
-        return (f"iteration {it}: {paths:,} paths, {sol.rows:,} link rows, LP {sol.time_s * 1e3:.4f} ms "
+        lp = f"LP {sol.time_s * 1e3:.4f} ms" if not sol.over else \
+            f"LP {sol.optimum_s * 1e3:.4f} ms (its shares {sol.time_s * 1e3:.4f} ms: {sol.over:,} links over, rows added)"
+        return (f"iteration {it}: {paths:,} paths, {sol.rows:,} link rows, {lp} "
                 f"({sol.solve_s:.1f} s, {sol.rounds} solve{'s' if sol.rounds > 1 else ''}), bound "
                 f"{self.bound * 1e3:.4f} ms")
 

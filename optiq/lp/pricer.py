@@ -76,7 +76,8 @@ class Pricer:
         Every link weighs here, so this bound can help where the LP's duals price only the few
         tight links and most jobs find a free way around them.
         """
-        smooth = np.exp(self.smoothing * (np.minimum(sol.link_s / sol.time_s, 1.0) - 1.0))
+        busiest = sol.optimum_s if sol.over else sol.time_s   # links left over count as full
+        smooth = np.exp(self.smoothing * (np.minimum(sol.link_s / busiest, 1.0) - 1.0))
         weight = smooth / smooth.sum()
         regions = self.regions
         # every link weighs, so nearly every job's cheapest path is over its hop limit: within the

@@ -81,6 +81,8 @@ class RestrictedSolution:
     status : LPStatus
     time_s : float
         Completion time of the shares: the busiest link over every link.
+    optimum_s : float
+        The LP's own optimum (``time_s`` to the solver's tolerance, unless links were ``over``).
     share : ndarray
         Fraction of its job's bytes on every column, in the order columns were added.
     link_s : ndarray
@@ -104,6 +106,7 @@ class RestrictedSolution:
 
     status: LPStatus
     time_s: float
+    optimum_s: float
     share: np.ndarray = field(repr=False)
     link_s: np.ndarray = field(repr=False)
     link_price: np.ndarray = field(repr=False)
@@ -322,7 +325,12 @@ class RestrictedLP:
         ``good_enough_s``: a first-order solve whose own optimum is at most this time while its
         shares' busiest link is above it (a first-order solution may overfill some rows by
         far more than its relative tolerance) is solved again at a tenth of the tolerance, at
-        most :data:`POLISH_ROUNDS` times: the caller stops on such a plan.
+        most :data:`POLISH_ROUNDS` times: the caller stops on such a plan. And a first-order
+        solve at the tolerance asked for whose optimum is above this time by more than the
+        solver's slack is returned even when links are over, as with ``max_rounds=1``: rows
+        only raise the optimum, so no further solve could give a plan the caller stops on,
+        and its duals price as well (a re-solve for a few links from scratch costs as much
+        as the solve itself).
 
         Raises
         ------
@@ -354,7 +362,7 @@ class RestrictedLP:
             if status == LPStatus.TIME_LIMIT:
                 empty = np.zeros(0)
                 self.set_tolerance(asked)
-                return RestrictedSolution(status, float("nan"), empty, empty, empty, 0.0, empty, rounds, 0,
+                return RestrictedSolution(status, float("nan"), float("nan"), empty, empty, empty, 0.0, empty, rounds, 0,
                                           self.num_link_rows, solve_s)
             sol = h.getSolution()
             x = np.asarray(sol.col_value)
@@ -372,6 +380,9 @@ class RestrictedLP:
             over = np.flatnonzero((self.row_of_link < 0) & (seconds > lp_time * (1 + self.over)))
             if over.size:
                 self.add_links(np.flatnonzero((self.row_of_link < 0) & (seconds >= NEAR_FULL * lp_time)))
+                if not scouting and good_enough_s is not None and self.solver in FIRST_ORDER \
+                        and lp_time * (1 - self.over) > good_enough_s:
+                    break   # this iteration cannot end the run: its rows serve the next solve
             elif scouting:  # the rows are found: solve once more at the tolerance asked for
                 scouting = False
                 continue
@@ -391,5 +402,5 @@ class RestrictedLP:
         scale = float(price.sum())
         if scale <= 0:
             raise SolverError("the restricted LP returned no link prices")
-        return RestrictedSolution(LPStatus.OPTIMAL, float(seconds.max()), share, seconds, price / scale, scale,
-                                  row_dual[:J].copy(), rounds, int(over.size), self.num_link_rows, solve_s)
+        return RestrictedSolution(LPStatus.OPTIMAL, float(seconds.max()), float(lp_time), share, seconds, price / scale,
+                                  scale, row_dual[:J].copy(), rounds, int(over.size), self.num_link_rows, solve_s)
