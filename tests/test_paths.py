@@ -476,6 +476,32 @@ def test_shortest_torus_routes_are_the_recipe_pools_first_routes(spec, k):
     assert np.array_equal(got.links, want.links)
 
 
+@pytest.mark.parametrize("spec", ["torus:4x4x4", "torus:6x6", "torus:8x3x5", "mesh:4x5", "torus:5x4x3", "torus:4x6x2",
+                                  "bgq:64", "torus:6x6x6x4"])
+@pytest.mark.parametrize("k", [1, 3, 16])
+def test_shortest_torus_routes_carry_the_stops_the_search_finds(spec, k):
+    """The stops told from each route's recipe (where it turns back to an earlier dimension, and
+    one hop before a tie crossed the other way reaches half its ring) are those the hop-by-hop
+    search of :func:`forwarded_stops` finds; every pair of the machine, each tie both ways.
+    Where links are not the network's routes (a wrapped ring of two) none are kept."""
+    from optiq.paths import torus_paths
+    from optiq.paths.kept import derived_from
+    from optiq.paths.routing import forwarded_stops, links_are_routes
+    from optiq.topology import from_spec
+
+    t = from_spec(spec)
+    n = t.num_endpoints
+    src, dst = np.nonzero(~np.eye(n, dtype=bool))
+    paths = torus_paths(t, Demands(src, dst, np.full(src.size, 8.0)), k, hop_slack=0, spread=False)
+    told = derived_from(paths, t).get("forwarded stops")
+    if not links_are_routes(t):
+        assert told is None
+        return
+    found = forwarded_stops(paths, t)
+    assert np.array_equal(told, found)
+    assert k == 1 or found.sum() > paths.num_paths   # some routes take more than one leg
+
+
 @pytest.mark.parametrize("spec, kind", [("torus:4x4x2", "torus-shortest"), ("torus:4x4", "diverse"),
                                         ("torus:4x4", "spread"), ("torus:4x4x2", "torus"),
                                         ("fattree:k=4,n=2", "chains")])

@@ -160,7 +160,9 @@ class PathSpace:
             return self.finish(paths.select(used)), False
         kept = derived_from(paths, self.topology)
         if "stops" not in kept:
-            kept["stops"], kept["known"] = paths.stops.copy(), np.zeros(paths.num_paths, dtype=bool)
+            given = kept.get("forwarded stops")   # made with the paths (coordinate-built torus routes)
+            kept["stops"], kept["known"] = (paths.stops.copy(), np.zeros(paths.num_paths, dtype=bool)) \
+                if given is None else (given, np.ones(paths.num_paths, dtype=bool))
         stops, known = kept["stops"], kept["known"]
         used = np.asarray(used, dtype=bool)
         new = used & ~known

@@ -422,20 +422,24 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     order = [d for d in bgq_dimension_order(dims) if dims[d] > 1]
     n, J = len(order), demands.num_jobs
     moving = np.zeros((J, max(n, 1)), dtype=bool)   # by position in the order
-    tie = np.zeros(J, dtype=bool)
+    hops_along = np.zeros((max(n, 1), J), dtype=np.int32)   # by position in the order, then job
+    tie_along = np.zeros((max(n, 1), J), dtype=bool)
     for i, d in enumerate(order):
         stride = int(np.prod(dims[d + 1:], dtype=np.int64))
         s, t = demands.src // stride % dims[d], demands.dst // stride % dims[d]
         moving[:, i] = s != t
+        ahead = (t - s) % dims[d]
+        hops_along[i] = np.minimum(ahead, dims[d] - ahead) if wrap[d] else np.abs(t - s)
         if wrap[d]:
-            tie |= (s != t) & ((t - s) % dims[d] == (s - t) % dims[d])
+            tie_along[i] = (s != t) & (ahead == (s - t) % dims[d])
+    tie = np.any(tie_along, axis=0, keepdims=True).T   # (job, 1)
     # rotation r is new where position r - 1 moves and some position from r on does (else it
     # wraps round to rotation 0's order)
     later = np.cumsum(moving[:, ::-1], axis=1)[:, ::-1] > 0
     new_order = np.zeros_like(moving)
     new_order[:, 0] = moving.any(axis=1)
     new_order[:, 1:] = moving[:, :-1] & later[:, 1:]
-    valid = np.concatenate([new_order, new_order & tie[:, None]], axis=1)   # (job, recipe)
+    valid = np.concatenate([new_order, new_order & tie], axis=1)   # (job, recipe)
     valid &= np.cumsum(valid, axis=1) <= k
     table = _link_table(topology).astype(np.int32)   # rows of int32: half the bytes to gather and mask
     # every shortest route of a job has its distance in hops: the paths' offsets follow from
@@ -446,15 +450,49 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     count = valid.sum(axis=1)
     first_link = np.concatenate(([0], np.cumsum(count * dist)))
     links = np.empty(int(first_link[-1]), dtype=np.int64)
+    from .kept import derived_from
+    from .routing import links_are_routes
+
+    forwarded = links_are_routes(topology)   # link paths are forwarded paths as they are
+    stops = np.zeros(links.size if forwarded else 0, dtype=bool)
     for r in range(valid.shape[1]):
         jobs = np.flatnonzero(valid[:, r])
         if not jobs.size:
             continue
         rows = dimension_order_walk(topology, demands.src[jobs], demands.dst[jobs], _rotated(order, r % n),
                                     flip_ties=r >= n, table=table)
-        links[csr_positions(first_link[jobs] + rank[jobs, r] * dist[jobs], dist[jobs])] = rows[rows >= 0]
+        start = first_link[jobs] + rank[jobs, r] * dist[jobs]
+        links[csr_positions(start, dist[jobs])] = rows[rows >= 0]
+        if forwarded:
+            row, hop = _forwarded_leg_ends(hops_along[:, jobs], tie_along[:, jobs] if r >= n else None, r % n)
+            stops[start[row] + hop] = True
     offsets = np.concatenate(([0], np.cumsum(np.repeat(dist, count))))
-    return PathSet(np.repeat(np.arange(J), count), offsets, links, J)
+    paths = PathSet(np.repeat(np.arange(J), count), offsets, links, J)
+    if forwarded:   # kept with the set: its plans' stops need no search (PathSpace.finish_used)
+        stops[offsets[1:] - 1] = True
+        derived_from(paths, topology)["forwarded stops"] = stops
+    return paths
+
+
+def _forwarded_leg_ends(hops: np.ndarray, flipped_ties: np.ndarray | None,
+                        rotation: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where the forwarded legs of one recipe's routes end before the last hop, as
+    :func:`~optiq.paths.routing.forwarded_stops` finds them: (column, hop within its path)
+    pairs of ``hops`` (by position in the order, then route) and ``flipped_ties`` (where a tie
+    is crossed the other way, None where none is). The network routes by the order at rotation
+    0, ties one way, and every part of such a route is a route. So a leg runs on until the path
+    turns back to a dimension earlier in the order (once, where the rotation wraps), and ends
+    one hop before a tie crossed the other way reaches half its ring (the route to there goes
+    round the other way)."""
+    first = hops[rotation:].sum(axis=0, dtype=np.int64)   # the hops before the rotation wraps
+    wraps = np.flatnonzero((first > 0) & hops[:rotation].any(axis=0)) if rotation else np.zeros(0, dtype=np.int64)
+    if flipped_ties is None:
+        return wraps, first[wraps] - 1
+    rotated = np.concatenate([hops[rotation:], hops[:rotation]])
+    ties = np.concatenate([flipped_ties[rotation:], flipped_ties[:rotation]])
+    position, row = np.nonzero(ties)
+    before = np.cumsum(rotated, axis=0, dtype=np.int64) - rotated   # the hops before each dimension's, as routed
+    return np.concatenate([wraps, row]), np.concatenate([first[wraps] - 1, (before + rotated - 2)[position, row]])
 
 
 def _row_hash(rows: np.ndarray) -> np.ndarray:
