@@ -344,3 +344,26 @@ def test_a_first_order_solve_that_cannot_end_the_run_is_not_solved_again_for_its
     _, reachable = solved(good_enough_s=full.optimum_s * 1.5)
     assert reachable.over == 0 and reachable.rounds == full.rounds
     assert reachable.optimum_s == pytest.approx(reachable.time_s, rel=1e-2)
+
+
+def test_a_first_order_solve_that_cannot_end_the_run_keeps_its_scouting_solution():
+    """Far above the time asked for, the solve at the tolerance asked for after the scouting
+    ones (which find the rows at a looser tolerance) could not end the run: it is skipped."""
+    from optiq.lp.restricted import SCOUT_TOLERANCE
+
+    t = torus((8, 8), bandwidth=1e9)
+    d = constant_ratio(64, nbytes=2**20, num_sources=4, ratio=8)
+    cands = diverse_paths(t, d, 4)
+
+    def solved(**kw):
+        lp = RestrictedLP(t, d, solver="hipdlp", tolerance=1e-6)
+        lp.add_paths(cands)
+        lp.add_busy_links(1.0)
+        return lp.solve(**kw)
+
+    full = solved()
+    early = solved(good_enough_s=full.optimum_s * 0.5)
+    assert early.over == 0 and early.rounds < full.rounds
+    assert early.optimum_s == pytest.approx(full.optimum_s, rel=10 * SCOUT_TOLERANCE)
+    near = solved(good_enough_s=full.optimum_s * 0.999)   # within the scouting slack: solved closer
+    assert near.rounds == full.rounds and near.optimum_s == full.optimum_s

@@ -325,12 +325,14 @@ class RestrictedLP:
         ``good_enough_s``: a first-order solve whose own optimum is at most this time while its
         shares' busiest link is above it (a first-order solution may overfill some rows by
         far more than its relative tolerance) is solved again at a tenth of the tolerance, at
-        most :data:`POLISH_ROUNDS` times: the caller stops on such a plan. And a first-order
-        solve at the tolerance asked for whose optimum is above this time by more than the
-        solver's slack is returned even when links are over, as with ``max_rounds=1``: rows
-        only raise the optimum, so no further solve could give a plan the caller stops on,
-        and its duals price as well (a re-solve for a few links from scratch costs as much
-        as the solve itself).
+        most :data:`POLISH_ROUNDS` times: the caller stops on such a plan. And where a
+        first-order solve's optimum is above this time by more than the solver's slack, no
+        closer solve could give a plan the caller stops on (rows only raise the optimum): its
+        scouting solution, once no link is over, is returned without the solve at the
+        tolerance asked for, and a solve at that tolerance is returned even when links are
+        over, as with ``max_rounds=1``. Far from the target, duals to a relative
+        :data:`SCOUT_TOLERANCE` price as well, and each solve from scratch costs several
+        scouting ones.
 
         Raises
         ------
@@ -378,12 +380,13 @@ class RestrictedLP:
             seconds = self._seconds = self.link_seconds(share)
             lp_time = self.t0 / x[0]
             over = np.flatnonzero((self.row_of_link < 0) & (seconds > lp_time * (1 + self.over)))
+            cannot_end = good_enough_s is not None and self.solver in FIRST_ORDER \
+                and lp_time * (1 - self.over) > good_enough_s
             if over.size:
                 self.add_links(np.flatnonzero((self.row_of_link < 0) & (seconds >= NEAR_FULL * lp_time)))
-                if not scouting and good_enough_s is not None and self.solver in FIRST_ORDER \
-                        and lp_time * (1 - self.over) > good_enough_s:
-                    break   # this iteration cannot end the run: its rows serve the next solve
-            elif scouting:  # the rows are found: solve once more at the tolerance asked for
+                if cannot_end and not scouting:
+                    break   # the rows serve the next solve
+            elif scouting and not cannot_end:  # the rows are found: solve once more at the tolerance asked for
                 scouting = False
                 continue
             elif good_enough_s is not None and self.solver in FIRST_ORDER and polished < POLISH_ROUNDS \
