@@ -117,7 +117,11 @@ def worker(args: argparse.Namespace) -> None:
                     if len(wants) < len(calls):  # comm.Alltoallv's, the first time round
                         wants.append(recv)
                     if result is not None:
-                        plans, planning, last = result.plans_made, result.planning_s, result
+                        if hasattr(result, "plans_made"):
+                            plans, planning = result.plans_made, result.planning_s
+                        else:   # a checkout from before the counters: the calls' own planning
+                            plans, planning = plans + (result.plan_s > 0), planning + result.plan_s
+                        last = result
                         agreed += getattr(result, "checked", True)  # a checkout from before unchecked calls
                         if planned_from is None and result.method not in ("mpi", "local"):
                             planned_from = c + 1

@@ -16,11 +16,14 @@ bound, kept without planning). The issue's marks:
 two-level tree of 512 hosts (16 per edge switch, 8 uplinks each: tapered 2:1) and the
 8x8x8 torus are where ``heu2`` plans at that size.
 
-With ``--against DIR`` the same run is repeated with the package found in ``DIR`` (another
-checkout), one machine at a time in turn, so that before and after share the machine's state.
+Every machine is planned in ``--repeat`` fresh processes (3); the times and the ratio to
+``default`` (each process's own) printed are their medians: a first plan is at the mercy of
+the machine's fresh memory. With ``--against DIR`` the same runs are repeated with the package
+found in ``DIR`` (another checkout), the processes in turn, so that before and after share
+the machine's state.
 
     python benchmarks/planner_scale.py [--machines "fattree:k=4,n=3;torus:4x4x4"]
-        [--methods default,heu2,opt] [--no-opt-above 64] [--against ../old-checkout]
+        [--methods default,heu2,opt] [--no-opt-above 64] [--repeat 3] [--against ../old-checkout]
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ import os
 import subprocess
 import sys
 import time
+
+import numpy as np
 
 MACHINES = "fattree:k=4,n=3;torus:4x4x4;fattree:k=8,n=3;cluster:hosts=512,edges=32,cores=8;torus:8x8x8"
 
@@ -99,6 +104,7 @@ def main() -> None:
     ap.add_argument("--no-opt-above", type=int, default=64, help="hosts beyond which opt is not run")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--against", help="another checkout: its package planned in turn with this one")
+    ap.add_argument("--repeat", type=int, default=3, help="fresh processes per machine and checkout (medians)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     methods = args.methods.split(",")
@@ -112,25 +118,47 @@ def main() -> None:
           f"{'/opt':>7} {'/bound':>7} {'exch ms':>8} {'again/exch':>10} {'kernels s':>9} {'kern/exch':>9}"
           f"  kept default")
     for spec in args.machines.split(";"):
-        for name, tree in trees.items():
-            env = dict(os.environ, PYTHONPATH=tree)
-            out = subprocess.run([sys.executable, __file__, "--one", spec, "--methods", args.methods,
-                                  "--no-opt-above", str(args.no_opt_above), "--seed", str(args.seed)],
-                                 capture_output=True, text=True, env=env, cwd=tree)
-            if out.returncode != 0:
-                raise SystemExit(out.stderr)
-            rows = json.loads(out.stdout.strip().splitlines()[-1])
-            default = next(r["seconds"] for r in rows if r["method"] == "default")
+        runs: dict[str, list[list[dict]]] = {name: [] for name in trees}
+        for _ in range(args.repeat):   # the checkouts in turn, so a busy moment hits each alike
+            for name, tree in trees.items():
+                runs[name].append(_one_process(spec, tree, args))
+        for name, processes in runs.items():
+            rows = _medians(processes)
             opt = next((r["predicted_s"] for r in rows if r["method"] == "opt"), None)
             for r in rows:
                 versus_opt = f"{r['predicted_s'] / opt:7.3f}" if opt else f"{'':>7}"
                 print(f"{name:8} {spec:34} {r['jobs']:7d} {r['method']:8} {r['seconds']:8.2f} {r['again_s']:8.2f} "
-                      f"{r['seconds'] / default:9.2f} {versus_opt} {r['predicted_s'] / r['bound_s']:7.3f} "
+                      f"{r['over_default']:9.2f} {versus_opt} {r['predicted_s'] / r['bound_s']:7.3f} "
                       f"{r['predicted_s'] * 1e3:8.2f} {r['again_s'] / r['predicted_s']:10.2f} "
                       f"{r['kernels_s']:9.3f} {r['kernels_s'] / r['predicted_s']:9.2f}  "
                       f"{'yes' if r['fallback'] else 'at the bound' if r.get('at_bound') else ''}", flush=True)
             rates = sorted({r["link_Bps"] for r in rows})
             print(f"{'':8} {spec}: links at {', '.join(f'{b / 1e9:g} GB/s' for b in rates)} (the topology's own)")
+
+
+def _one_process(spec: str, tree: str, args: argparse.Namespace) -> list[dict]:
+    """One fresh process's rows for ``spec`` with the package in ``tree``; each with its first
+    plan's time over the same process's first ``default`` plan."""
+    env = dict(os.environ, PYTHONPATH=tree)
+    out = subprocess.run([sys.executable, __file__, "--one", spec, "--methods", args.methods,
+                          "--no-opt-above", str(args.no_opt_above), "--seed", str(args.seed)],
+                         capture_output=True, text=True, env=env, cwd=tree)
+    if out.returncode != 0:
+        raise SystemExit(out.stderr)
+    rows = json.loads(out.stdout.strip().splitlines()[-1])
+    default = next(r["seconds"] for r in rows if r["method"] == "default")
+    for r in rows:
+        r["over_default"] = r["seconds"] / default
+    return rows
+
+
+def _medians(processes: list[list[dict]]) -> list[dict]:
+    """The rows of several processes (the same plans) with the median of every time and ratio."""
+    rows = [dict(r) for r in processes[0]]
+    for i, r in enumerate(rows):
+        for key in ("seconds", "again_s", "kernels_s", "over_default"):
+            r[key] = float(np.median([run[i][key] for run in processes]))
+    return rows
 
 
 if __name__ == "__main__":
