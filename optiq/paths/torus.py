@@ -453,7 +453,8 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     from .kept import derived_from
     from .routing import links_are_routes
 
-    forwarded = links_are_routes(topology)   # link paths are forwarded paths as they are
+    # link paths are forwarded paths as they are, and the network routes by dimension order
+    forwarded = topology.fabric is None and links_are_routes(topology)
     stops = np.zeros(links.size if forwarded else 0, dtype=bool)
     for r in range(valid.shape[1]):
         jobs = np.flatnonzero(valid[:, r])
