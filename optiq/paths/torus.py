@@ -451,10 +451,10 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     first_link = np.concatenate(([0], np.cumsum(count * dist)))
     links = np.empty(int(first_link[-1]), dtype=np.int64)
     from .kept import derived_from
-    from .routing import links_are_routes
 
-    # link paths are forwarded paths as they are, and the network routes by dimension order
-    forwarded = topology.fabric is None and links_are_routes(topology)
+    # the network routes by dimension order (no fabric's tables), and link paths are forwarded
+    # paths as they are: no two links join the same two nodes, as a wrapped ring of two's do
+    forwarded = topology.fabric is None and not any(w and size == 2 for size, w in zip(dims, wrap))
     stops = np.zeros(links.size if forwarded else 0, dtype=bool)
     for r in range(valid.shape[1]):
         jobs = np.flatnonzero(valid[:, r])
