@@ -358,9 +358,9 @@ def test_ctrl_c_under_mpiexec_is_said_once(tmp_path):
 
     from conftest import mpiexec, sigint_as_at_a_terminal
 
-    # planning a large machine takes long enough to be interrupted while every rank works
+    # planning a large machine to the optimum takes long enough (minutes) to be interrupted while every rank works
     proc = subprocess.Popen([mpiexec(), "-n", "4", sys.executable, "-m", "optiq.cli.main", "plan", "-t", "bgq:8192",
-                             "--pattern", "disjoint", "-m", "opt", "-o", str(tmp_path / "p.json")],
+                             "--pattern", "disjoint", "-m", "opt", "--gap", "0", "-o", str(tmp_path / "p.json")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=sigint_as_at_a_terminal)
     time.sleep(8)  # every rank is planning by then
