@@ -479,27 +479,40 @@ def test_shortest_torus_routes_are_the_recipe_pools_first_routes(spec, k):
 @pytest.mark.parametrize("spec", ["torus:4x4x4", "torus:6x6", "torus:8x3x5", "mesh:4x5", "torus:5x4x3", "torus:4x6x2",
                                   "bgq:64", "torus:6x6x6x4"])
 @pytest.mark.parametrize("k", [1, 3, 16])
-def test_shortest_torus_routes_carry_the_stops_the_search_finds(spec, k):
+def test_shortest_torus_routes_carry_the_stops_the_search_finds(spec, k, monkeypatch):
     """The stops told from each route's recipe (where it turns back to an earlier dimension, and
     one hop before a tie crossed the other way reaches half its ring) are those the hop-by-hop
     search of :func:`forwarded_stops` finds; every pair of the machine, each tie both ways.
-    Where links are not the network's routes (a wrapped ring of two) none are kept."""
+    Where links are not the network's routes (a wrapped ring of two) none are kept. Candidates
+    made over them take those stops without searching."""
+    import optiq.paths.space
     from optiq.paths import torus_paths
-    from optiq.paths.kept import derived_from
+    from optiq.paths.kept import FORWARDED_STOPS, derived_from
     from optiq.paths.routing import forwarded_stops, links_are_routes
+    from optiq.paths.system import forget_routes
+    from optiq.planner import make_candidates
     from optiq.topology import from_spec
 
+    forget_routes()   # the candidates below are made anew, not the last test's kept set
     t = from_spec(spec)
     n = t.num_endpoints
     src, dst = np.nonzero(~np.eye(n, dtype=bool))
-    paths = torus_paths(t, Demands(src, dst, np.full(src.size, 8.0)), k, hop_slack=0, spread=False)
-    told = derived_from(paths, t).get("forwarded stops")
+    d = Demands(src, dst, np.full(src.size, 8.0))
+    paths = torus_paths(t, d, k, hop_slack=0, spread=False)
+    told = derived_from(paths, t).get(FORWARDED_STOPS)
     if not links_are_routes(t):
         assert told is None
         return
     found = forwarded_stops(paths, t)
     assert np.array_equal(told, found)
     assert k == 1 or found.sum() > paths.num_paths   # some routes take more than one leg
+
+    def searched(*args):
+        raise AssertionError("the stops were searched for")
+
+    monkeypatch.setattr(optiq.paths.space, "forwarded_stops", searched)
+    made = make_candidates(t, d, k, "torus-shortest")
+    assert np.array_equal(made.links, paths.links) and np.array_equal(made.stops, found)
 
 
 @pytest.mark.parametrize("spec, kind", [("torus:4x4x2", "torus-shortest"), ("torus:4x4", "diverse"),

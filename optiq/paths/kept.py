@@ -23,7 +23,11 @@ if TYPE_CHECKING:
     from ..workloads import Demands
     from .pathset import PathSet
 
-__all__ = ["kept_candidates", "kept_for_pairs", "forget_candidates", "derived_from", "KEPT_LINKS"]
+__all__ = ["kept_candidates", "kept_for_pairs", "forget_candidates", "derived_from", "KEPT_LINKS", "FORWARDED_STOPS"]
+
+#: The key in :func:`derived_from`'s dict of the forwarded stops a generator made with its set
+#: (coordinate-built torus routes, which tell them from their recipes).
+FORWARDED_STOPS = "forwarded stops"
 
 #: The most links a kept set may hold (about 11 bytes each with its offsets, jobs and stops:
 #: 8 million hold a 512-host all-to-all-v's shortest torus routes); a larger one is not kept.

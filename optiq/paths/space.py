@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ParameterError, PlanError
 from .checks import check_paths
-from .kept import derived_from
+from .kept import FORWARDED_STOPS, derived_from
 from .pathset import PathSet, csr_positions
 from .pricing import least_cost_paths
 from .routing import (
@@ -146,7 +146,8 @@ class PathSpace:
         if self.kind == "free":
             return paths.with_stops(every_rank_stops(paths, self.topology))
         if self.kind == "links":
-            return paths.with_stops(forwarded_stops(paths, self.topology))
+            told = derived_from(paths, self.topology).get(FORWARDED_STOPS)   # made with the paths
+            return paths.with_stops(forwarded_stops(paths, self.topology) if told is None else told)
         return paths
 
     def finish_used(self, paths: PathSet, used: np.ndarray) -> tuple[PathSet, bool]:
@@ -160,9 +161,9 @@ class PathSpace:
             return self.finish(paths.select(used)), False
         kept = derived_from(paths, self.topology)
         if "stops" not in kept:
-            given = kept.get("forwarded stops")   # made with the paths (coordinate-built torus routes)
+            told = kept.get(FORWARDED_STOPS)   # made with the paths (coordinate-built torus routes)
             kept["stops"], kept["known"] = (paths.stops.copy(), np.zeros(paths.num_paths, dtype=bool)) \
-                if given is None else (given, np.ones(paths.num_paths, dtype=bool))
+                if told is None else (told, np.ones(paths.num_paths, dtype=bool))
         stops, known = kept["stops"], kept["known"]
         used = np.asarray(used, dtype=bool)
         new = used & ~known

@@ -450,7 +450,7 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     count = valid.sum(axis=1)
     first_link = np.concatenate(([0], np.cumsum(count * dist)))
     links = np.empty(int(first_link[-1]), dtype=np.int64)
-    from .kept import derived_from
+    from .kept import FORWARDED_STOPS, derived_from
 
     # the network routes by dimension order (no fabric's tables), and link paths are forwarded
     # paths as they are: no two links join the same two nodes, as a wrapped ring of two's do
@@ -471,7 +471,7 @@ def _shortest_routes(topology: Topology, demands: Demands, k: int) -> PathSet:
     paths = PathSet(np.repeat(np.arange(J), count), offsets, links, J)
     if forwarded:   # kept with the set: its plans' stops need no search (PathSpace.finish_used)
         stops[offsets[1:] - 1] = True
-        derived_from(paths, topology)["forwarded stops"] = stops
+        derived_from(paths, topology)[FORWARDED_STOPS] = stops
     return paths
 
 
