@@ -108,19 +108,23 @@ def worker(args) -> None:
         t_auto, chose = timed(ours("auto"))
         row["auto"] = {"method": chose.method, "reason": chose.reason}
         # (b) paced; and a cached call against the executor alone on the same compiled plan
-        from optiq.runtime import planned_alltoallv as module
-        from optiq.runtime.patterns import move
+        from optiq.runtime.agreement import Call
+        from optiq.runtime.context import context
+        from optiq.runtime.forms import VECTOR
+        from optiq.runtime.moves import move
 
         paced = {}
         for method in ("opt", "default"):
             call = ours(method, link_bw=args.link_bw)
             first = call()
-            entry = module._context(comm).entries[(int(first.fingerprint[:16], 16), int(first.fingerprint[16:], 16))]
-            dup = module._context(comm).comm
+            ctx = context(comm)
+            entry = ctx.entries[(int(first.fingerprint[:16], 16), int(first.fingerprint[16:], 16))]
+            alone_call = Call(VECTOR, ctx.comm, ctx.whole, sendbuf, recvbuf, side_send, side_recv, entry, (0, 0), "",
+                              0.0, 0.0)
             calls, alone = [], []
             for _ in range(args.repeat):  # in turn
                 calls.append(timed(call))
-                alone.append(timed(lambda: move(dup, entry, side_send, side_recv, sendbuf, recvbuf, 60.0))[0])
+                alone.append(timed(lambda: move(alone_call, entry, 60.0))[0])
             overhead = [allreduce_asleep(comm, r.overhead_s, MPI.MAX) for _, r in calls]
             transfer = [allreduce_asleep(comm, r.transfer_s, MPI.MAX) for _, r in calls]
             whole = [t for t, _ in calls]

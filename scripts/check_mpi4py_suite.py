@@ -1,9 +1,9 @@
-"""Run mpi4py's own tests of vector collectives with optiq's alltoallv in place of MPI's.
+"""Run mpi4py's own tests of vector collectives with optiq's alltoallv and alltoallw in place of MPI's.
 
 Fetches the source distribution of the installed mpi4py from the package index (its tests
 are not copied into this repository), rewrites every ``X.Alltoallv(...)``,
-``X.Ialltoallv(...)`` and ``X.Alltoallv_init(...)`` call of the chosen test modules into a
-call of ``scripts/mpi4py_swap.py`` (which runs MPI's call and then optiq's on the same
+``X.Ialltoallv(...)`` and ``X.Alltoallv_init(...)`` call of the chosen test modules, and their
+``Alltoallw`` forms, into a call of ``scripts/mpi4py_swap.py`` (which runs MPI's call and then optiq's on the same
 arguments and compares the bytes), and runs the tests that make such calls under
 ``mpiexec -n N`` for every N asked for. Prints, per rank count, the tests run, passed,
 skipped and failed, and every call's outcome: planned, local, handed to MPI, refused (both
@@ -12,9 +12,10 @@ on any failure or mismatch, 3 when the package index cannot be reached.
 
     python scripts/check_mpi4py_suite.py [--ranks 1,2,3,4,5,8] [--method heu2] [--index URL] [--keep DIR]
 
-The tests: ``test_cco_vec`` (blocking and in place), ``test_cco_nb_vec`` (``Ialltoallv``),
-``test_cco_pr_vec`` (``Alltoallv_init``), ``test_cco_vec_inter`` (intercommunicators), the
-vector message specifications of ``test_msgspec`` and ``test_msgzero``'s zero-size vector
+The tests: ``test_cco_vec`` (blocking and in place, ``MPI.BOTTOM`` with struct types),
+``test_cco_nb_vec`` (``Ialltoallv``, ``Ialltoallw``), ``test_cco_pr_vec`` (``Alltoallv_init``,
+``Alltoallw_init``), ``test_cco_vec_inter`` (intercommunicators), the vector message
+specifications of ``test_msgspec`` (``Alltoallw``'s too) and ``test_msgzero``'s zero-size vector
 collectives, every array backend their ``arrayimpl`` finds installed but Numba's GPU arrays
 (left out as mpi4py's own runner leaves them out: see ``RUNNER``).
 """
@@ -38,9 +39,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 #: Module -> the ``unittest -k`` pattern of its tests that call the swapped methods.
-SUITES = {"test_cco_vec": "Alltoallv", "test_cco_nb_vec": "Alltoallv", "test_cco_pr_vec": "Alltoallv",
-          "test_cco_vec_inter": "Alltoallv", "test_msgspec": "MessageVector", "test_msgzero": "CollectivesVector"}
-SWAPPED = ("Alltoallv", "Ialltoallv", "Alltoallv_init")
+SUITES = {"test_cco_vec": "Alltoall", "test_cco_nb_vec": "Alltoall", "test_cco_pr_vec": "Alltoall",
+          "test_cco_vec_inter": "Alltoall", "test_msgspec": "MessageVector", "test_msgzero": "CollectivesVector"}
+SWAPPED = ("Alltoallv", "Ialltoallv", "Alltoallv_init", "Alltoallw", "Ialltoallw", "Alltoallw_init")
 #: How every module runs. mpi4py's own runner (its ``test/main.py``) leaves Numba's GPU
 #: arrays out unless asked (``--numba``): they need a CUDA device. This leaves them out too,
 #: by hiding ``numba.cuda`` only (optiq's planner compiles its searches with numba).
@@ -175,7 +176,7 @@ def main() -> int:
             for line in row["mismatches"][:10]:
                 print(f"      mismatch: {line}")
             bad += failed + c.get("mismatch", 0) + len(row["failed"])
-        print("every call agreed with MPI_Alltoallv byte for byte" if not bad else f"{bad} failure(s) or mismatch(es)")
+        print("every call agreed with MPI's byte for byte" if not bad else f"{bad} failure(s) or mismatch(es)")
         return 1 if bad else 0
     finally:
         if not args.keep:

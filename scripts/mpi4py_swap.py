@@ -1,6 +1,6 @@
-"""Stand-ins for ``Comm.Alltoallv``, ``Ialltoallv`` and ``Alltoallv_init`` that check optiq's calls
-against MPI's, byte for byte (imported by mpi4py's own tests as ``scripts/check_mpi4py_suite.py``
-rewrites them).
+"""Stand-ins for ``Comm.Alltoallv``, ``Ialltoallv``, ``Alltoallv_init`` and their ``w`` forms that
+check optiq's calls against MPI's, byte for byte (imported by mpi4py's own tests as
+``scripts/check_mpi4py_suite.py`` rewrites them).
 
 Every call runs twice on the same arguments: first MPI's (the reference), then optiq's, the
 receive buffer's bytes put back in between. The outcome is ``planned`` (optiq's plan moved
@@ -79,7 +79,7 @@ def _compare(what, mpi_exc, opt_exc, expected, got, result_method):
         raise mpi_exc or opt_exc
     if expected is not None and got is not None and not np.array_equal(expected, got):
         TALLY["mismatch"] += 1
-        MISMATCHES.append(f"{what}: received bytes differ from MPI_Alltoallv's "
+        MISMATCHES.append(f"{what}: received bytes differ from MPI's "
                           f"({int((expected != got).sum())} of {expected.size})")
         return
     TALLY["unchecked" if expected is None else
@@ -107,29 +107,36 @@ def _twice(what, comm, sendbuf, recvbuf, reference, ours):
     _compare(what, mpi_exc, opt_exc, expected, got, method)
 
 
-def Alltoallv(comm, sendbuf, recvbuf):  # noqa: N802 (mpi4py's name)
-    def ours():
-        return optiq.alltoallv(comm, sendbuf, recvbuf, **_options(comm)).method
+def _blocking(name):
+    def swapped(comm, sendbuf, recvbuf):
+        def ours():
+            return getattr(optiq, name.lower())(comm, sendbuf, recvbuf, **_options(comm)).method
 
-    _twice("Alltoallv", comm, sendbuf, recvbuf, lambda: comm.Alltoallv(sendbuf, recvbuf), ours)
+        _twice(name, comm, sendbuf, recvbuf, lambda: getattr(comm, name)(sendbuf, recvbuf), ours)
+
+    return swapped
 
 
-def Ialltoallv(comm, sendbuf, recvbuf):  # noqa: N802
-    def ours():
-        optiq.ialltoallv(comm, sendbuf, recvbuf, **_options(comm)).Wait()
-        return "ialltoallv"
+def _nonblocking(name):
+    def swapped(comm, sendbuf, recvbuf):
+        def ours():
+            getattr(optiq, "i" + name.lower())(comm, sendbuf, recvbuf, **_options(comm)).Wait()
+            return "i" + name.lower()
 
-    _twice("Ialltoallv", comm, sendbuf, recvbuf, lambda: comm.Ialltoallv(sendbuf, recvbuf).Wait(), ours)
-    return MPI.Request()  # the test's Wait() on a null request returns at once
+        _twice("I" + name.lower(), comm, sendbuf, recvbuf, lambda: getattr(comm, "I" + name.lower())(sendbuf, recvbuf)
+               .Wait(), ours)
+        return MPI.Request()  # the test's Wait() on a null request returns at once
+
+    return swapped
 
 
 class _Persistent:
-    """``Alltoallv_init``'s stand-in: optiq's persistent request, and at every start MPI's
-    ``Alltoallv`` on the same arguments first."""
+    """``Alltoallv_init``'s stand-in (or ``Alltoallw_init``'s): optiq's persistent request, and at
+    every start MPI's blocking call on the same arguments first."""
 
-    def __init__(self, comm, sendbuf, recvbuf):
-        self.comm, self.sendbuf, self.recvbuf = comm, sendbuf, recvbuf
-        self.request = optiq.alltoallv_init(comm, sendbuf, recvbuf, **_options(comm))
+    def __init__(self, name, comm, sendbuf, recvbuf):
+        self.name, self.comm, self.sendbuf, self.recvbuf = name, comm, sendbuf, recvbuf
+        self.request = getattr(optiq, name.lower() + "_init")(comm, sendbuf, recvbuf, **_options(comm))
 
     def Start(self):  # noqa: N802
         def ours():
@@ -137,8 +144,8 @@ class _Persistent:
             self.request.Wait()
             return self.request.method
 
-        _twice("Alltoallv_init", self.comm, self.sendbuf, self.recvbuf,
-               lambda: self.comm.Alltoallv(self.sendbuf, self.recvbuf), ours)
+        _twice(self.name + "_init", self.comm, self.sendbuf, self.recvbuf,
+               lambda: getattr(self.comm, self.name)(self.sendbuf, self.recvbuf), ours)
 
     def Wait(self, status=None):  # noqa: N802
         return True
@@ -150,12 +157,19 @@ class _Persistent:
         self.request.Free()
 
 
-def Alltoallv_init(comm, sendbuf, recvbuf):  # noqa: N802
-    try:
-        return _Persistent(comm, sendbuf, recvbuf)
-    except Exception as exc:
-        TALLY["refused"] += 1
-        raise exc
+def _persistent(name):
+    def swapped(comm, sendbuf, recvbuf):
+        try:
+            return _Persistent(name, comm, sendbuf, recvbuf)
+        except Exception as exc:
+            TALLY["refused"] += 1
+            raise exc
+
+    return swapped
+
+
+Alltoallv, Ialltoallv, Alltoallv_init = _blocking("Alltoallv"), _nonblocking("Alltoallv"), _persistent("Alltoallv")
+Alltoallw, Ialltoallw, Alltoallw_init = _blocking("Alltoallw"), _nonblocking("Alltoallw"), _persistent("Alltoallw")
 
 
 @atexit.register

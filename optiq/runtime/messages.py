@@ -58,6 +58,11 @@ def as_argument_error(exc: BaseException) -> OptiqError:
 class Message:
     """One side of the call: the caller's specification and what it names.
 
+    Every rank's *part* is ``counts[i]`` elements of ``datatypes[i]`` from byte
+    ``byte_displs[i]`` of the buffer: ``Alltoallv``'s parts share one datatype and their
+    displacements are in its extents; ``Alltoallw``'s each have their own, at byte
+    displacements (:mod:`optiq.runtime.messages_w`).
+
     Attributes
     ----------
     spec : object
@@ -69,11 +74,14 @@ class Message:
         to MPI), or no buffer.
     data : ndarray of uint8, optional
         The buffer's memory, for host buffers.
-    counts, displs : ndarray of int
-        Per rank, elements of ``datatype`` and the displacement in its extents.
-    datatype : mpi4py.MPI.Datatype
-    size, lb, extent, true_lb, true_extent : int
-        The datatype's size and bounds, in bytes.
+    counts : ndarray of int
+        Elements of every rank's part.
+    byte_displs : ndarray of int
+        Where every rank's part starts, in bytes from the buffer's start.
+    datatypes : tuple of mpi4py.MPI.Datatype
+        Every rank's part's datatype.
+    sizes, lbs, extents, true_lbs, true_extents : ndarray of int
+        Every part's datatype's size and bounds, in bytes.
     """
 
     spec: Any
@@ -81,29 +89,46 @@ class Message:
     place: str
     data: np.ndarray | None
     counts: np.ndarray
-    displs: np.ndarray
-    datatype: Any
-    size: int
-    lb: int
-    extent: int
-    true_lb: int
-    true_extent: int
+    byte_displs: np.ndarray
+    datatypes: tuple[Any, ...]
+    sizes: np.ndarray
+    lbs: np.ndarray
+    extents: np.ndarray
+    true_lbs: np.ndarray
+    true_extents: np.ndarray
+
+    @classmethod
+    def of_one_type(cls, spec: Any, buffer: Any, place: str, data: np.ndarray | None, counts: np.ndarray,
+                    displs: np.ndarray, datatype: Any, blocks: int) -> Message:
+        """``Alltoallv``'s message: every part of ``datatype``, ``displs`` in its extents."""
+        bounds = _type_bounds(datatype)
+        size, lb, extent, true_lb, true_extent = (np.full(blocks, b, dtype=np.int64) for b in bounds)
+        return cls(spec, buffer, place, data, counts, displs * bounds[2], (datatype,) * blocks, size, lb, extent,
+                   true_lb, true_extent)
 
     @cached_property
-    def contiguous(self) -> bool:
-        """Whether an element's bytes lie back to back, one element after the other."""
-        return self.size == self.extent and self.lb == 0 and self.true_lb == 0 and self.true_extent == self.size
+    def contiguous(self) -> np.ndarray:
+        """Per part, whether its elements' bytes lie back to back, one element after the other."""
+        flags: np.ndarray = (self.sizes == self.extents) & (self.lbs == 0) & (self.true_lbs == 0) \
+            & (self.true_extents == self.sizes)
+        return flags
+
+    @cached_property
+    def all_contiguous(self) -> bool:
+        """Whether every part's elements lie back to back (then every part is read in place)."""
+        return bool(self.contiguous.all())
 
     @cached_property
     def byte_counts(self) -> np.ndarray:
         """Bytes of every rank's part (its elements' data)."""
-        return self.counts * self.size
+        nbytes: np.ndarray = self.counts * self.sizes
+        return nbytes
 
     @cached_property
-    def _parts(self) -> list[tuple[int, int]]:
-        """Every rank's part as (first byte, bytes) of the buffer: where a contiguous type's
-        part lies, and how much any type's part packs into."""
-        return list(zip((self.displs * self.extent).tolist(), self.byte_counts.tolist()))
+    def _parts(self) -> list[tuple[int, int, bool]]:
+        """Every rank's part as (first byte, bytes, contiguous): where a contiguous part lies,
+        and how much any part packs into."""
+        return list(zip(self.byte_displs.tolist(), self.byte_counts.tolist(), self.contiguous.tolist()))
 
     def readable(self) -> bool:
         """Whether this module can read and write every part itself (host memory, or no data)."""
@@ -124,10 +149,9 @@ class Message:
         live = self.counts > 0
         if not np.count_nonzero(live):  # count_nonzero: far cheaper than any() on arrays this small
             return
-        if self.extent <= 0:
-            raise ArgumentError(f"the {what} datatype's extent is {self.extent}: its parts cannot be placed")
-        start = self.displs * self.extent + self.true_lb
-        stop = start + (self.counts - 1) * self.extent + self.true_extent
+        step = (self.counts - 1) * self.extents  # the last element's offset from the first (an extent may be negative)
+        start = self.byte_displs + self.true_lbs + np.minimum(step, 0)
+        stop = self.byte_displs + self.true_lbs + self.true_extents + np.maximum(step, 0)
         bad = live & ((start < 0) | (stop > self.data.size))
         if np.count_nonzero(bad):
             r = int(np.argmax(bad))
@@ -136,19 +160,19 @@ class Message:
 
     def check_overlaps(self, what: str) -> None:
         """Refuse receive parts that share bytes (contiguous types: every byte is written)."""
-        if not self.contiguous or self.place != HOST:
+        if not self.all_contiguous or self.place != HOST:
             return
-        both = overlapping(self.byte_counts, self.displs * self.extent)
+        both = overlapping(self.byte_counts, self.byte_displs)
         if both is not None:
             raise ArgumentError(f"the {what} regions of ranks {both[0]} and {both[1]} overlap")
 
     def read(self, i: int) -> np.ndarray:
         """Rank ``i``'s part as bytes: a view of the buffer (contiguous types) or packed."""
-        start, n = self._parts[i]
+        start, n, contiguous = self._parts[i]
         if n == 0:
             return np.zeros(0, np.uint8)
         assert self.data is not None
-        if self.contiguous:
+        if contiguous:
             return self.data[start:start + n]
         out = np.empty(n, np.uint8)
         self._pack(i, out)
@@ -157,16 +181,16 @@ class Message:
     def copy(self, i: int) -> np.ndarray:
         """Rank ``i``'s part as bytes of its own (kept when the buffer is overwritten: ``IN_PLACE``)."""
         part = self.read(i)
-        return part.copy() if self.contiguous else part
+        return part.copy() if self._parts[i][2] else part
 
     def target(self, i: int) -> tuple[np.ndarray, Callable[[], None] | None]:
         """Where rank ``i``'s part is received: a view of the buffer, or a staging array and the
         step that unpacks it into the buffer once it is full."""
-        start, n = self._parts[i]
+        start, n, contiguous = self._parts[i]
         if n == 0:
             return np.zeros(0, np.uint8), None
         assert self.data is not None
-        if self.contiguous:
+        if contiguous:
             return self.data[start:start + n], None
         staging = np.empty(n, np.uint8)
         return staging, lambda: self._unpack(i, staging)
@@ -180,27 +204,54 @@ class Message:
         if finish is not None:
             finish()
 
-    def _elements(self, i: int, readonly: bool) -> Any:
-        """Rank ``i``'s elements as MPI's ``Pack`` and ``Unpack`` take them: memory from the
-        part's first element, ``count`` extents long (the type map may reach before or past
-        that span; :meth:`check_bounds` checked the bytes it does reach)."""
+    def _elements(self, i: int, readonly: bool, count: int, extent: int, first: int = 0) -> Any:
+        """Elements ``first ..`` of rank ``i``'s part as MPI's ``Pack`` and ``Unpack`` take them:
+        memory from that element's start, ``count`` extents long (the type map may reach before
+        or past that span; :meth:`check_bounds` checked the bytes it does reach)."""
         from mpi4py import MPI
 
         assert self.data is not None
-        start = self.data.ctypes.data + int(self.displs[i]) * self.extent
-        return MPI.buffer.fromaddress(start, int(self.counts[i]) * self.extent, readonly=readonly)
+        start = self.data.ctypes.data + int(self.byte_displs[i]) + first * int(self.extents[i])
+        return MPI.buffer.fromaddress(start, count * extent, readonly=readonly)
+
+    def _one_by_one(self, i: int) -> tuple[Any, int] | None:
+        """A part's datatype resized to an extent of one byte, for a type whose own extent is not
+        positive (``Pack`` counts elements by the extent): its elements then go one at a time."""
+        if self.extents[i] > 0:
+            return None
+        return self.datatypes[i].Create_resized(int(self.lbs[i]), 1).Commit(), int(self.counts[i])
 
     def _pack(self, i: int, out: np.ndarray) -> None:
         from mpi4py import MPI
 
-        end = self.datatype.Pack(self._elements(i, True), out, 0, MPI.COMM_SELF)
+        one = self._one_by_one(i)
+        if one is None:
+            end = self.datatypes[i].Pack(self._elements(i, True, int(self.counts[i]), int(self.extents[i])), out, 0,
+                                         MPI.COMM_SELF)
+        else:
+            end = 0
+            try:
+                for k in range(one[1]):
+                    end = one[0].Pack(self._elements(i, True, 1, 1, k), out, end, MPI.COMM_SELF)
+            finally:
+                one[0].Free()
         if end != out.size:
             raise ArgumentError(f"MPI packed {end} bytes of rank {i}'s part, not the {out.size} of its type's size")
 
     def _unpack(self, i: int, staging: np.ndarray) -> None:
         from mpi4py import MPI
 
-        self.datatype.Unpack(staging, 0, self._elements(i, False), MPI.COMM_SELF)
+        one = self._one_by_one(i)
+        if one is None:
+            self.datatypes[i].Unpack(staging, 0, self._elements(i, False, int(self.counts[i]), int(self.extents[i])),
+                                     MPI.COMM_SELF)
+            return
+        try:
+            position = 0
+            for k in range(one[1]):
+                position = one[0].Unpack(staging, position, self._elements(i, False, 1, 1, k), MPI.COMM_SELF)
+        finally:
+            one[0].Free()
 
 
 def overlapping(byte_counts: np.ndarray, byte_displs: np.ndarray) -> tuple[int, int] | None:
@@ -400,7 +451,7 @@ def _read(spec: Any, readonly: bool, blocks: int) -> Message:
         raise ValueError(f"message: negative count {int(counts.min())}")
     if datatype == MPI.DATATYPE_NULL and np.count_nonzero(counts):
         raise ValueError(f"message: datatype is null, with a count of {int(counts.max())}")
-    return Message(spec, o_buf, place, data, counts, displs, datatype, size, lb, extent, true_lb, true_extent)
+    return Message.of_one_type(spec, o_buf, place, data, counts, displs, datatype, blocks)
 
 
 #: The size and bounds of the predefined datatypes met so far, by handle.

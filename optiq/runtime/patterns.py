@@ -1,36 +1,30 @@
-"""One pattern of ``optiq.alltoallv``: how its bytes move (planned, or by MPI), and moving them.
+"""One pattern of ``optiq.alltoallv`` and ``optiq.alltoallw``: how its bytes move (planned, or by MPI).
 
 :func:`prepare` (collective) gathers every rank's byte counts, checks them against the
 receivers', places the ranks on the network, plans the bytes between hosts and compiles this
-rank's part of the rank-level plan (:mod:`optiq.runtime.ranklevel`), or decides that
-``comm.Alltoallv`` moves them (``method="auto"``'s rules, module docstring of
-:mod:`optiq.runtime.planned_alltoallv`). :func:`move` moves one call's bytes as the pattern
-says: MPI gets the caller's own arguments; the plan reads every part through its
-:class:`~optiq.runtime.messages.Message` (in place, or packed by the datatype) and writes
-every received part the same way.
+rank's part of the rank-level plan (:mod:`optiq.runtime.ranklevel`), or decides that MPI
+moves them (``method="auto"``'s rules, module docstring of :mod:`optiq.runtime.alltoall`).
+:mod:`optiq.runtime.moves` moves a call's bytes as its pattern says.
 """
 
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError, OptiqError, TransferError
+from ..errors import ArgumentError, OptiqError
 from ..mpi.launch import from_leader, together
-from ..mpi.waiting import allreduce_asleep, start_together
 from ..paths import PathSet
 from ..plan import Plan
 from ..topology import Topology, from_spec
 from .executor import Executor
-from .messages import Message
 from .ranklevel import RankNetwork, host_demands_of, rank_plan
 
-__all__ = ["Pattern", "prepare", "move", "trial", "gather_counts", "check_placement", "check_placement_here",
+__all__ = ["Pattern", "prepare", "gather_counts", "check_placement", "check_placement_here",
            "names_needed", "MIN_GAIN", "AUTO_METHOD", "MAX_MODEL_EVENTS"]
 
 #: ``method="auto"`` uses a plan only if it predicts at least this fraction less time than
@@ -64,61 +58,6 @@ class Pattern:
     def close(self) -> None:
         if self.executor is not None:
             self.executor.close()
-
-
-
-
-def move(comm: Any, pattern: Pattern, send: Message | None, recv: Message, sendbuf: Any, recvbuf: Any,
-         timeout: float) -> None:
-    """One transfer of the call's bytes as ``pattern`` says: ``comm.Alltoallv`` with the caller's own
-    arguments, or the plan (``send`` None: ``MPI.IN_PLACE``, the parts are read from ``recv``
-    before any is overwritten)."""
-    if pattern.method == "mpi":
-        comm.Alltoallv(sendbuf, recvbuf)
-        return
-    rank = comm.Get_rank()
-    source = recv if send is None else send
-    read = source.read if send is not None else source.copy  # in place: keep what is sent
-    if send is not None:  # in place, a rank's own part is where it belongs already
-        recv.write(rank, source.read(rank))
-    if pattern.executor is None:
-        return
-    jobs, peers = pattern.send_jobs
-    sends = {int(j): read(int(p)) for j, p in zip(jobs, peers)}
-    jobs, peers = pattern.recv_jobs
-    recvs, finish = {}, []
-    for j, p in zip(jobs.tolist(), peers.tolist()):
-        recvs[j], step = recv.target(p)
-        if step is not None:
-            finish.append(step)
-    try:
-        pattern.executor.run(sends, recvs, timeout=timeout)
-    except TransferError as exc:
-        raise TransferError(f"rank {rank}: {exc}") from None
-    for step in finish:
-        step()
-
-
-def trial(comm: Any, pattern: Pattern, send: Message | None, recv: Message, sendbuf: Any, recvbuf: Any,
-          timeout: float) -> Pattern:
-    """The measured crossover: move the bytes by ``comm.Alltoallv`` and by the plan, each from
-    an agreed start to the last rank's end, and keep the faster for the pattern."""
-    from mpi4py import MPI
-
-    mpi = Pattern("mpi", "")
-    seconds = []
-    for way in (mpi, pattern):
-        start = start_together(comm)
-        move(comm, way, send, recv, sendbuf, recvbuf, timeout)
-        seconds.append(allreduce_asleep(comm, time.perf_counter() - start, MPI.MAX))
-    t_mpi, t_plan = seconds
-    measured = f"measured on the first call: the plan {t_plan:.4g} s, comm.Alltoallv {t_mpi:.4g} s"
-    if t_plan >= t_mpi:
-        pattern.close()
-        return Pattern("mpi", f"{pattern.reason}, but {measured}", predicted_s=pattern.predicted_s,
-                       default_s=pattern.default_s)
-    pattern.reason, pattern.trial = f"{pattern.reason}; {measured}", False
-    return pattern
 
 
 #: Between the labelled options of a call's configuration string (``method='auto'; network=...``).

@@ -17,7 +17,7 @@ from mpi4py import MPI
 
 from optiq.errors import ArgumentError, OptiqError, TopologyError
 from optiq.runtime import AlltoallvResult, alltoallv, alltoallv_init, clear_cache, ialltoallv
-from optiq.runtime.planned_alltoallv import _context
+from optiq.runtime.context import context as _context
 from optiq.topology import from_spec
 
 comm = MPI.COMM_WORLD
@@ -191,7 +191,7 @@ for empty in ([None, 0, MPI.INT], [MPI.BOTTOM, (0, None), MPI.INT]):
 # made, by the counter) and move while the ranks agree (ahead); a pattern planned at once with
 # plan_budget=inf, never with 0
 clear_cache(comm)
-import optiq.runtime.planned_alltoallv as _planned  # noqa: E402
+import optiq.runtime.agreement as _planned  # noqa: E402
 
 placements = []
 _checked_here = _planned.check_placement_here

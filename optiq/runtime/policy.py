@@ -1,23 +1,28 @@
-"""``method="auto"``'s account of the shapes its calls had, kept alike on every rank.
+"""``method="auto"``'s policy, kept alike on every rank: which shapes to plan, and which calls to leave unchecked.
 
 A call's *shape* is which ranks send bytes to which, whatever the amounts. :class:`Shapes`
 books every call's time to its shape and decides, from the same figures on every rank, when
 a shape's calls have taken long enough that planning them costs at most the plan budget of
 that time. A shape so decided is *hot*: its calls wait for the ranks' agreement before any
-byte moves, because one of them may be planned. A call whose shape is not hot goes to
-``comm.Alltoallv`` at once, with the agreement travelling beside the transfer; every rank
-can tell that alone, from its own row of the shape (the counts it sends and receives).
+byte moves, because one of them may be planned. A call whose shape is not hot goes to MPI
+at once, with the agreement travelling beside the transfer; every rank can tell that alone,
+from its own row of the shape (the counts it sends and receives).
+
+Once calls settle on MPI, :class:`Quiet` opens windows of calls handed to MPI without the
+ranks' agreement (*unchecked*): they grow fourfold after every agreed call of the same
+shape, up to a cap, and never run past the call after which the shape's planning pays.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..paths import PathSet
 from .patterns import Pattern
 
-__all__ = ["Shapes", "PLAN_S_PER_PAIR", "PLAN_S_FIXED", "SHAPES_KEPT"]
+__all__ = ["Shapes", "Quiet", "PLAN_S_PER_PAIR", "PLAN_S_FIXED", "SHAPES_KEPT"]
 
 #: Before a communicator has planned: the planning time guessed per host pair, and on top.
 PLAN_S_PER_PAIR, PLAN_S_FIXED = 1e-3, 0.05
@@ -136,3 +141,65 @@ class Shapes:
         return Pattern("mpi", f"comm.Alltoallv until calls of these pairs have taken {need:.3g} s, when planning "
                               f"them (about {self.estimate(pairs):.3g} s) costs at most {budget:.0%} of their time: "
                               f"{shape.calls_s:.3g} s in {shape.calls} calls so far")
+
+
+@dataclass
+class Quiet:
+    """``method="auto"``'s calls without the ranks' agreement, alike on every rank.
+
+    An agreed call of a shape that goes to MPI (``comm.Alltoallv`` or ``Alltoallw``) and is not about to be planned
+    (its calls have not yet paid for planning it, or for planning it again, or its plan
+    measured slower than MPI) extends a *streak* when the agreed call before it, with the same
+    options, had the same shape; it resets it otherwise. After a streak of ``s`` such calls,
+    the next ``min(4**s, cap + 1) - 1`` calls with the same options go straight to
+    MPI, and never more than the shape's calls left before planning it pays.
+    A shape with a plan in the cache (for other counts, which may come back) waits one agreed
+    call longer. Their time is booked to the shape at the next agreed call if that call has
+    the shape too."""
+
+    config: str = ""
+    shape: tuple[int, int] | None = None
+    streak: int = 0
+    remaining: int = 0      # calls still to go unchecked
+    skipped_s: float = 0.0  # this rank's time in them since the last agreed call
+    skipped_n: int = 0
+    #: the options of the agreed call that opened the window, as the caller passed them: a call
+    #: passing the very same objects has the same options without building their text (None:
+    #: planner options were given, and only the text tells)
+    options: tuple[Any, ...] | None = None
+    #: what each unchecked call of the window returns, but for its times (AlltoallvResult's fields)
+    template: dict[str, Any] = field(default_factory=dict)
+
+    def agreed(self, config: str, shape: tuple[int, int] | None, cap: int, left: int | None = None,
+               planned: bool = False) -> None:
+        """An agreed call ended; ``shape`` None unless it is one whose next calls may go unchecked,
+        ``left`` the calls it may take before it is planned (None: it is not to be planned),
+        ``planned`` whether the cache holds a plan of the shape."""
+        if shape is None or cap <= 0:
+            self.shape, self.streak, self.remaining = None, 0, 0
+            return
+        if shape == self.shape and config == self.config:
+            self.streak += 1
+        else:
+            self.config, self.shape, self.streak = config, shape, 0
+        steps = self.streak - planned
+        self.remaining = 0 if steps < 0 else min(4 ** min(steps, 31), cap + 1) - 1
+        if left is not None:
+            self.remaining = min(self.remaining, max(0, left - 1))
+
+    def open(self, options: tuple[Any, ...] | None, plans_made: int, planning_s: float) -> None:
+        """After :meth:`agreed`: what the window's unchecked calls compare and return."""
+        self.options = options
+        self.template = dict(method="mpi", cached=False, plan_s=0.0, reason=self.reason(), predicted_s=None,
+                             default_s=None, fingerprint="", plans_made=plans_made, planning_s=planning_s,
+                             ahead=False, checked=False)
+
+    def same_options(self, options: tuple[Any, ...]) -> bool:
+        """Whether a call passes the very objects the window's agreed call passed (then its
+        options are the same; a call passing equal but other objects is compared by text)."""
+        o = self.options
+        return o is not None and len(o) == len(options) and all(a is b for a, b in zip(o, options))
+
+    def reason(self) -> str:
+        return (f"MPI, unchecked: {self.streak + 1} agreed calls in a row had one shape and went to MPI; "
+                f"the ranks agree again after {self.remaining} calls unchecked")

@@ -1,0 +1,264 @@
+"""What ``optiq.alltoallv`` and ``optiq.alltoallw`` keep per communicator: its duplicate, the cache of patterns, the groups.
+
+Every call works on a :class:`Context`: a duplicate of the communicator it plans over (so its
+messages never meet the application's), the patterns planned on it (the cache, the least
+recently used leaving first), ``auto``'s account of the shapes and its unchecked windows.
+It lives as an MPI attribute of the caller's communicator and is released when that is
+freed (or by :func:`clear_cache`).
+
+A call given ``parent=`` plans over the parent's ranks, while its bytes are those of its own
+communicator, one of several exchanging at once (the rows of a grid, the components of a
+coupler): its context is the parent's, and a :class:`Group` says which of the parent's ranks
+the call's communicator holds. A call without ``parent=`` is its own parent: its group holds
+every rank.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArgumentError
+from ..mpi.comms import cached_on, forget
+from .messages import Message
+from .patterns import Pattern
+from .policy import Quiet, Shapes
+
+__all__ = ["Context", "Group", "SpreadMessage", "context", "group_of", "clear_cache"]
+
+#: Weights of the groups' check (:meth:`Group.word`): rank ``m`` of the parent weighs ``(m + 1) * _MIX``.
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_SERIALS = itertools.count(1)
+
+
+class Group:
+    """The ranks of a call's communicator, as ranks of the communicator its context plans over.
+
+    Attributes
+    ----------
+    members : ndarray of int
+        The context's rank of each rank of the call's communicator (empty: a rank of the
+        parent that only relays, ``comm=MPI.COMM_NULL``).
+    size : int
+        Ranks of the context.
+    local : ndarray of int
+        The call's rank of each rank of the context (-1 outside the group).
+    comm : mpi4py.MPI.Comm or None
+        Where a call handed to MPI goes: the context's duplicate for a call without
+        ``parent=``; else a duplicate of the call's communicator, made at the first call the
+        ranks agreed on (collective over it: every member is in that call), None before and
+        for a relay.
+    serial : int
+        Tells groups apart in memos (never reused).
+    """
+
+    def __init__(self, members: np.ndarray, size: int, comm: Any = None, source: Any = None) -> None:
+        self.members = np.asarray(members, dtype=np.int64)
+        self.size = size
+        self.local = np.full(size, -1, dtype=np.int64)
+        self.local[self.members] = np.arange(self.members.size)
+        self.whole = self.members.size == size and bool((self.members == np.arange(size)).all())
+        self.comm = comm
+        self.source = source
+        self.serial = next(_SERIALS)
+
+    def __repr__(self) -> str:
+        return f"Group({self.members.size} of {self.size} ranks)"
+
+    def spread(self, counts: np.ndarray) -> np.ndarray:
+        """Per-rank values of the call's communicator as values per rank of the context (0 outside)."""
+        if self.whole:
+            return counts
+        out = np.zeros(self.size, dtype=counts.dtype)
+        out[self.members] = counts
+        return out
+
+    def ensure_comm(self) -> Any:
+        """The duplicate MPI calls go to, made now if it was not (collective over the group)."""
+        if self.comm is None and self.source is not None:
+            self.comm = self.source.Dup()
+        return self.comm
+
+    def word(self, rank: int) -> np.uint64:
+        """This rank's share of the check that the groups of one call are a partition of the
+        context's ranks: ``h * (sum of the members' weights - size * own weight)``, ``h`` a hash
+        of the members. The shares of all ranks sum to 0 (modulo 2**64) exactly when every member
+        of every rank's group has that same group (module docstring of
+        :mod:`optiq.runtime.agreement`); a relay's share is 0."""
+        if not self.members.size:
+            return np.uint64(0)
+        h = np.uint64(int.from_bytes(hashlib.blake2b(self.members.tobytes(), digest_size=8).digest(), "little"))
+        with np.errstate(over="ignore"):
+            weights = ((self.members.astype(np.uint64) + np.uint64(1)) * _MIX).sum(dtype=np.uint64)
+            own = (np.uint64(rank + 1) * _MIX) * np.uint64(self.members.size)
+            return np.uint64(h * (weights - own))
+
+    def free(self) -> None:
+        if self.source is not None and self.comm is not None:
+            self.comm.Free()
+        self.comm = None
+
+
+class SpreadMessage:
+    """A message of a call's communicator read by ranks of its context (:class:`Group`): the
+    part of context rank ``p`` is the call's part of its rank ``local[p]``, empty outside."""
+
+    def __init__(self, message: Message, group: Group) -> None:
+        self.message, self.group = message, group
+        self.byte_counts = group.spread(message.byte_counts)
+
+    def read(self, p: int) -> np.ndarray:
+        i = int(self.group.local[p])
+        return self.message.read(i) if i >= 0 else np.zeros(0, np.uint8)
+
+    def copy(self, p: int) -> np.ndarray:
+        i = int(self.group.local[p])
+        return self.message.copy(i) if i >= 0 else np.zeros(0, np.uint8)
+
+    def target(self, p: int) -> Any:
+        i = int(self.group.local[p])
+        return self.message.target(i) if i >= 0 else (np.zeros(0, np.uint8), None)
+
+    def write(self, p: int, part: np.ndarray) -> None:
+        i = int(self.group.local[p])
+        if i >= 0:
+            self.message.write(i, part)
+
+
+class Context:
+    """The duplicate of a communicator the calls plan over, and its cache of patterns."""
+
+    def __init__(self, comm: Any) -> None:
+        self.comm = comm.Dup()
+        self._parent = comm
+        self._side: Any = None
+        self.whole = Group(np.arange(comm.Get_size()), comm.Get_size(), self.comm)
+        self.entries: OrderedDict[tuple[int, int], Pattern] = OrderedDict()
+        self.entry_shapes: dict[tuple[int, int], tuple[int, int]] = {}  # method="auto": each entry's shape
+        self.generation = 0  # changes with every insertion and clearing, alike on every rank
+        #: what the last call's checks found on this rank, and what they depend on: a call with
+        #: the same counts and displacements, on numpy buffers of the same sizes and types, is not
+        #: checked again. Its buffers are not held (held, they would keep the allocator from
+        #: reusing their pages, and every call would fault fresh ones in).
+        self.last: tuple[tuple[Any, ...], tuple[np.ndarray, bool, int]] | None = None
+        #: ``method="auto"``: what every shape's calls took and cost (the same on every rank)
+        self.shapes = Shapes()
+        #: this rank's time of its last call and of its planning since, told at the next call
+        self.pending: tuple[tuple[int, int] | None, float, float] = (None, 0.0, 0.0)
+        self.placed: set[str] = set()  # the options whose placement of the ranks has been checked
+        self.quiet = Quiet()
+        self.released = False
+        self.serial = next(_SERIALS)
+        #: why calls on this context are refused from now on (a call that not every rank joined)
+        self.broken = ""
+
+    @property
+    def side(self) -> Any:
+        """Where the ranks tell each other their counts when one failed while others went ahead
+        (a transfer may be pending on ``comm`` then, so it cannot be ``comm``): a duplicate of
+        the caller's communicator, made the first time a call fails (collective: every rank
+        of a failing call asks for it at the same point)."""
+        if self._side is None:
+            self._side = self._parent.Dup()
+        return self._side
+
+    def close(self) -> None:
+        for entry in self.entries.values():
+            entry.close()
+        self.entries.clear()
+        self.entry_shapes.clear()
+        self.generation += 1
+
+    def has_plan(self, shape: tuple[int, int]) -> bool:
+        """Whether the cache holds a plan (not MPI) for counts of ``shape``."""
+        return any(self.entry_shapes.get(key) == shape and pattern.method != "mpi"
+                   for key, pattern in self.entries.items())
+
+    def release(self) -> None:
+        """Close the cached executors and free the duplicates (collective)."""
+        self.released = True
+        self.quiet = Quiet()
+        self.close()
+        if self._side is not None:
+            self._side.Free()
+        self.comm.Free()
+
+
+#: The communicators that hold a context (as an MPI attribute, released when they are freed).
+_HOLDERS: list[Any] = []
+_PURPOSE = "optiq.alltoallv"
+_GROUPS = "optiq.alltoallv.groups"
+
+#: The last communicator whose context was asked for, and that context: found again without asking MPI.
+_LAST: list[Any] = [None, None]
+
+
+def context(comm: Any) -> Context:
+    """The context of ``comm`` (made on its first call: collective)."""
+    last, ctx = _LAST
+    if last is comm and not ctx.released:
+        return ctx
+
+    def make() -> Context:
+        from mpi4py import MPI
+
+        _HOLDERS[:] = [h for h in _HOLDERS if h != MPI.COMM_NULL]  # communicators freed since
+        _HOLDERS.append(comm)
+        return Context(comm)
+
+    ctx = cached_on(comm, _PURPOSE, make, Context.release)
+    _LAST[:] = [comm, ctx]
+    return ctx
+
+
+def group_of(comm: Any, parent: Any, ctx: Context) -> Group:
+    """The group of a call on ``comm`` planned over ``parent`` (whose context is ``ctx``): which of
+    the parent's ranks ``comm`` holds, kept on ``comm`` (not collective).
+
+    Raises
+    ------
+    ArgumentError
+        If ``comm`` is an intercommunicator, or holds a rank that ``parent`` does not.
+    """
+    from mpi4py import MPI
+
+    if comm is parent:
+        return ctx.whole
+    if comm == MPI.COMM_NULL:
+        return Group(np.zeros(0, np.int64), ctx.comm.Get_size())
+    if comm.Is_inter():
+        raise ArgumentError("parent= takes intracommunicators: the call's communicator is an intercommunicator")
+    kept: dict[int, Group] = cached_on(comm, _GROUPS, dict, _free_groups)
+    group = kept.get(ctx.serial)
+    if group is None or group.size != ctx.comm.Get_size():
+        ranks = MPI.Group.Translate_ranks(comm.Get_group(), list(range(comm.Get_size())), parent.Get_group())
+        outside = [r for r, p in enumerate(ranks) if p == MPI.UNDEFINED]
+        if outside:
+            raise ArgumentError(f"rank {outside[0]} of the call's communicator is not a rank of parent=: the "
+                                f"communicator must hold ranks of the parent only")
+        group = kept[ctx.serial] = Group(np.array(ranks, dtype=np.int64), ctx.comm.Get_size(), source=comm)
+    return group
+
+
+def _free_groups(kept: dict[int, Group]) -> None:
+    for group in kept.values():
+        group.free()
+
+
+def clear_cache(comm: Any | None = None) -> None:
+    """Forget the planned patterns of ``comm`` (or of every communicator) and release their
+    executors and duplicated communicators. Collective: every rank calls it together.
+
+    Freeing a communicator releases its cache too (an MPI attribute's delete callback)."""
+    from mpi4py import MPI
+
+    holders = list(_HOLDERS) if comm is None else [comm]
+    for holder in holders:
+        if holder != MPI.COMM_NULL:
+            forget(holder, _PURPOSE)
+    _HOLDERS[:] = [h for h in _HOLDERS if h not in holders and h != MPI.COMM_NULL]
+    _LAST[:] = [None, None]

@@ -1,0 +1,90 @@
+"""The collectives an application hands to optiq, and how each reads its arguments.
+
+``optiq.alltoallv`` stands in for ``Comm.Alltoallv`` and ``optiq.alltoallw`` for
+``Comm.Alltoallw``. Both read their two messages into
+:class:`~optiq.runtime.messages.Message` objects (every part's bytes, in place or packed by
+its datatype) and from then on share every step: the agreement, ``auto``'s policy, the
+cache, the plan and the transfer. A :class:`Collective` is what differs: how a message is
+read (:func:`~optiq.runtime.messages.read_message`,
+:func:`~optiq.runtime.messages_w.read_message_w`), what its checks depend on (the memo's
+key), and which of MPI's calls a call handed to MPI makes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .messages import Message, quick_parts, read_message, spec_key
+from .messages_w import read_message_w, spec_key_w
+
+__all__ = ["Collective", "VECTOR", "GENERAL"]
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One of MPI's all-to-all calls with per-peer parts.
+
+    Attributes
+    ----------
+    name : str
+        ``"alltoallv"`` or ``"alltoallw"`` (what errors and results name).
+    read : callable
+        ``read(spec, readonly=, blocks=)``: one message (raises as mpi4py raises).
+    key : callable
+        ``key(spec)``: what the message's checks depend on, or None (read it every time).
+    quick : callable or None
+        ``quick(spec, blocks, readonly=)``: the commonest message's byte counts, byte
+        displacements and buffer size without a :class:`Message`, or None (read it fully).
+    mpi_name : str
+        The ``Comm`` method: ``"Alltoallv"`` or ``"Alltoallw"``.
+    """
+
+    name: str
+    read: Callable[..., Message]
+    key: Callable[[Any], tuple[Any, ...] | None]
+    quick: Callable[..., tuple[np.ndarray, np.ndarray, int] | None] | None
+    mpi_name: str
+
+    def mpi(self, comm: Any, sendbuf: Any, recvbuf: Any) -> None:
+        """``comm.Alltoallv(sendbuf, recvbuf)`` (or ``Alltoallw``): MPI with the caller's arguments."""
+        getattr(comm, self.mpi_name)(sendbuf, recvbuf)
+
+    def mpi_start(self, comm: Any, sendbuf: Any, recvbuf: Any) -> Any:
+        """``comm.Ialltoallv(sendbuf, recvbuf)`` (or ``Ialltoallw``): its request."""
+        return getattr(comm, "I" + self.mpi_name[0].lower() + self.mpi_name[1:])(sendbuf, recvbuf)
+
+    def mpi_init(self, comm: Any, sendbuf: Any, recvbuf: Any) -> Any:
+        """``comm.Alltoallv_init(sendbuf, recvbuf)`` (or ``Alltoallw_init``): its persistent request."""
+        return getattr(comm, self.mpi_name + "_init")(sendbuf, recvbuf)
+
+    def messages(self, sendbuf: Any, recvbuf: Any, blocks: int) -> tuple[Message | None, Message]:
+        """The call's two messages, read (``None`` for ``MPI.IN_PLACE``)."""
+        from mpi4py import MPI
+
+        recv = self.read(recvbuf, readonly=False, blocks=blocks)
+        return None if sendbuf is MPI.IN_PLACE else self.read(sendbuf, readonly=True, blocks=blocks), recv
+
+    def scratch(self, comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray) -> tuple[Any, list[np.ndarray]]:
+        """A stand-in transfer of zero bytes of the sizes its peers send and expect (a rank whose
+        own arguments are wrong, while its peers went ahead): the request, and the buffers it
+        holds until it ends."""
+        from mpi4py import MPI
+
+        counts = [np.asarray(send_counts, np.int64), np.asarray(recv_counts, np.int64)]
+        buffers = [np.zeros(int(n.sum()), np.uint8) for n in counts]
+        displs = [np.concatenate(([0], np.cumsum(n)[:-1])).astype(np.int64) for n in counts]
+        if self is VECTOR:
+            specs = [[b, (n, d), MPI.BYTE] for b, n, d in zip(buffers, counts, displs)]
+        else:
+            specs = [[b, (n, d), [MPI.BYTE] * n.size] for b, n, d in zip(buffers, counts, displs)]
+        return self.mpi_start(comm, specs[0], specs[1]), buffers
+
+
+#: ``Comm.Alltoallv``'s messages: one datatype, counts and displacements in its extents.
+VECTOR = Collective("alltoallv", read_message, spec_key, quick_parts, "Alltoallv")
+#: ``Comm.Alltoallw``'s messages: a datatype per peer, displacements in bytes.
+GENERAL = Collective("alltoallw", read_message_w, spec_key_w, None, "Alltoallw")

@@ -1,0 +1,77 @@
+"""Moving one call's bytes as its pattern says: by MPI with the caller's own arguments, or on the plan's paths.
+
+A pattern handed to MPI makes the caller's own call (``Alltoallv`` or ``Alltoallw``) on the
+duplicate of the call's communicator. A planned one reads every part this rank sends
+through its :class:`~optiq.runtime.messages.Message` (a view in place, or packed by its
+datatype), gives the executor a view or a staging array for every part it receives, and
+unpacks the staged ones once the transfer has ended.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ..errors import TransferError
+from ..mpi.waiting import allreduce_asleep, start_together
+from .patterns import Pattern
+
+if TYPE_CHECKING:
+    from .agreement import Call
+
+__all__ = ["move", "trial"]
+
+
+def move(call: Call, pattern: Pattern, timeout: float) -> None:
+    """One transfer of the call's bytes as ``pattern`` says: MPI with the caller's own arguments
+    (on the group's duplicate; a relay has none), or the plan (``send`` None: ``MPI.IN_PLACE``,
+    the parts are read from ``recv`` before any is overwritten)."""
+    if pattern.method == "mpi":
+        if call.group.comm is not None and call.group.members.size:
+            call.kind.mpi(call.group.comm, call.sendbuf, call.recvbuf)
+        return
+    rank = call.comm.Get_rank()
+    send, recv = call.send, call.received
+    source = recv if send is None else send
+    read = source.read if send is not None else source.copy  # in place: keep what is sent
+    if send is not None:  # in place, a rank's own part is where it belongs already
+        recv.write(rank, source.read(rank))
+    if pattern.executor is None:
+        return
+    jobs, peers = pattern.send_jobs
+    sends = {int(j): read(int(p)) for j, p in zip(jobs, peers)}
+    jobs, peers = pattern.recv_jobs
+    recvs, finish = {}, []
+    for j, p in zip(jobs.tolist(), peers.tolist()):
+        recvs[j], step = recv.target(p)
+        if step is not None:
+            finish.append(step)
+    try:
+        pattern.executor.run(sends, recvs, timeout=timeout)
+    except TransferError as exc:
+        raise TransferError(f"rank {rank}: {exc}") from None
+    for step in finish:
+        step()
+
+
+def trial(call: Call, pattern: Pattern, timeout: float) -> Pattern:
+    """The measured crossover: move the bytes by MPI and by the plan, each from an agreed start
+    to the last rank's end (over the whole context: every group exchanges at once), and keep
+    the faster for the pattern."""
+    from mpi4py import MPI
+
+    mpi = Pattern("mpi", "")
+    seconds = []
+    for way in (mpi, pattern):
+        start = start_together(call.comm)
+        move(call, way, timeout)
+        seconds.append(allreduce_asleep(call.comm, time.perf_counter() - start, MPI.MAX))
+    t_mpi, t_plan = seconds
+    measured = f"measured on the first call: the plan {t_plan:.4g} s, comm.{call.kind.mpi_name} {t_mpi:.4g} s"
+    if t_plan >= t_mpi:
+        pattern.close()
+        return Pattern("mpi", f"{pattern.reason}, but {measured}", predicted_s=pattern.predicted_s,
+                       default_s=pattern.default_s)
+    pattern.reason, pattern.trial = f"{pattern.reason}; {measured}", False
+    return pattern
+
