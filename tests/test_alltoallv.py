@@ -231,6 +231,19 @@ def test_alltoallw_moves_what_mpi_alltoallw_moves_in_every_form(ranks):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [6, 8])
+def test_sub_communicators_exchanging_at_once_are_planned_over_their_parent(ranks):
+    proc, _ = launch(ranks, MPI_SCRIPTS / "subcomm_check.py")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+@pytest.mark.mpi
+def test_a_rank_of_the_parent_that_never_joins_fails_the_others_in_one_line():
+    proc, _ = launch(4, MPI_SCRIPTS / "parent_not_joined.py")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+@pytest.mark.mpi
 @pytest.mark.slow
 def test_mpi4py_own_vector_collective_tests_pass_through_optiq(tmp_path):
     import subprocess

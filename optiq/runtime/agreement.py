@@ -265,7 +265,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
     MPI = mpi_module()
 
     joint = parent is not None
-    ctx = context(parent if joint else comm)
+    ctx = context(parent, timeout) if joint else context(comm)
     c = ctx.comm
     rank, size = c.Get_rank(), c.Get_size()
     config = config_of(kind, network, method, hosts, link_bw, chunk_model, planner_options, plan_budget,
@@ -399,6 +399,7 @@ def _wait(start: Start) -> None:
                                 f"every rank of the parent calls together, each with its own sub-communicator "
                                 f"(MPI.COMM_NULL for a rank that only relays); calls with this parent are refused "
                                 f"from now on")
+            start.ctx.released = True  # its duplicate has the agreement pending: never freed, never used again
             raise ArgumentError(start.ctx.broken)
         time.sleep(idle_pause(tests))
 

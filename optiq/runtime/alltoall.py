@@ -191,7 +191,7 @@ def _call(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, more: tuple[A
     elif parent is None and comm.Is_inter():
         return _intercomm(kind, comm, sendbuf, recvbuf, start)
     else:
-        ctx = context(comm if parent is None else parent)
+        ctx = context(comm) if parent is None else context(parent, timeout)
         group = ctx.whole
         if parent is not None:
             try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..mpi.comms import cached_on, forget
+from ..mpi.waiting import idle_pause
 from .messages import Message
 from .patterns import Pattern
 from .policy import Quiet, Shapes
@@ -132,8 +134,17 @@ class SpreadMessage:
 class Context:
     """The duplicate of a communicator the calls plan over, and its cache of patterns."""
 
-    def __init__(self, comm: Any) -> None:
-        self.comm = comm.Dup()
+    def __init__(self, comm: Any, timeout: float | None = None) -> None:
+        #: why calls on this context are refused from now on (a call that not every rank joined)
+        self.broken = ""
+        if timeout is None:
+            self.comm = comm.Dup()
+        else:  # parent=: a rank of the parent that never calls must not leave the others in a Dup for ever
+            self.comm, request = comm.Idup()
+            if not _wait_for(request, timeout):
+                self.broken = (f"not every rank of parent= joined within {timeout:g} s: every rank of the parent "
+                               f"calls together, each with its own sub-communicator (MPI.COMM_NULL for a rank that "
+                               f"only relays); calls with this parent are refused from now on")
         self._parent = comm
         self._side: Any = None
         self.whole = Group(np.arange(comm.Get_size()), comm.Get_size(), self.comm)
@@ -153,8 +164,6 @@ class Context:
         self.quiet = Quiet()
         self.released = False
         self.serial = next(_SERIALS)
-        #: why calls on this context are refused from now on (a call that not every rank joined)
-        self.broken = ""
 
     @property
     def side(self) -> Any:
@@ -185,7 +194,8 @@ class Context:
         self.close()
         if self._side is not None:
             self._side.Free()
-        self.comm.Free()
+        if not self.broken:  # a duplicate still being made cannot be freed
+            self.comm.Free()
 
 
 #: The communicators that hold a context (as an MPI attribute, released when they are freed).
@@ -197,8 +207,27 @@ _GROUPS = "optiq.alltoallv.groups"
 _LAST: list[Any] = [None, None]
 
 
-def context(comm: Any) -> Context:
-    """The context of ``comm`` (made on its first call: collective)."""
+def _wait_for(request: Any, timeout: float) -> bool:
+    """Wait for an MPI request at most ``timeout`` seconds, giving the CPU away between tests."""
+    began, tests = time.perf_counter(), 0
+    while not request.Test():
+        tests += 1
+        if time.perf_counter() - began > timeout:
+            return False
+        time.sleep(idle_pause(tests))
+    return True
+
+
+def context(comm: Any, timeout: float | None = None) -> Context:
+    """The context of ``comm`` (made on its first call: collective); with ``timeout``, its
+    duplicate is waited for at most that long (a call with ``parent=``), and a context whose
+    ranks did not all join is refused (:attr:`Context.broken`).
+
+    Raises
+    ------
+    ArgumentError
+        A context not every rank joined.
+    """
     last, ctx = _LAST
     if last is comm and not ctx.released:
         return ctx
@@ -208,9 +237,11 @@ def context(comm: Any) -> Context:
 
         _HOLDERS[:] = [h for h in _HOLDERS if h != MPI.COMM_NULL]  # communicators freed since
         _HOLDERS.append(comm)
-        return Context(comm)
+        return Context(comm, timeout)
 
     ctx = cached_on(comm, _PURPOSE, make, Context.release)
+    if ctx.broken:
+        raise ArgumentError(ctx.broken)
     _LAST[:] = [comm, ctx]
     return ctx
 
