@@ -14,7 +14,7 @@ ROOT = Path(__file__).parent.parent / "optiq"
 RANK = {
     "errors": 0, "utils": 0, "mpi": 0,
     "topology": 1, "workloads": 2, "paths": 3, "lp": 4, "heuristics": 4, "collectives": 4, "plan": 5, "planner": 6,
-    "sim": 7, "metrics": 8, "runtime": 8, "experiments": 8, "testbed": 9, "cli": 10, "models": 10, "__main__": 11,
+    "sim": 7, "metrics": 8, "runtime": 8, "experiments": 8, "testbed": 9, "integrations": 9, "cli": 10, "models": 10, "__main__": 11,
 }
 
 

@@ -1,0 +1,140 @@
+"""mpi4py-fft through optiq in one line: :func:`accelerate`.
+
+mpi4py-fft (``pip install 'optiq[fft]'``; building it needs FFTW's headers, Debian's
+``libfftw3-dev``) computes parallel FFTs of arrays distributed in pencils over a Cartesian
+process grid. Between the FFTs along the axis each rank holds whole, a *transfer* redistributes
+the array: ``comm.Alltoallw`` with subarray datatypes on the grid's sub-communicator of one axis,
+every row (or column) of the grid exchanging at the same time. A ``PFFT``'s transforms hold the
+transfers' bound methods from construction, and each method calls ``self.comm.Alltoallw``; so
+:func:`accelerate` gives every transfer object a communicator of its own, an
+:class:`AcceleratedComm`, whose ``Alltoallw`` is :func:`optiq.alltoallw` on the real
+sub-communicator with ``parent=`` the whole grid: the rows are planned as one exchange and any
+rank of the grid may forward. Nothing of mpi4py-fft changes, and its results are bitwise those
+of its own transfers (optiq moves the same bytes).
+
+The grid is made from the sub-communicators themselves (:func:`optiq.mpi.grids.grid_comm`;
+mpi4py-fft frees the Cartesian communicator), ranked as ``Create_cart`` ranks them: with
+``hosts=`` left out, grid rank ``i`` runs on endpoint ``i`` of the network, which is the rank
+of the communicator the ``PFFT`` was made from where the MPI library does not reorder a
+Cartesian grid (MPICH does not). Give ``parent=`` (that communicator) or ``hosts=`` otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ArgumentError
+from ..mpi.grids import grid_comm
+from ..runtime import AlltoallvResult, alltoallv, alltoallw
+from ..runtime.patterns import check_placement
+
+__all__ = ["accelerate", "restore", "AcceleratedComm"]
+
+
+class AcceleratedComm:
+    """A transfer's communicator whose ``Alltoallw`` (and ``Alltoallv``) go through optiq.
+
+    Every other attribute is the real sub-communicator's.
+
+    Attributes
+    ----------
+    comm : mpi4py.MPI.Comm
+        The sub-communicator mpi4py-fft made.
+    parent : mpi4py.MPI.Comm
+        The grid the transfers of every row are planned over.
+    options : dict
+        What :func:`optiq.alltoallw` is given (``network``, ``method``, ...).
+    last : AlltoallvResult or None
+        What the last call did (on this rank).
+    calls : int
+        Calls made through it.
+    """
+
+    def __init__(self, comm: Any, parent: Any, options: dict[str, Any]) -> None:
+        self.comm, self.parent, self.options = comm, parent, options
+        self.last: AlltoallvResult | None = None
+        self.calls = 0
+
+    def __repr__(self) -> str:
+        return f"AcceleratedComm({self.comm.Get_size()} ranks of {self.parent.Get_size()}, {self.options})"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.comm, name)
+
+    def Alltoallw(self, sendbuf: Any, recvbuf: Any) -> None:  # noqa: N802 (mpi4py's name)
+        self.last = alltoallw(self.comm, sendbuf, recvbuf, parent=self.parent, **self.options)
+        self.calls += 1
+
+    def Alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:  # noqa: N802
+        self.last = alltoallv(self.comm, sendbuf, recvbuf, parent=self.parent, **self.options)
+        self.calls += 1
+
+
+def _transfers(fft: Any) -> list[Any]:
+    transfers = getattr(fft, "transfer", None)
+    if not isinstance(transfers, list) or not all(hasattr(t, "comm") and hasattr(t, "forward") for t in transfers) \
+            or not hasattr(fft, "subcomm"):
+        raise ArgumentError(f"accelerate takes an mpi4py_fft PFFT (with .transfer and .subcomm), not "
+                            f"{type(fft).__name__}")
+    return transfers
+
+
+def accelerate(fft: Any, network: Any = None, method: str = "auto", *, parent: Any = None,
+               **alltoallv_options: Any) -> Any:
+    """Make ``fft``'s transfers go through :func:`optiq.alltoallw`, every group of the grid planned
+    together (module docstring). Collective over the whole grid, like the ``PFFT`` itself.
+
+    Parameters
+    ----------
+    fft : mpi4py_fft.PFFT
+        The transform; it is changed in place and returned.
+    network : Topology or str
+        The machine (``"torus:4x4"``, ``"ibnet:fabric.txt"``, ...).
+    method : str
+        As for :func:`optiq.alltoallw`: ``"auto"`` (a plan where it pays), a planner's name, ``"mpi"``.
+    parent : mpi4py.MPI.Comm, optional
+        The communicator the grid's transfers are planned over: by default the grid, made from
+        its sub-communicators (module docstring).
+    **alltoallv_options
+        Passed to every call (``hosts``, ``link_bw``, ``plan_budget``, planner options ...).
+
+    Returns
+    -------
+    mpi4py_fft.PFFT
+        ``fft`` itself.
+
+    Raises
+    ------
+    ArgumentError
+        If ``fft`` is not a ``PFFT``, or the grid does not fit the network (on every rank).
+
+    Examples
+    --------
+    ``fft = accelerate(PFFT(comm, (64, 64, 64), dtype=complex, grid=(4, 4, 1)), network="torus:4x4")``;
+    then ``fft.forward(u, u_hat)`` and ``fft.backward(u_hat, u)`` as before.
+    """
+    transfers = _transfers(fft)
+    if network is None:
+        raise ArgumentError("accelerate needs network= (the machine the grid runs on)")
+    subcomms = [c for c in fft.subcomm]
+    grid = parent if parent is not None else grid_comm(subcomms)
+    check_placement(grid, network, alltoallv_options.get("hosts"), alltoallv_options.get("link_bw"))
+    options = dict(alltoallv_options, network=network, method=method)
+    for transfer in transfers:
+        comm = transfer.comm.comm if isinstance(transfer.comm, AcceleratedComm) else transfer.comm
+        transfer.comm = AcceleratedComm(comm, grid, options)
+    return fft
+
+
+def restore(fft: Any) -> Any:
+    """Give ``fft``'s transfers back their own communicators (MPI's ``Alltoallw`` again).
+
+    Returns
+    -------
+    mpi4py_fft.PFFT
+        ``fft`` itself.
+    """
+    for transfer in _transfers(fft):
+        if isinstance(transfer.comm, AcceleratedComm):
+            transfer.comm = transfer.comm.comm
+    return fft

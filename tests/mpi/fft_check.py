@@ -1,0 +1,65 @@
+"""Run under mpiexec -n 4: mpi4py-fft's transforms through optiq.integrations.mpi4py_fft.accelerate,
+bitwise against the library's own transfers.
+
+Pencils on a 2 x 2 grid and slabs, complex and real transforms, forward and backward, with
+every method; the transfers go through optiq (counted), and restore gives the library its own
+calls back. Prints "ok" on rank 0 and exits 0 when everything holds.
+"""
+
+import sys
+
+import numpy as np
+from mpi4py import MPI
+from mpi4py_fft import PFFT, newDistArray
+
+from optiq.integrations.mpi4py_fft import AcceleratedComm, accelerate, restore
+from optiq.runtime import clear_cache
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+assert comm.Get_size() == 4, "run with mpiexec -n 4"
+failures: list[str] = []
+
+
+def check(ok: bool, what: str) -> None:
+    if not ok:
+        failures.append(f"rank {rank}: {what}")
+
+
+def transform(fft, u):
+    """Forward and backward: the spectrum and the array back, as bytes."""
+    u_hat = fft.forward(u, newDistArray(fft, True))
+    back = fft.backward(u_hat, newDistArray(fft, False))
+    return np.asarray(u_hat).tobytes(), np.asarray(back).tobytes()
+
+
+for shape, dtype, decomposition in (((12, 10, 8), complex, {"grid": (2, 2, 1)}), ((8, 12, 6), float, {"grid": (2, 2)}),
+                                    ((8, 6, 4), complex, {"slab": True})):
+    fft = PFFT(comm, shape, axes=(0, 1, 2), dtype=dtype, **decomposition)
+    u = newDistArray(fft, False)
+    u[:] = np.random.default_rng(rank).random(u.shape).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        u[:] += 1j * np.random.default_rng(rank + 10).random(u.shape)
+    own = transform(fft, u)
+    for method in ("auto", "heu2", "opt"):
+        same = accelerate(fft, network="torus:2x2", method=method, plan_budget=float("inf"))
+        check(same is fft, "accelerate did not return the same PFFT")
+        ours = transform(fft, u)
+        label = f"{shape} {np.dtype(dtype).name} {decomposition}, {method}"
+        check(ours == own, f"{label}: forward or backward differ from mpi4py-fft's own")
+        accelerated = [t.comm for t in fft.transfer]
+        check(all(isinstance(c, AcceleratedComm) and c.calls >= 2 for c in accelerated),
+              f"{label}: a transfer did not go through optiq")
+        if method != "auto":  # a transfer on a sub-communicator of one rank is a local copy
+            moved = [c.last.method for c in accelerated]
+            check(method in moved and set(moved) <= {method, "local"}, f"{label}: {moved} moved the bytes, not {method}")
+    restore(fft)
+    check(not any(isinstance(t.comm, AcceleratedComm) for t in fft.transfer), "restore kept optiq's communicators")
+    check(transform(fft, u) == own, "after restore the transforms differ")
+    fft.destroy()
+
+clear_cache()
+failures = [f for fs in comm.allgather(failures) for f in fs]
+if rank == 0:
+    print("\n".join(failures) or "ok")
+sys.exit(1 if failures else 0)
