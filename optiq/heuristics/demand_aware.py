@@ -15,13 +15,17 @@ if TYPE_CHECKING:
     from ..topology import Topology
     from ..workloads import Demands
 
-__all__ = ["demand_aware_heuristic", "default_unit", "DEFAULT_UNIT", "MAX_UNITS_PER_JOB"]
+__all__ = ["demand_aware_heuristic", "default_unit", "finer_pass", "DEFAULT_UNIT", "MAX_UNITS_PER_JOB",
+           "FINE_UNITS_PER_JOB", "FINE_UNITS_MAX", "FINE_SLACK"]
 
 #: Default unit of Heuristic 2 (bytes), unless a job would then need more than
 #: :data:`MAX_UNITS_PER_JOB` units.
 DEFAULT_UNIT = 2**20
 #: The most units the default unit gives any job: beyond it the unit grows with the largest job.
 MAX_UNITS_PER_JOB = 64
+#: :func:`finer_pass`: units of the largest job in the second pass, the most units it places in
+#: all, and how far above the proven bound a plan must be for it to run.
+FINE_UNITS_PER_JOB, FINE_UNITS_MAX, FINE_SLACK = 32, 2**17, 0.02
 
 
 def default_unit(nbytes: np.ndarray) -> int:
@@ -163,3 +167,64 @@ def _scatter(jobs: np.ndarray) -> np.ndarray:
     many bytes left, a batch takes jobs from all over the list, not a run of one source's jobs
     that share their first links and would all choose alike."""
     return (jobs.astype(np.uint64) * np.uint64(2654435761)) % np.uint64(2**32)
+
+
+def finer_pass(topology: Topology, demands: Demands, candidates: PathSet, nbytes: np.ndarray, bound_s: float,
+               *, progress: Progress | None = None) -> tuple[np.ndarray, int | None]:
+    """A second Heuristic 2 in finer units, kept where it places faster: for a plan more than
+    :data:`FINE_SLACK` above the proven bound ``bound_s`` whose jobs fit in
+    :data:`FINE_UNITS_MAX` units of a :data:`FINE_UNITS_PER_JOB`-th of the largest job.
+
+    Jobs of one size that choose at once against the same loads choose alike: on a ring, every
+    pair half the ring apart takes the same way round, and no move of a whole job off the busiest
+    link then helps (it makes another link as busy). Placed in smaller units they split over
+    both ways, and :func:`~optiq.heuristics.rebalance` and
+    :func:`~optiq.heuristics.rebalance.fewer_paths` then merge what a whole path can carry.
+
+    Parameters
+    ----------
+    topology, demands, candidates
+        As for :func:`demand_aware_heuristic`.
+    nbytes : ndarray of int
+        The first pass's bytes per candidate path (rebalanced).
+    bound_s : float
+        A proven lower bound on the plan's time (seconds).
+    progress : callable, optional
+
+    Returns
+    -------
+    ndarray of int, int or None
+        The faster plan's bytes per candidate path (the first's on a tie), and the unit of the
+        second pass if it was kept (else None).
+
+    Examples
+    --------
+    The rows of a 4 x 4 torus, every row an all-to-all: the pairs half a ring apart all take one
+    way round in whole units, and split over both in finer ones.
+
+    >>> from optiq.topology import torus
+    >>> from optiq.workloads import grid_transpose
+    >>> from optiq.planner.methods import make_candidates
+    >>> from optiq.heuristics import rebalance
+    >>> t, d = torus((4, 4)), grid_transpose((4, 4), 1, 2**16)
+    >>> c = make_candidates(t, d, greedy=True)
+    >>> first = rebalance(t, c, demand_aware_heuristic(t, d, c))
+    >>> bound = 2 * 2**16 / t.capacity[0]    # the optimum: every link carries two pairs' bytes
+    >>> plan, unit = finer_pass(t, d, c, first, bound)
+    >>> [f"{c.busiest_link_time(x, t.capacity) / bound:.3f}" for x in (first, plan)], unit
+    (['1.500', '1.016'], 2048)
+    """
+    from .rebalance import fewer_paths, rebalance
+
+    cap = topology.capacity
+    first_s = candidates.busiest_link_time(np.asarray(nbytes, dtype=float), cap)
+    largest = int(demands.nbytes.max(initial=0))
+    unit = max(1, largest // FINE_UNITS_PER_JOB)
+    units = int((-(-demands.nbytes.astype(np.int64) // unit)).sum())
+    if not first_s > bound_s * (1 + FINE_SLACK) or units > FINE_UNITS_MAX or unit >= default_unit(demands.nbytes):
+        return nbytes, None
+    placed = demand_aware_heuristic(topology, demands, candidates, unit, progress=progress)
+    finer = fewer_paths(topology, candidates, rebalance(topology, candidates, placed, bound_s=bound_s))
+    if candidates.busiest_link_time(finer.astype(float), cap) < first_s * (1 - 1e-9):
+        return finer, unit
+    return nbytes, None

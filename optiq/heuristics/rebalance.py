@@ -1,4 +1,4 @@
-"""Moving a plan's paths off its busiest link while that makes the plan faster."""
+"""Moving a plan's paths off its busiest link while that makes the plan faster, and merging a job's paths while that costs no time."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..paths import PathSet
     from ..topology import Topology
 
-__all__ = ["rebalance", "default_moves"]
+__all__ = ["rebalance", "default_moves", "fewer_paths"]
 
 
 def default_moves(jobs: int) -> int:
@@ -141,4 +141,77 @@ def rebalance(topology: Topology, candidates: PathSet, nbytes: np.ndarray, *, ma
         out[q] += out[p]
         out[p] = 0
     scanned_in_numpy(scans)
+    return out
+
+
+def fewer_paths(topology: Topology, candidates: PathSet, nbytes: np.ndarray) -> np.ndarray:
+    """Bytes per candidate path after merging paths of a job while the plan's busiest link gets
+    no busier: job by job, the bytes of its smallest path with bytes move to the other path of
+    the job that would be least loaded afterwards (ties: the earlier), as long as every link that
+    path crosses stays within the plan's time. A plan placed in small units spreads a job over
+    several of its candidates where one or two would do; each path is a stream of its own for
+    the executor, with a message per chunk.
+
+    Parameters
+    ----------
+    topology : Topology
+    candidates : PathSet
+    nbytes : ndarray of int
+        Bytes on every candidate path.
+
+    Returns
+    -------
+    ndarray of int
+        Bytes on every candidate path: each job's total and the busiest link's time unchanged
+        or less, no job on more paths than before.
+
+    Raises
+    ------
+    PlanError
+        If ``nbytes`` does not have one entry per candidate path.
+
+    Examples
+    --------
+    On a ring, job 0 keeps link 0 -> 1 busiest; job 1, split over both ways from 1 to 2, fits
+    on the short way within that link's time:
+
+    >>> from optiq.topology import torus
+    >>> from optiq.paths import PathSet
+    >>> t = torus((4,))
+    >>> link = lambda u, v: t.links_between(u, v)[0]
+    >>> paths = PathSet.from_lists([[link(0, 1)], [link(1, 2)], [link(1, 0), link(0, 3), link(3, 2)]], [0, 1, 1], 2)
+    >>> fewer_paths(t, paths, np.array([100, 30, 20])).tolist()
+    [100, 50, 0]
+    """
+    nbytes = np.asarray(nbytes)
+    if nbytes.shape != (candidates.num_paths,):
+        raise PlanError(f"fewer_paths needs bytes for each of the {candidates.num_paths} candidate paths, "
+                        f"got an array of shape {nbytes.shape}")
+    out = nbytes.astype(np.int64).copy()
+    cap, links, offsets, jo = topology.capacity, candidates.links, candidates.offsets, candidates.job_offsets
+    load = candidates.link_loads(out, topology.num_links)
+    limit = float((load / cap).max(initial=0.0)) * (1 + 1e-12)
+    used_per_job = np.add.reduceat(out > 0, jo[:-1]) if out.size else np.zeros(0, np.int64)
+    for j in np.flatnonzero(used_per_job[:candidates.num_jobs] > 1).tolist():
+        used = jo[j] + np.flatnonzero(out[jo[j]:jo[j + 1]] > 0)
+        while used.size > 1:
+            p = int(used[np.lexsort((used, out[used]))[0]])  # the smallest, then the earlier
+            moved = float(out[p])
+            here = links[offsets[p]:offsets[p + 1]]
+            np.subtract.at(load, here, moved)
+            best, best_worst = -1, limit
+            for q in used.tolist():
+                if q == p:
+                    continue
+                there = links[offsets[q]:offsets[q + 1]]
+                worst = float(((load[there] + moved) / cap[there]).max(initial=0.0))
+                if worst <= best_worst and (best < 0 or worst < best_worst):
+                    best, best_worst = q, worst
+            if best < 0:
+                np.add.at(load, here, moved)
+                break
+            np.add.at(load, links[offsets[best]:offsets[best + 1]], moved)
+            out[best] += out[p]
+            out[p] = 0
+            used = used[used != p]
     return out

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import ParameterError, SolverError
 from ..heuristics import default_unit, demand_aware_heuristic, dynamic_routing, maxload_heuristic, rebalance
+from ..heuristics.demand_aware import finer_pass
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGOptions, CGResult, CGStatus, column_generation
 from ..lp.lean import lean_plan
@@ -497,7 +498,9 @@ class DemandAware(CandidatePlanner):
     """``heu2``: Heuristic 2, placing ``unit`` bytes at a time on the least-loaded candidate
     (default :func:`optiq.heuristics.default_unit`: 1 MiB, more for jobs over 64 MiB), then
     moving paths off the busiest link while that makes the plan faster
-    (:func:`optiq.heuristics.rebalance`)."""
+    (:func:`optiq.heuristics.rebalance`); with the default unit, a plan still far from its
+    bound is placed again in finer units, and the faster kept
+    (:func:`optiq.heuristics.demand_aware.finer_pass`)."""
 
     unit: int | None = None
     name: ClassVar[str] = "heu2"
@@ -510,7 +513,11 @@ class DemandAware(CandidatePlanner):
     def choose(self, ctx: Context, candidates: PathSet, rec: PlanRecord) -> np.ndarray:
         rec.unit = default_unit(ctx.demands.nbytes) if self.unit is None else self.unit
         placed = demand_aware_heuristic(ctx.topology, ctx.demands, candidates, rec.unit, progress=ctx.progress)
-        return rebalance(ctx.topology, candidates, placed, bound_s=ctx.bound_s)
+        out = rebalance(ctx.topology, candidates, placed, bound_s=ctx.bound_s)
+        if self.unit is None:  # the default unit: a finer second pass where the plan is far from its bound
+            out, finer = finer_pass(ctx.topology, ctx.demands, candidates, out, ctx.bound_s, progress=ctx.progress)
+            rec.unit = finer or rec.unit
+        return out
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 (models and traces) mapped to hosts by node selection and placement, job QoS classes, and a
 cluster's running jobs."""
 
-from .applications import cesm_coupling, hacc_aggregation, mxn_redistribution
+from .applications import cesm_coupling, grid_transpose, hacc_aggregation, mxn_redistribution
 from .demands import Demands
 from .files import read_demands, write_demands
 from .hosts import named_hosts, on_hosts
@@ -17,6 +17,6 @@ from .traffic import milc_traffic, nas_cg_traffic, read_traffic
 
 __all__ = ["Demands", "constant_ratio", "distance_sweep", "destination_sweep", "random_pairing", "permutation",
            "random_sizes", "read_demands", "write_demands", "PATTERNS", "hacc_aggregation", "cesm_coupling",
-           "mxn_redistribution", "QoSClasses", "read_qos",
+           "mxn_redistribution", "grid_transpose", "QoSClasses", "read_qos",
            "read_traffic", "nas_cg_traffic", "milc_traffic", "host_demands", "HostTraffic", "SELECTIONS",
            "PLACEMENTS", "named_hosts", "on_hosts", "read_jobs", "ClusterJob", "WorkloadSpec", "read_split"]

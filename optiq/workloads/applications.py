@@ -1,4 +1,4 @@
-"""Application-like demands of the OPTIQ thesis: HACC I/O aggregation and CESM coupling.
+"""Application-like demands: HACC I/O aggregation and CESM coupling (the OPTIQ thesis), a parallel FFT's transposes.
 
 Neither application's exact traffic is published, so both are generated from what the
 thesis states (seed 003), by rules documented here.
@@ -33,7 +33,7 @@ from .demands import Demands
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-__all__ = ["hacc_aggregation", "cesm_coupling", "mxn_redistribution", "CESM_MODELS"]
+__all__ = ["hacc_aggregation", "cesm_coupling", "mxn_redistribution", "grid_transpose", "CESM_MODELS"]
 
 # node ranges at 512 nodes (ranks / 4) and the fan-out giving the thesis's node pairs
 CESM_MODELS = {"ATM": ((0, 448), 4.01), "LND": ((0, 129), 21.6), "ICE": ((129, 448), 1.4), "OCN": ((448, 512), 6.8)}
@@ -140,3 +140,51 @@ def cesm_coupling(num_endpoints: int, model: str, *, nbytes: int = 2 * 2**20) ->
 
     d = mxn_redistribution(nodes(lo, hi), nodes(*CESM_COUPLER), nbytes, fan_out)
     return Demands(d.src, d.dst, d.nbytes, name=f"CESM {model} -> CPL")
+
+
+def grid_transpose(grid: tuple[int, ...], axis: int, nbytes: int) -> Demands:
+    """One transpose of a parallel FFT on a process grid (mpi4py-fft's pencils): every group of
+    ranks that differ in coordinate ``axis`` of the grid alone exchanges ``nbytes`` between every
+    two of its members, every group at once. Ranks are numbered row-major over ``grid``, as
+    ``Create_cart`` numbers them; rank ``i`` is endpoint ``i``.
+
+    Parameters
+    ----------
+    grid : tuple of int
+        The process grid's shape (``(4, 4)`` for a 4 x 4 grid of pencils, ``(16, 1)`` for slabs).
+    axis : int
+        The grid axis along which the groups exchange (the rows: the last axis).
+    nbytes : int
+        Bytes every member sends every other member of its group.
+
+    Returns
+    -------
+    Demands
+
+    Raises
+    ------
+    WorkloadError
+        If the grid or the axis is out of range, or ``nbytes`` is not positive.
+
+    Examples
+    --------
+    >>> d = grid_transpose((2, 3), 1, 8)         # the two rows of a 2 x 3 grid: 0-2 and 3-5
+    >>> d.num_jobs, sorted({(int(s), int(t)) for s, t in zip(d.src, d.dst) if s < 3})
+    (12, [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)])
+    >>> grid_transpose((4, 4), 0, 8).num_jobs    # the four columns
+    48
+    """
+    shape = tuple(int(n) for n in grid)
+    if not shape or min(shape) < 1:
+        raise WorkloadError(f"a process grid has one or more axes of 1 rank or more, got {grid!r}")
+    if not -len(shape) <= axis < len(shape):
+        raise WorkloadError(f"axis {axis} is not an axis of the {len(shape)}-D grid {grid!r}")
+    if nbytes < 1:
+        raise WorkloadError(f"a transpose sends 1 byte or more between two ranks, got {nbytes}")
+    axis %= len(shape)
+    ranks = np.arange(int(np.prod(shape))).reshape(shape)
+    groups = np.moveaxis(ranks, axis, -1).reshape(-1, shape[axis])  # one row per group
+    n = shape[axis]
+    a, b = np.nonzero(~np.eye(n, dtype=bool))
+    src, dst = groups[:, a].reshape(-1), groups[:, b].reshape(-1)
+    return Demands(src, dst, np.full(src.size, int(nbytes), dtype=np.int64))
