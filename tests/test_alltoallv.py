@@ -375,3 +375,31 @@ def test_unchecked_windows_grow_to_the_cap_and_never_pass_the_call_that_plans():
     shapes.decide((7, 8), (0, 0), 12, 0.05)
     shapes.mpi_faster((7, 8), "measured")
     assert shapes.calls_left((7, 8), 0.05) is None and shapes.calls_left((9, 9), 0.05) == 0
+
+
+def test_a_message_read_again_on_other_buffers_reads_those_buffers():
+    """Specifications of one key (counts, displacements, datatypes, buffer sizes) are laid out
+    from the first one read: every part is then that of the new buffer, packed or in place."""
+    from mpi4py import MPI
+
+    from optiq.runtime.forms import GENERAL, VECTOR
+
+    column = MPI.DOUBLE.Create_subarray([3, 2], [3, 1], [0, 1]).Commit()
+    nothing = MPI.DOUBLE.Create_contiguous(0).Commit()
+    try:
+        for kind, spec in ((GENERAL, lambda a: [a, ([1, 1], [0, 0]), [column, nothing]]),
+                           (VECTOR, lambda a: [a, ([3, 3], [0, 3])])):
+            first, second = np.arange(6.0).reshape(3, 2), np.arange(6.0).reshape(3, 2) + 100
+            a = kind.read(spec(first), readonly=True, blocks=2)
+            got = a.read(0).view("d").tolist()  # (what reading found out of its buffer stays its own)
+            b = kind.read(spec(second), readonly=True, blocks=2)
+            if kind is GENERAL:
+                assert got == [1.0, 3.0, 5.0] and b.read(0).view("d").tolist() == [101.0, 103.0, 105.0]
+            else:
+                assert got == [0.0, 1.0, 2.0] and b.read(1).view("d").tolist() == [103.0, 104.0, 105.0]
+            target = np.zeros((3, 2))
+            kind.read(spec(target), readonly=False, blocks=2).write(0, np.array([7.0, 8.0, 9.0]).view(np.uint8))
+            assert (target[:, 1] if kind is GENERAL else target.reshape(-1)[:3]).tolist() == [7.0, 8.0, 9.0]
+    finally:
+        column.Free()
+        nothing.Free()

@@ -13,8 +13,9 @@ under ``set -euo pipefail``; a python block runs with this interpreter, or under
   from a clean clone; the rest of the line runs. The test command itself is this run.
 - a block after ``<!-- docs-test: needs NAME ... -->`` runs only where every NAME is a
   command on ``PATH`` or an existing file (a real fabric's ``ibnetdiscover``, a cluster's
-  Slurm configuration), or ``netns`` where network namespaces can be made and ``ethtool`` is
-  installed (the testbed's pages: the ``netns`` lane), and is skipped with the reason otherwise;
+  Slurm configuration), ``python:MODULE`` where that module can be imported (an optional extra's
+  package), or ``netns`` where network namespaces can be made and ``ethtool`` is installed (the
+  testbed's pages: the ``netns`` lane), and is skipped with the reason otherwise;
 - a block after ``<!-- docs-test: installs -->`` changes the environment it runs in (an
   install against a cluster's own MPI): it is skipped, with the reason.
 """
@@ -89,7 +90,18 @@ def _as_run_here(code: str) -> str:
 
 
 def _missing(needs: tuple[str, ...]) -> list[str]:
-    return [n for n in needs if not (_netns_here() if n == NETNS else shutil.which(n) or Path(n).exists())]
+    return [n for n in needs if not (_netns_here() if n == NETNS else _importable(n[len(PYTHON):])
+                                     if n.startswith(PYTHON) else shutil.which(n) or Path(n).exists())]
+
+
+#: The need of a block that imports an optional module: ``python:MODULE`` (an extra's package).
+PYTHON = "python:"
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
 
 
 #: The need of a block that builds an emulated network (root, network namespaces).

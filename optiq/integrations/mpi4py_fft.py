@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ArgumentError
+from ..mpi.comms import cached_on
 from ..mpi.grids import grid_comm
 from ..runtime import AlltoallvResult, alltoallv, alltoallw
 from ..runtime.patterns import check_placement
@@ -68,6 +69,25 @@ class AcceleratedComm:
     def Alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:  # noqa: N802
         self.last = alltoallv(self.comm, sendbuf, recvbuf, parent=self.parent, **self.options)
         self.calls += 1
+
+
+def _grid_of(subcomms: list[Any]) -> Any:
+    """The grid of ``subcomms`` (:func:`~optiq.mpi.grids.grid_comm`), made once and kept on the
+    first of them (freed with it: every rank of the grid frees its sub-communicators together,
+    as ``PFFT.destroy`` does). Collective over the grid the first time."""
+    kept: dict[tuple[int, ...], Any] = cached_on(subcomms[0], _GRIDS, dict, _free_grids)
+    key = tuple(c.handle for c in subcomms)
+    if key not in kept:
+        kept[key] = grid_comm(subcomms)
+    return kept[key]
+
+
+def _free_grids(kept: dict[tuple[int, ...], Any]) -> None:
+    for grid in kept.values():
+        grid.Free()
+
+
+_GRIDS = "optiq.integrations.mpi4py_fft.grids"
 
 
 def _transfers(fft: Any) -> list[Any]:
@@ -116,8 +136,7 @@ def accelerate(fft: Any, network: Any = None, method: str = "auto", *, parent: A
     transfers = _transfers(fft)
     if network is None:
         raise ArgumentError("accelerate needs network= (the machine the grid runs on)")
-    subcomms = [c for c in fft.subcomm]
-    grid = parent if parent is not None else grid_comm(subcomms)
+    grid = parent if parent is not None else _grid_of(list(fft.subcomm))
     check_placement(grid, network, alltoallv_options.get("hosts"), alltoallv_options.get("link_bw"))
     options = dict(alltoallv_options, network=network, method=method)
     for transfer in transfers:

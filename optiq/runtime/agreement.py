@@ -37,11 +37,12 @@ import numpy as np
 
 from ..errors import ArgumentError, OptiqError
 from ..mpi.comms import mpi_module
+from ..mpi.connect import connect_in_turn
 from ..mpi.launch import together
 from ..mpi.waiting import idle_pause
 from ..topology import Topology
 from ..utils.checks import check_count
-from .context import Context, Group, SpreadMessage, context, group_of
+from .context import Context, Group, SpreadMessage, connected, context, group_of
 from .forms import Collective
 from .messages import Message, as_argument_error, overlapping
 from .patterns import (
@@ -173,7 +174,7 @@ def _read_call(kind: Collective, local: int, blocks: int, sendbuf: Any,
     """This rank's checks: its messages (of the call's own communicator, ``blocks`` ranks, this
     one ``local``), whether this module can move its bytes itself (host memory), and its send
     and receive byte counts."""
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     recv = kind.read(recvbuf, readonly=False, blocks=blocks)
     send = None if sendbuf is MPI.IN_PLACE else kind.read(sendbuf, readonly=True, blocks=blocks)
@@ -321,7 +322,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
     # now (on the group's duplicate, once made); a memoised call sent ahead reads its messages
     # only if it turns out to need them (agree)
     eligible = go_ahead and cached and method == "auto" and network is not None and plan_budget != float("inf") \
-        and group.comm is not None
+        and group.comm is not None and ctx.connected
     ahead = eligible and failure is None and readable and pairs > 0 and not ctx.shapes.is_hot(row)
     if failure is None and recv is None and not ahead and group.members.size and group.local[rank] >= 0:
         try:
@@ -379,8 +380,10 @@ def _join(start: Start, sendbuf: Any, recvbuf: Any, failed: bool) -> None:
 
 
 def _wait(start: Start) -> None:
-    """Wait for the agreement; with ``parent=``, at most ``timeout`` seconds, since a rank of the
-    parent that never calls would leave the others waiting for ever.
+    """Wait for the agreement. The first agreement of a context with ``parent=`` waits at most
+    ``timeout`` seconds, since a rank of the parent that never calls would leave the others
+    waiting for ever; later ones wait as ``MPI_Wait`` does (tests from Python between pauses cost
+    every rank of a crowded node far more than MPI's own wait).
 
     Raises
     ------
@@ -388,20 +391,22 @@ def _wait(start: Start) -> None:
         If not every rank of the parent joined in time (the context is refused from then on:
         its agreement is still pending).
     """
-    if not start.joint:
+    ctx = start.ctx
+    if not start.joint or ctx.joined:
         start.agreement.Wait()
         return
     began, tests = time.perf_counter(), 0
     while not start.agreement.Test():
         tests += 1
         if time.perf_counter() - began > start.timeout:
-            start.ctx.broken = (f"not every rank of parent= joined the {start.kind.name} within {start.timeout:g} s: "
-                                f"every rank of the parent calls together, each with its own sub-communicator "
-                                f"(MPI.COMM_NULL for a rank that only relays); calls with this parent are refused "
-                                f"from now on")
-            start.ctx.released = True  # its duplicate has the agreement pending: never freed, never used again
-            raise ArgumentError(start.ctx.broken)
+            ctx.broken = (f"not every rank of parent= joined the {start.kind.name} within {start.timeout:g} s: "
+                          f"every rank of the parent calls together, each with its own sub-communicator "
+                          f"(MPI.COMM_NULL for a rank that only relays); calls with this parent are refused "
+                          f"from now on")
+            ctx.released = True  # its duplicate has the agreement pending: never freed, never used again
+            raise ArgumentError(ctx.broken)
         time.sleep(idle_pause(tests))
+    ctx.joined = True
 
 
 def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, hosts: Any,
@@ -448,6 +453,10 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
     fingerprint = f"{key[0]:016x}{key[1]:016x}"
     agreement = vec[_AGREE]
     agreed = agreement[0] == agreement[1] and size * int(agreement[3]) == int(agreement[2]) ** 2
+    if agreed and not ctx.connected:  # the first agreed call, before any byte of the context moves
+        if network is not None and link_bw is None and method != "mpi":
+            connect_in_turn(c)
+        connected(ctx)
     send, recv = _spread(start, sendbuf, recvbuf, need=not (ahead and agreed))
     if vec[_UNREAD]:  # device memory or MPI.BOTTOM with data on some rank: MPI moves the caller's own arguments
         return Call(kind, c, group, sendbuf, recvbuf, send, recv, Pattern("mpi", "device memory or MPI.BOTTOM "

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentError
-from ..mpi.comms import cached_on, forget
+from ..mpi.comms import cached_on, forget, mpi_module
 from ..mpi.waiting import idle_pause
 from .messages import Message
 from .patterns import Pattern
 from .policy import Quiet, Shapes
 
-__all__ = ["Context", "Group", "SpreadMessage", "context", "group_of", "clear_cache"]
+__all__ = ["Context", "Group", "SpreadMessage", "context", "group_of", "clear_cache", "connected"]
 
 #: Weights of the groups' check (:meth:`Group.word`): rank ``m`` of the parent weighs ``(m + 1) * _MIX``.
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -67,6 +67,7 @@ class Group:
         self.comm = comm
         self.source = source
         self.serial = next(_SERIALS)
+        self._words: dict[int, np.uint64] = {}
 
     def __repr__(self) -> str:
         return f"Group({self.members.size} of {self.size} ranks)"
@@ -91,6 +92,13 @@ class Group:
         of the members. The shares of all ranks sum to 0 (modulo 2**64) exactly when every member
         of every rank's group has that same group (module docstring of
         :mod:`optiq.runtime.agreement`); a relay's share is 0."""
+        known = self._words.get(rank)
+        if known is not None:
+            return known
+        self._words[rank] = word = self._word(rank)
+        return word
+
+    def _word(self, rank: int) -> np.uint64:
         if not self.members.size:
             return np.uint64(0)
         h = np.uint64(int.from_bytes(hashlib.blake2b(self.members.tobytes(), digest_size=8).digest(), "little"))
@@ -164,6 +172,12 @@ class Context:
         self.quiet = Quiet()
         self.released = False
         self.serial = next(_SERIALS)
+        #: the ranks agreed on a call: MPI's connections are open (one partner at a time, on real
+        #: links; :func:`optiq.mpi.connect.connect_in_turn`), and calls may go ahead of the agreement.
+        #: Connections join processes, not communicators: a context of processes connected before is.
+        self.connected = self.comm is not None and connected_before(self.comm)
+        #: ``parent=``: every rank of the parent has joined an agreement (later ones are not timed)
+        self.joined = False
 
     @property
     def side(self) -> Any:
@@ -196,6 +210,25 @@ class Context:
             self._side.Free()
         if not self.broken:  # a duplicate still being made cannot be freed
             self.comm.Free()
+
+
+#: The groups of processes whose contexts opened MPI's connections among them (alike on their ranks).
+_CONNECTED: list[Any] = []
+
+
+def connected_before(comm: Any) -> bool:
+    """Whether the processes of ``comm`` (exactly those) opened their connections before."""
+    MPI = mpi_module()
+
+    group = comm.Get_group()
+    return any(MPI.Group.Compare(group, other) in (MPI.IDENT, MPI.SIMILAR) for other in _CONNECTED)
+
+
+def connected(ctx: Context) -> None:
+    """The context's processes have their connections open (remembered for later contexts of them)."""
+    ctx.connected = True
+    if not connected_before(ctx.comm):
+        _CONNECTED.append(ctx.comm.Get_group())
 
 
 #: The communicators that hold a context (as an MPI attribute, released when they are freed).
@@ -233,7 +266,7 @@ def context(comm: Any, timeout: float | None = None) -> Context:
         return ctx
 
     def make() -> Context:
-        from mpi4py import MPI
+        MPI = mpi_module()
 
         _HOLDERS[:] = [h for h in _HOLDERS if h != MPI.COMM_NULL]  # communicators freed since
         _HOLDERS.append(comm)
@@ -255,7 +288,7 @@ def group_of(comm: Any, parent: Any, ctx: Context) -> Group:
     ArgumentError
         If ``comm`` is an intercommunicator, or holds a rank that ``parent`` does not.
     """
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     if comm is parent:
         return ctx.whole
@@ -285,7 +318,7 @@ def clear_cache(comm: Any | None = None) -> None:
     executors and duplicated communicators. Collective: every rank calls it together.
 
     Freeing a communicator releases its cache too (an MPI attribute's delete callback)."""
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     holders = list(_HOLDERS) if comm is None else [comm]
     for holder in holders:

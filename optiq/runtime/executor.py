@@ -34,6 +34,10 @@ UNPACED_MESSAGE_S = 0.02
 #: Link time a chunk lasts at most by default, at the plan's slowest link (every stop of a path
 #: stores a whole chunk before it sends it on).
 CHUNK_S = 0.05
+#: A plan that forwards: every stop of a path stores a whole chunk before it sends it on, so
+#: the path's last byte arrives a chunk's link time per stop after a fluid flow's. By default
+#: a chunk lasts at most this share of the plan's predicted time on its slowest link.
+STOP_SHARE = 0.2
 #: The smallest chunk :func:`default_chunk_size` chooses (bytes).
 MIN_DEFAULT_CHUNK = 4096
 #: Seconds of an emulated link's traffic the default window covers: oversubscribed ranks
@@ -93,8 +97,9 @@ def default_window(chunk_size: int, link_bw: float | None, network_bw: float | N
 
 def default_chunk_size(plan: Plan) -> int:
     """The chunk size :class:`Executor` uses when none is given: the plan's, or where one chunk
-    would last more than :data:`CHUNK_S` on the plan's slowest link, the largest power of two
-    that does not (at least :data:`MIN_DEFAULT_CHUNK`). A chunk is the unit a forwarding
+    would last more than :data:`CHUNK_S` on the plan's slowest link, or (a plan whose paths
+    stop at ranks) more than :data:`STOP_SHARE` of the plan's predicted time, the largest power
+    of two that does not (at least :data:`MIN_DEFAULT_CHUNK`). A chunk is the unit a forwarding
     rank stores before it sends on, and a slow path's pace is counted in whole chunks.
 
     Examples
@@ -103,12 +108,29 @@ def default_chunk_size(plan: Plan) -> int:
     >>> [default_chunk_size(make_plan(from_spec(f"mesh:3,bw={bw}"), Demands([0], [2], [2**20]), "default"))
     ...  for bw in ("10Mb/s", "20Mb/s", "100Mb/s", "1.8GB/s")]
     [32768, 65536, 65536, 65536]
+
+    An all-to-all on a ring of 4: opt sends the pairs half the ring apart both ways round, some
+    through a stop, and a whole pair in one chunk would wait at the stop for half the plan's time.
+
+    >>> from optiq.workloads import grid_transpose
+    >>> ring = from_spec("torus:4,bw=20Mb/s")
+    >>> [default_chunk_size(make_plan(ring, grid_transpose((4,), 0, 2**16), m)) for m in ("default", "opt")]
+    [65536, 16384]
     """
     slowest = slowest_link(plan)
     fits = math.inf if slowest is None else CHUNK_S * slowest
+    if slowest is not None and _forwards(plan):
+        fits = min(fits, STOP_SHARE * plan.predicted_time_s * slowest)
     if plan.chunk_size <= fits:
         return int(plan.chunk_size)
     return int(max(MIN_DEFAULT_CHUNK, 2 ** int(math.floor(math.log2(fits)))))
+
+
+def _forwards(plan: Plan) -> bool:
+    """Whether a path with bytes stops at a rank between its ends (it has more than one leg)."""
+    path = plan.paths.leg_entries()[0]
+    legs = np.bincount(path, minlength=plan.paths.num_paths)
+    return bool(np.count_nonzero((legs > 1) & (plan.path_bytes > 0)))
 
 
 def slowest_link(plan: Plan) -> float | None:

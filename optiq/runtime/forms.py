@@ -12,16 +12,22 @@ key), and which of MPI's calls a call handed to MPI makes.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .messages import Message, quick_parts, read_message, spec_key
+from ..mpi.comms import mpi_module
+from .messages import Message, from_template, quick_parts, read_message, spec_key
 from .messages_w import read_message_w, spec_key_w
 
-__all__ = ["Collective", "VECTOR", "GENERAL"]
+__all__ = ["Collective", "VECTOR", "GENERAL", "TEMPLATES_KEPT"]
+
+#: Messages kept as templates of specifications of the same key (the least recently read leave).
+TEMPLATES_KEPT = 64
+_TEMPLATES: OrderedDict[tuple[Any, ...], Message] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -32,8 +38,8 @@ class Collective:
     ----------
     name : str
         ``"alltoallv"`` or ``"alltoallw"`` (what errors and results name).
-    read : callable
-        ``read(spec, readonly=, blocks=)``: one message (raises as mpi4py raises).
+    reader : callable
+        ``reader(spec, readonly=, blocks=)``: one message (raises as mpi4py raises).
     key : callable
         ``key(spec)``: what the message's checks depend on, or None (read it every time).
     quick : callable or None
@@ -44,10 +50,28 @@ class Collective:
     """
 
     name: str
-    read: Callable[..., Message]
+    reader: Callable[..., Message]
     key: Callable[[Any], tuple[Any, ...] | None]
     quick: Callable[..., tuple[np.ndarray, np.ndarray, int] | None] | None
     mpi_name: str
+
+    def read(self, spec: Any, *, readonly: bool, blocks: int) -> Message:
+        """One message, as ``reader`` reads it; a specification of a key read before (a numpy
+        buffer: :func:`~optiq.runtime.messages.spec_key`) is laid out as that one was, on its
+        own buffer, without reading its counts and datatypes again."""
+        key = self.key(spec)
+        if key is None:
+            return self.reader(spec, readonly=readonly, blocks=blocks)
+        known = (self.name, readonly, blocks, key)
+        template = _TEMPLATES.get(known)
+        if template is not None:
+            _TEMPLATES.move_to_end(known)
+            return from_template(template, spec, spec if isinstance(spec, np.ndarray) else spec[0])
+        message = self.reader(spec, readonly=readonly, blocks=blocks)
+        _TEMPLATES[known] = message  # it holds the datatypes its key names (their ids stay theirs)
+        while len(_TEMPLATES) > TEMPLATES_KEPT:
+            _TEMPLATES.popitem(last=False)
+        return message
 
     def mpi(self, comm: Any, sendbuf: Any, recvbuf: Any) -> None:
         """``comm.Alltoallv(sendbuf, recvbuf)`` (or ``Alltoallw``): MPI with the caller's arguments."""
@@ -63,7 +87,7 @@ class Collective:
 
     def messages(self, sendbuf: Any, recvbuf: Any, blocks: int) -> tuple[Message | None, Message]:
         """The call's two messages, read (``None`` for ``MPI.IN_PLACE``)."""
-        from mpi4py import MPI
+        MPI = mpi_module()
 
         recv = self.read(recvbuf, readonly=False, blocks=blocks)
         return None if sendbuf is MPI.IN_PLACE else self.read(sendbuf, readonly=True, blocks=blocks), recv
@@ -72,7 +96,7 @@ class Collective:
         """A stand-in transfer of zero bytes of the sizes its peers send and expect (a rank whose
         own arguments are wrong, while its peers went ahead): the request, and the buffers it
         holds until it ends."""
-        from mpi4py import MPI
+        MPI = mpi_module()
 
         counts = [np.asarray(send_counts, np.int64), np.asarray(recv_counts, np.int64)]
         buffers = [np.zeros(int(n.sum()), np.uint8) for n in counts]

@@ -34,9 +34,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentBufferError, ArgumentError, ArgumentKeyError, ArgumentTypeError, OptiqError
+from ..mpi.comms import mpi_module
 
-__all__ = ["Message", "read_message", "quick_parts", "overlapping", "as_argument_error", "spec_key", "HOST", "DEVICE",
-           "NONE"]
+__all__ = ["Message", "read_message", "quick_parts", "overlapping", "as_argument_error", "spec_key", "datatype_key",
+           "from_template", "HOST", "DEVICE", "NONE"]
 
 HOST, DEVICE, NONE = "host", "device", "none"
 #: DLPack's device type of host memory.
@@ -208,11 +209,16 @@ class Message:
         """Elements ``first ..`` of rank ``i``'s part as MPI's ``Pack`` and ``Unpack`` take them:
         memory from that element's start, ``count`` extents long (the type map may reach before
         or past that span; :meth:`check_bounds` checked the bytes it does reach)."""
-        from mpi4py import MPI
+        MPI = mpi_module()
 
-        assert self.data is not None
-        start = self.data.ctypes.data + int(self.byte_displs[i]) + first * int(self.extents[i])
+        start = self._address + int(self.byte_displs[i]) + first * int(self.extents[i])
         return MPI.buffer.fromaddress(start, count * extent, readonly=readonly)
+
+    @cached_property
+    def _address(self) -> int:
+        """Where the buffer's memory starts."""
+        assert self.data is not None
+        return int(self.data.__array_interface__["data"][0])
 
     def _one_by_one(self, i: int) -> tuple[Any, int] | None:
         """A part's datatype resized to an extent of one byte, for a type whose own extent is not
@@ -222,7 +228,7 @@ class Message:
         return self.datatypes[i].Create_resized(int(self.lbs[i]), 1).Commit(), int(self.counts[i])
 
     def _pack(self, i: int, out: np.ndarray) -> None:
-        from mpi4py import MPI
+        MPI = mpi_module()
 
         one = self._one_by_one(i)
         if one is None:
@@ -239,7 +245,7 @@ class Message:
             raise ArgumentError(f"MPI packed {end} bytes of rank {i}'s part, not the {out.size} of its type's size")
 
     def _unpack(self, i: int, staging: np.ndarray) -> None:
-        from mpi4py import MPI
+        MPI = mpi_module()
 
         one = self._one_by_one(i)
         if one is None:
@@ -325,10 +331,12 @@ def _quick_itemsize(buf: np.ndarray) -> int:
 
 def spec_key(spec: Any) -> tuple[Any, ...] | None:
     """What a message specification's checks depend on, when cheap to tell (a numpy buffer,
-    counts and displacements as numpy arrays, lists or integers, a predefined or no datatype):
-    two specifications with equal keys read alike and pass or fail the same checks, whatever
-    buffers of that size and type they name. None: read it every time."""
-    from mpi4py import MPI
+    counts and displacements as numpy arrays, lists or integers, a datatype or none): two
+    specifications with equal keys read alike and pass or fail the same checks, whatever
+    buffers of that size and type they name. A derived datatype counts as the very object
+    (its ``id`` and handle, which freeing it changes): whoever keeps a key keeps the
+    objects it names alive (:func:`datatype_key`). None: read it every time."""
+    MPI = mpi_module()
 
     if type(spec) is list and len(spec) == 2 and type(spec[0]) is np.ndarray and type(spec[1]) is tuple \
             and len(spec[1]) == 2 and type(spec[1][0]) is np.ndarray and type(spec[1][1]) is np.ndarray:
@@ -350,9 +358,7 @@ def spec_key(spec: Any) -> tuple[Any, ...] | None:
         if isinstance(item, tuple):
             parts.append(("tuple", *[_value_key(value) for value in item]))
         elif isinstance(item, MPI.Datatype):
-            if not item.is_predefined:
-                return None
-            parts.append(("type", item.handle))
+            parts.append(datatype_key(item))
         else:
             parts.append(_value_key(item))
     unknown = any(p is _UNKNOWN or (isinstance(p, tuple) and _UNKNOWN in p) for p in parts)
@@ -360,6 +366,27 @@ def spec_key(spec: Any) -> tuple[Any, ...] | None:
 
 
 _UNKNOWN = object()
+
+
+def datatype_key(datatype: Any) -> tuple[Any, ...]:
+    """A datatype in a message's key: a predefined one by its handle, a derived one as the very
+    object (``id`` and handle: while the object lives no other has its ``id``, and freeing it
+    changes its handle), so no MPI call is made per key."""
+    if datatype.is_predefined:
+        return ("type", datatype.handle)
+    return ("derived", id(datatype), datatype.handle)
+
+
+def from_template(template: Message, spec: Any, buffer: np.ndarray) -> Message:
+    """A message laid out as ``template`` (read from a specification of the same key), on
+    ``buffer``, a numpy array: its counts, datatypes and bounds, and what was derived from
+    them, without reading them again."""
+    message = object.__new__(Message)
+    fields = message.__dict__
+    fields.update(template.__dict__)
+    fields.pop("_address", None)  # the template's buffer's: this one's is its own
+    fields["spec"], fields["buffer"], fields["data"] = spec, buffer, buffer.reshape(-1, order="A").view(np.uint8)
+    return message
 
 
 def _value_key(value: Any) -> Any:
@@ -384,8 +411,8 @@ def read_message(spec: Any, *, readonly: bool, blocks: int) -> Message:
     --------
     >>> import numpy as np
     >>> m = read_message([np.arange(6, dtype="i"), (2, [0, 3])], readonly=True, blocks=2)
-    >>> m.counts.tolist(), m.displs.tolist(), m.byte_counts.tolist(), m.contiguous
-    ([2, 2], [0, 3], [8, 8], True)
+    >>> m.counts.tolist(), m.byte_displs.tolist(), m.byte_counts.tolist(), m.all_contiguous
+    ([2, 2], [0, 12], [8, 8], True)
     >>> read_message([b"abc", "c"], readonly=True, blocks=1).counts.tolist()
     [3]
     """
@@ -398,7 +425,7 @@ def read_message(spec: Any, *, readonly: bool, blocks: int) -> Message:
 
 
 def _read(spec: Any, readonly: bool, blocks: int) -> Message:
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     o_buf = o_counts = o_displs = o_type = None
     if isinstance(spec, (list, tuple)):  # never a buffer itself: no export is tried
@@ -461,7 +488,7 @@ _PREDEFINED_BOUNDS: dict[int, tuple[int, int, int, int, int]] = {}
 def _type_bounds(datatype: Any) -> tuple[int, int, int, int, int]:
     """A datatype's size, lower bound, extent, true lower bound and true extent, in bytes
     (zeros for ``MPI.DATATYPE_NULL``); remembered for the predefined types, which never change."""
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     if datatype == MPI.DATATYPE_NULL:
         return 0, 0, 0, 0, 0
@@ -478,7 +505,7 @@ def _type_bounds(datatype: Any) -> tuple[int, int, int, int, int]:
 
 def _buffer(o_buf: Any, o_type: Any, readonly: bool) -> tuple[str, np.ndarray | None, Any]:
     """Where the buffer's memory is, its bytes (host), and the message's datatype."""
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     if o_buf is None or o_buf is MPI.BOTTOM:  # an explicit datatype is required
         return NONE, None, _datatype(o_type)
@@ -504,14 +531,14 @@ def _buffer(o_buf: Any, o_type: Any, readonly: bool) -> tuple[str, np.ndarray | 
 
 
 def _host_bytes(obj: Any, readonly: bool) -> np.ndarray:
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     buf: Any = MPI.buffer.frombuffer(obj, readonly=readonly)
     if not buf.nbytes:
         return np.zeros(0, np.uint8)
     data: np.ndarray = np.frombuffer(buf, dtype=np.uint8)
     if not readonly and not data.flags.writeable:
-        data = np.frombuffer(MPI.buffer.fromaddress(buf.address, buf.nbytes), dtype=np.uint8)  # type: ignore[call-overload]
+        data = np.frombuffer(MPI.buffer.fromaddress(buf.address, buf.nbytes), dtype=np.uint8)
     return data
 
 
@@ -553,7 +580,7 @@ def _dlpack_format(obj: Any) -> str:
 
 
 def _device_nbytes(obj: Any) -> int:
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     return int(MPI.buffer.frombuffer(obj, readonly=True).nbytes)
 
@@ -567,7 +594,7 @@ def _device_format(obj: Any) -> str:
 
 def _datatype(o_type: Any) -> Any:
     """An explicit datatype: an ``MPI.Datatype``, or a typecode mpi4py knows."""
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     if isinstance(o_type, MPI.Datatype):
         return o_type
@@ -579,7 +606,7 @@ def _datatype(o_type: Any) -> Any:
 
 def _datatype_of(form: str) -> Any:
     """The datatype mpi4py maps a buffer's format to (``"B"`` is ``MPI.BYTE``)."""
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     if form == "B":
         return MPI.BYTE
@@ -602,7 +629,7 @@ def _is_buffer(obj: Any) -> bool:
 
 
 def _is_datatype(obj: Any) -> bool:
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     return isinstance(obj, (MPI.Datatype, str))
 

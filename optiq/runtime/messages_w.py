@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptiqError
-from .messages import Message, _buffer, _integers, _type_bounds, as_argument_error
+from ..mpi.comms import mpi_module
+from .messages import Message, _buffer, _integers, _type_bounds, as_argument_error, datatype_key
 
 __all__ = ["read_message_w", "spec_key_w"]
 
@@ -51,7 +52,7 @@ def read_message_w(spec: Any, *, readonly: bool, blocks: int) -> Message:
 
 
 def _read_w(spec: Any, readonly: bool, blocks: int) -> Message:
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     nargs = len(spec)  # mpi4py takes any sequence (no len: a TypeError, as it raises)
     o_counts = o_displs = None
@@ -93,8 +94,9 @@ def spec_key_w(spec: Any) -> tuple[Any, ...] | None:
     """What an ``Alltoallw`` message's checks depend on, when cheap to tell (a numpy buffer,
     counts and displacements as numpy arrays or lists of integers, datatypes): two
     specifications with equal keys read alike and pass or fail the same checks, whatever
-    buffers of that size and type they name. A datatype counts by its handle, size and bounds
-    (what the checks read of it). None: read it every time.
+    buffers of that size and type they name. A datatype counts as in
+    :func:`~optiq.runtime.messages.datatype_key` (a derived one as the very object: whoever
+    keeps a key keeps those objects alive). None: read it every time.
 
     Examples
     --------
@@ -106,7 +108,7 @@ def spec_key_w(spec: Any) -> tuple[Any, ...] | None:
     >>> spec_key_w(a) == spec_key_w([np.zeros(4), ([1, 1], [0, 8]), [MPI.DOUBLE] * 2])
     False
     """
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     if type(spec) not in (list, tuple) or not spec or type(spec[0]) is not np.ndarray:
         return None
@@ -133,6 +135,5 @@ def spec_key_w(spec: Any) -> tuple[Any, ...] | None:
     for t in types:
         if type(t) is not MPI.Datatype:
             return None
-        parts.append((t.handle, _type_bounds(t)))
+        parts.append(datatype_key(t))
     return tuple(parts)
-

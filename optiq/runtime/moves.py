@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..errors import TransferError
+from ..mpi.comms import mpi_module
 from ..mpi.waiting import allreduce_asleep, start_together
 from .patterns import Pattern
 
@@ -58,7 +59,7 @@ def trial(call: Call, pattern: Pattern, timeout: float) -> Pattern:
     """The measured crossover: move the bytes by MPI and by the plan, each from an agreed start
     to the last rank's end (over the whole context: every group exchanges at once), and keep
     the faster for the pattern."""
-    from mpi4py import MPI
+    MPI = mpi_module()
 
     mpi = Pattern("mpi", "")
     seconds = []

@@ -25,7 +25,7 @@ from .executor import Executor
 from .ranklevel import RankNetwork, host_demands_of, rank_plan
 
 __all__ = ["Pattern", "prepare", "gather_counts", "check_placement", "check_placement_here",
-           "names_needed", "MIN_GAIN", "AUTO_METHOD", "MAX_MODEL_EVENTS"]
+           "names_needed", "rates_known", "MIN_GAIN", "AUTO_METHOD", "MAX_MODEL_EVENTS"]
 
 #: ``method="auto"`` uses a plan only if it predicts at least this fraction less time than
 #: the default routes.
@@ -146,6 +146,7 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
         return Pattern("mpi", "method='mpi'" if method == "mpi" else "no network= to plan on")
     topology, host_of = together(comm, lambda: _placement(comm, network, hosts, size, link_bw))
     net = RankNetwork(topology, host_of)
+    pace = link_bw is None and rates_known(topology)  # real links of known rates: every path at its planned rate
     demands = host_demands_of(matrix, host_of)
     if demands is None:
         if method == "auto":
@@ -165,7 +166,8 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
         plan = make_plan(topology, demands, planner, comm=comm, forwarders=forwarders, **options)
     predicted_s, default_s = _times(net, matrix, plan, topology, demands, link_bw)
     if method != "auto":
-        return _compiled(comm, net, matrix, plan, planner, link_bw, f"method={method!r}", predicted_s, default_s)
+        return _compiled(comm, net, matrix, plan, planner, link_bw, f"method={method!r}", predicted_s, default_s,
+                         pace)
     if predicted_s > default_s * (1 - MIN_GAIN):
         return Pattern("mpi", f"the {planner} plan predicts {predicted_s * 1e3:.4g} ms against the default "
                              f"routes' {default_s * 1e3:.4g} ms: {_too_little(predicted_s, default_s)}",
@@ -178,7 +180,7 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
     how = f"the {planner} plan" + (" re-split over the last plan of these pairs" if last is not None else "")
     entry = _compiled(comm, net, matrix, plan, planner, link_bw,
                       f"{how} predicts {default_s / predicted_s:.2f}x the default routes' throughput",
-                      predicted_s, default_s)
+                      predicted_s, default_s, pace)
     entry.trial = link_bw is None  # emulated links: comm.Alltoallv is no measure of the emulated network
     entry.candidates, entry.paths = candidates, plan.paths
     return entry
@@ -234,15 +236,31 @@ def _times(net: RankNetwork, matrix: np.ndarray, plan: Plan, topology: Topology,
 
 def _compiled(comm: Any, net: RankNetwork, matrix: np.ndarray, host_plan: Plan | None, method: str,
               link_bw: float | None, reason: str, predicted_s: float | None = None,
-              default_s: float | None = None) -> Pattern:
+              default_s: float | None = None, pace: bool = False) -> Pattern:
     plan = rank_plan(net, matrix, host_plan)
-    executor = Executor(comm, plan, link_bw=link_bw, routes_as_planned=True)  # the host plan was checked
+    executor = Executor(comm, plan, link_bw=link_bw, routes_as_planned=True,  # the host plan was checked
+                        pace_paths=pace)
     rank_of = net.rank_of_endpoint
     jobs = np.array(sorted(executor.schedule.send_jobs), dtype=np.int64)
     sends = (jobs, rank_of[plan.demands.dst[jobs]])
     jobs = np.array(sorted(executor.schedule.recv_jobs), dtype=np.int64)
     recvs = (jobs, rank_of[plan.demands.src[jobs]])
     return Pattern(method, reason, executor, sends, recvs, predicted_s=predicted_s, default_s=default_s)
+
+
+def rates_known(topology: Topology) -> bool:
+    """Whether the network's link rates are the real links' (a spec that names them with
+    ``bw=``, an InfiniBand fabric's, Blue Gene/Q's): then a planned call on real links paces
+    every path at its planned rate, as ``optiq testbed run`` does, so that links shared max-min
+    fairly keep the plan's time; rates a spec only assumes could hold the paths back.
+
+    Examples
+    --------
+    >>> [rates_known(from_spec(s)) for s in ("torus:4x4", "torus:4x4,bw=20Mb/s", "bgq:512")]
+    [False, True, True]
+    """
+    spec = topology.spec or ""
+    return topology.fabric is not None or "bw=" in spec or spec.startswith("bgq:")
 
 
 @functools.lru_cache(maxsize=4)

@@ -178,16 +178,16 @@ def plan_methods(layout: Layout, demands: Demands, names: Sequence[str], options
 
 
 def methods_of_plan(layout: Layout, plan: Plan, *, network: Forwarding | None = None) -> list[Method]:
-    """The rows of one plan file: ``default`` (its demands on the network's routes) and the plan."""
+    """The rows of one plan file: ``default`` (its demands on the network's routes, moved by
+    ``MPI_Alltoallv``) and the plan (a plan of the default routes is moved by the executor: the
+    executor's own cost against MPI's, on the same routes)."""
     from ..planner import make_plan
 
     network = network or Forwarding.network(layout)
     default = make_plan(layout.topology, plan.demands, "default", chunk_size=plan.chunk_size)
     name = plan.method + (FREE_SUFFIX if plan.routing == FREE and plan.method != "dynamic" else "")
-    rows = [_method("default", default, layout, network)]
-    if plan.method != "default" or plan.routing != FORWARDED:
-        rows.append(_method(name if name != "default" else "plan", plan, layout, network))
-    return rows
+    return [_method("default", default, layout, network), _method(name if name != "default" else "plan", plan, layout,
+                                                                  network)]
 
 
 def _method(name: str, plan: Plan, layout: Layout, network: Forwarding) -> Method:

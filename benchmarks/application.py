@@ -1,0 +1,275 @@
+"""A third-party application through optiq: mpi4py-fft's transforms on an emulated network.
+
+mpi4py-fft's ``PFFT`` transposes its pencils with ``comm.Alltoallw`` on the rows, then the
+columns, of its process grid, every row at once. ``optiq.integrations.mpi4py_fft.accelerate``
+sends those calls through ``optiq.alltoallw`` with the whole grid as their parent. Every setup
+runs one MPI job of 16 ranks under ``optiq testbed exec`` (rank ``i`` on host ``i`` of the
+network of namespaces, links at ``--rate``), and in it, for every array size (``--sizes``:
+the edge of a complex128 cube):
+
+- forward plus backward with the library's own transfers and accelerated with every method
+  of ``--methods``, in turn, ``--repeat`` times (medians), checked bitwise against the
+  library's own results; the transposes alone (the transfers' own calls on the transforms'
+  arrays) timed the same way;
+- the plan's prediction for one transpose with every group at once (every transfer's
+  ``predicted_s`` against its ``default_s``, the default routes' time);
+- ``auto`` first runs ``--loop`` transforms from an empty cache, each in turn with the
+  library's own (the application's loop with the same counts): the loop's time over the
+  library's, and the transform at which ``auto`` first moved bytes by a plan.
+
+On the torus, the application loop with *drifting* counts follows: every row of the grid an
+all-to-all-v at once (``optiq.alltoallv`` with ``parent=``), the counts of each call a seeded
+draw within 10% of a base, ``auto`` in turn with ``comm.Alltoallv``.
+
+    python benchmarks/application.py [--setups torus,slabs,tree] [--sizes 64,128] [--rate 20Mb/s]
+        [--repeat 5] [--methods auto,heu2,opt] [--loop 40]
+
+Needs root (the testbed) and mpi4py-fft (``pip install 'optiq[fft]'``, FFTW's headers).
+``--worker`` is the MPI program the setups run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+OPTIQ = str(Path(sys.executable).parent / "optiq")  # the command installed beside this Python
+#: setup -> (the testbed's topology, the grid of pencils, what it shows)
+SETUPS = {
+    "torus": ("torus:4x4", "4x4", "a 4 x 4 grid of pencils on a 4 x 4 torus: the rows and columns are its rings"),
+    "slabs": ("torus:4x4", "16x1", "16 slabs on a 4 x 4 torus: one all-to-all of 16 ranks"),
+    "tree": ("cluster:hosts=16,edges=4,cores=1", "4x4", "a 4 x 4 grid on a tapered tree: 4 edge switches of 4 hosts, "
+             "one core, rows within an edge switch, columns across the core"),
+}
+
+
+def driver(args: argparse.Namespace) -> int:
+    from children import run_cleanly
+
+    rows = []
+    for name in args.setups.split(","):
+        spec, grid, what = SETUPS[name]
+        print(f"== {name}: {what} ({spec}, links at {args.rate})", flush=True)
+        cmd = [OPTIQ, "testbed", "exec", "-t", spec, "--rate", args.rate, "-q", "--", sys.executable, __file__,
+               "--worker", "--network", f"{spec},bw={args.rate}", "--grid", grid, "--sizes", args.sizes, "--repeat",
+               str(args.repeat), "--methods", args.methods, "--loop", str(args.loop)]
+        if name == "torus":
+            cmd += ["--drifting", str(args.loop)]
+        run = run_cleanly(cmd)
+        if run.returncode != 0:
+            sys.stderr.write(run.stdout[-3000:] + run.stderr[-3000:])
+            return 1
+        for line in run.stdout.splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                row["setup"] = name
+                rows.append(row)
+                print(describe(row), flush=True)
+    print("\n" + table(rows, args.methods.split(",")))
+    return 0
+
+
+def describe(row: dict) -> str:
+    if row["kind"] == "drifting":
+        return (f"  drifting counts, {row['calls']} calls: auto {row['auto_over_mpi']:.3f}x comm.Alltoallv's loop, "
+                f"first plan at call {row['first_plan']}, {row['plans']} plans")
+    return (f"  {row['size']}^3: transposes {row['transposes_s']['own'] * 1e3:.1f} ms (own), "
+            f"loop of {row['loop']['transforms']} with auto {row['loop']['over_own']:.3f}x the library's, "
+            f"first plan at transform {row['loop']['first_plan']}")
+
+
+def table(rows: list[dict], methods: list[str]) -> str:
+    head = (f"{'setup':6} {'array':>6} {'own ms':>8} {'pred':>6} " + " ".join(f"{m + ' gain':>10}" for m in methods)
+            + f" {'app gain':>9} {'auto/own':>8} {'same':>5}")
+    lines = [head, "-" * len(head)]
+    for row in rows:
+        if row["kind"] != "fft":
+            continue
+        own = row["transposes_s"]["own"]
+        gains = " ".join(f"{own / row['transposes_s'][m]:>10.3f}" for m in methods)
+        best = max(methods, key=lambda m: row["predicted_gain"].get(m) or 0.0)
+        app = row["total_s"]["own"] / row["total_s"][best]
+        lines.append(f"{row['setup']:6} {row['size']:>4}^3 {own * 1e3:8.1f} {row['predicted_gain']['opt']:6.3f} "
+                     f"{gains} {app:9.3f} {row['total_s']['auto'] / row['total_s']['own']:8.3f} "
+                     f"{str(row['identical']):>5}")
+    lines.append("own ms: the transposes of one forward plus backward with the library's own Alltoallw (median); pred: "
+                 "the opt plan's gain over the default routes for one transpose, every group at once; M gain: the "
+                 "transposes' own time over method M's; app gain: forward plus backward, FFTs included, with the "
+                 "method of the best prediction; auto/own: forward plus backward; same: every result bitwise the "
+                 "library's own.")
+    for row in rows:
+        if row["kind"] == "drifting":
+            lines.append(describe(row).strip())
+    return "\n".join(lines)
+
+
+# --- the MPI program -------------------------------------------------------------------------
+
+def worker(args: argparse.Namespace) -> int:
+    import numpy as np
+    from mpi4py import MPI
+    from mpi4py_fft import PFFT, newDistArray
+
+    from optiq.integrations.mpi4py_fft import accelerate, restore
+    from optiq.mpi.connect import connect_in_turn
+    from optiq.mpi.waiting import allreduce_asleep, start_together
+    from optiq.runtime import clear_cache
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    grid = tuple(int(g) for g in args.grid.split("x"))
+    methods = args.methods.split(",")
+    host = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    connect_in_turn(comm)
+
+    def timed(step) -> float:
+        start = start_together(comm, host=host)
+        step()
+        return allreduce_asleep(comm, time.perf_counter() - start, MPI.MAX)
+
+    for size in (int(s) for s in args.sizes.split(",")):
+        fft = PFFT(comm, (size, size, size), axes=(0, 1, 2), dtype=complex, grid=grid)
+        u = newDistArray(fft, False)
+        u[:] = np.random.default_rng(rank).random(u.shape) + 1j * np.random.default_rng(rank + 99).random(u.shape)
+        u_hat, back = newDistArray(fft, True), newDistArray(fft, False)
+
+        def transform() -> None:
+            fft.forward(u, u_hat)
+            fft.backward(u_hat, back)
+
+        def transposes() -> None:
+            for i, t in enumerate(fft.transfer):  # on the transforms' own arrays, forward then backward
+                t.forward(fft.forward._xfftn[i].output_array, fft.forward._xfftn[i + 1].input_array)
+            for i, t in enumerate(fft.transfer[::-1]):
+                t.backward(fft.backward._xfftn[i].output_array, fft.backward._xfftn[i + 1].input_array)
+
+        transform()
+        reference = (u_hat.tobytes(), back.tobytes())
+
+        def use(way: str) -> None:
+            if way == "own":
+                restore(fft)
+            else:
+                accelerate(fft, network=args.network, method=way)
+
+        # the application's loop, from an empty cache: auto in turn with the library's own
+        clear_cache()
+        loop_own, loop_auto, first_plan, identical = [], [], None, True
+        for i in range(args.loop):
+            use("own")
+            loop_own.append(timed(transform))
+            use("auto")
+            loop_auto.append(timed(transform))
+            identical &= (u_hat.tobytes(), back.tobytes()) == reference
+            moved = [t.comm.last.method for t in fft.transfer]
+            if first_plan is None and any(m not in ("mpi", "local") for m in moved):
+                first_plan = i
+        # every way in turn (auto as the loop left it, the others planned by a warm-up)
+        ways = ["own", *methods]
+        for way in ways:
+            use(way)
+            transform()
+            identical &= (u_hat.tobytes(), back.tobytes()) == reference
+        total = {w: [] for w in ways}
+        alone = {w: [] for w in ways}
+        for _ in range(args.repeat):
+            for way in ways:
+                use(way)
+                total[way].append(timed(transform))
+                alone[way].append(timed(transposes))
+                identical &= (u_hat.tobytes(), back.tobytes()) == reference
+        predicted = {}
+        for way in methods:
+            use(way)
+            transform()
+            lasts = [t.comm.last for t in fft.transfer if t.comm.last.method != "local"]
+            if all(r.predicted_s and r.default_s for r in lasts) and lasts:
+                predicted[way] = sum(r.default_s for r in lasts) / sum(r.predicted_s for r in lasts)
+            else:
+                predicted[way] = None
+        opt_last = [t.comm.last for t in fft.transfer if t.comm.last.method != "local"] if "opt" in methods else []
+        same = bool(comm.allreduce(int(identical), op=MPI.MIN))
+        if rank == 0:
+            print(json.dumps({
+                "kind": "fft", "size": size, "grid": args.grid, "network": args.network,
+                "transposes_s": {w: float(np.median(v)) for w, v in alone.items()},
+                "total_s": {w: float(np.median(v)) for w, v in total.items()},
+                "predicted_gain": predicted,
+                "opt_transfers": [{"predicted_s": r.predicted_s, "default_s": r.default_s} for r in opt_last],
+                "auto_reason": [t.comm.last.reason for t in fft.transfer],
+                "loop": {"transforms": args.loop, "over_own": float(sum(loop_auto) / sum(loop_own)),
+                         "first_plan": first_plan},
+                "identical": same}), flush=True)
+        restore(fft)
+        fft.destroy()
+        clear_cache()
+    if args.drifting:
+        drifting(comm, args, host)
+    return 0
+
+
+def drifting(comm, args, host) -> None:
+    """Every row of the grid an all-to-all-v at once, counts drifting within 10% of a base."""
+    import numpy as np
+    from mpi4py import MPI
+
+    import optiq
+    from optiq.mpi.waiting import allreduce_asleep, start_together
+    from optiq.runtime import clear_cache
+
+    grid = tuple(int(g) for g in args.grid.split("x"))
+    cart = comm.Create_cart(list(grid))
+    row = cart.Sub([False, True])
+    n, me = row.Get_size(), row.Get_rank()
+    base = 2**16 // 8  # float64 elements between two ranks of a row: 64 KiB, a transpose of a 64^3 grid
+    clear_cache()
+    times, first_plan, plans, ok = {"mpi": [], "auto": []}, None, 0, True
+    for call in range(args.drifting):
+        factor = np.random.default_rng([7, call]).uniform(0.9, 1.1, (grid[0], n, n))[cart.Get_coords(comm.rank)[0]]
+        counts = np.round(base * factor).astype(np.int64)
+        np.fill_diagonal(counts, 0)
+        sc, rc = counts[me], counts[:, me].copy()
+        sd, rd = (np.concatenate(([0], np.cumsum(c)[:-1])) for c in (sc, rc))
+        send = np.arange(int(sc.sum()), dtype=np.float64) + comm.rank
+        want, got = np.zeros(int(rc.sum())), np.zeros(int(rc.sum()))
+        start = start_together(comm, host=host)
+        row.Alltoallv([send, (sc, sd)], [want, (rc, rd)])
+        times["mpi"].append(allreduce_asleep(comm, time.perf_counter() - start, MPI.MAX))
+        start = start_together(comm, host=host)
+        result = optiq.alltoallv(row, [send, (sc, sd)], [got, (rc, rd)], network=args.network, parent=comm)
+        times["auto"].append(allreduce_asleep(comm, time.perf_counter() - start, MPI.MAX))
+        ok &= bool(np.array_equal(got, want))
+        plans = result.plans_made
+        if first_plan is None and result.method not in ("mpi", "local"):
+            first_plan = call
+    same = bool(comm.allreduce(int(ok), op=MPI.MIN))
+    if comm.rank == 0:
+        print(json.dumps({"kind": "drifting", "calls": args.drifting, "plans": plans, "first_plan": first_plan,
+                          "auto_over_mpi": float(sum(times["auto"]) / sum(times["mpi"])), "identical": same}),
+              flush=True)
+    row.Free()
+    cart.Free()
+    clear_cache()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--setups", default="torus,slabs,tree", help=f"comma-separated, of {', '.join(SETUPS)}")
+    ap.add_argument("--sizes", default="64,128", help="edges of the complex128 cubes (default 64,128)")
+    ap.add_argument("--rate", default="20Mb/s")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--methods", default="auto,heu2,opt")
+    ap.add_argument("--loop", type=int, default=40, help="transforms of the application's loop with auto")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--network", help=argparse.SUPPRESS)
+    ap.add_argument("--grid", default="4x4", help=argparse.SUPPRESS)
+    ap.add_argument("--drifting", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    return worker(args) if args.worker else driver(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
