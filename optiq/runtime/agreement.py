@@ -45,6 +45,7 @@ from ..utils.checks import check_count
 from .context import Context, Group, SpreadMessage, connected, context, group_of
 from .forms import Collective
 from .messages import Message, as_argument_error, overlapping
+from .moves import run_plan
 from .patterns import (
     CONFIG_SEPARATOR,
     Pattern,
@@ -222,7 +223,7 @@ def _quick_counts(kind: Collective, local: int, blocks: int, sendbuf: Any,
 
 #: The words of a call's agreement (one ``Iallreduce``, summed over the ranks).
 _PATTERN, _SHAPE, _GENERATION, _FAILED, _UNREAD, _PAIRS, _LAST_S, _PLANNED_S, _AGREE, _AHEAD, _SKIPPED_S, \
-    _GROUPS = (slice(0, 2), slice(2, 4), slice(4, 6), 6, 7, 8, 9, 10, slice(11, 15), 15, 16, 17)
+    _GROUPS, _CONSISTENT = (slice(0, 2), slice(2, 4), slice(4, 6), 6, 7, 8, 9, 10, slice(11, 15), 15, 16, 17, 18)
 
 
 @dataclass
@@ -245,6 +246,12 @@ class Start:
     placed: bool             # this rank checked where the ranks run (the agreement tells if all did)
     timeout: float           # parent=: seconds to wait for every rank of the parent to join
     skipped: int = 0         # the calls handed to MPI unchecked since the last agreed call (alike on every rank)
+    own: tuple[int, int] = (0, 0)  # this rank's words of the pattern's fingerprint
+    #: the cached pattern this call is predicted to be (alike on every rank): its plan runs while
+    #: the ranks agree, with this rank's bytes where its call is of that pattern (``consistent``)
+    predicted: Pattern | None = None
+    consistent: bool = False
+    moved_s: float = 0.0     # the predicted plan's run, on this rank
     data: Any = None         # the transfer by MPI's non-blocking call, once posted
     posted: float = 0.0      # when (perf_counter)
     scratch: list[np.ndarray] | None = None  # a failing rank's stand-in buffers
@@ -252,6 +259,24 @@ class Start:
     def post(self, sendbuf: Any, recvbuf: Any) -> None:
         self.posted = time.perf_counter()
         self.data = self.kind.mpi_start(self.group.comm, sendbuf, recvbuf)
+
+    def run_predicted(self, sendbuf: Any, recvbuf: Any, timeout: float) -> None:
+        """Run the predicted pattern's plan while the agreement travels: with this call's bytes
+        where the call is of that pattern, else with scratch bytes (every rank runs it, so none
+        waits; the agreement then tells whether every call was, and if not the call moves again)."""
+        pattern = self.predicted
+        assert pattern is not None
+        begun = time.perf_counter()
+        if self.consistent:
+            send, recv = (self.send, self.recv) if self.recv is not None else \
+                self.kind.messages(sendbuf, recvbuf, self.group.members.size)
+            self.send, self.recv = send, recv
+            spread_send, spread_recv = _spread_pair(self.group, send, recv)
+            assert spread_recv is not None
+            run_plan(self.ctx.comm.Get_rank(), pattern, spread_send, spread_recv, timeout)
+        else:
+            pattern.stand_in(timeout)
+        self.moved_s = time.perf_counter() - begun
 
 
 def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any, method: str, hosts: Any,
@@ -323,7 +348,14 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
     # only if it turns out to need them (agree)
     eligible = go_ahead and cached and method == "auto" and network is not None and plan_budget != float("inf") \
         and group.comm is not None and ctx.connected
-    ahead = eligible and failure is None and readable and pairs > 0 and not ctx.shapes.is_hot(row)
+    # a call predicted to be of a planned pattern runs that plan while the ranks agree (every rank,
+    # with its bytes if its own counts and options are that pattern's), and goes ahead of nothing else
+    predicted = ctx.predicted() if go_ahead and cached else None
+    own = _pair(words[_PATTERN])
+    consistent = predicted is not None and failure is None and readable and sendbuf is not MPI.IN_PLACE \
+        and predicted.own == own
+    ahead = eligible and predicted is None and failure is None and readable and pairs > 0 \
+        and not ctx.shapes.is_hot(row)
     if failure is None and recv is None and not ahead and group.members.size and group.local[rank] >= 0:
         try:
             send, recv = kind.messages(sendbuf, recvbuf, group.members.size)
@@ -338,10 +370,10 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
     quiet.skipped_s, quiet.skipped_n = 0.0, 0
     vec = np.array([*words[:4], ctx.generation, ctx.generation ** 2, failure is not None, not readable, pairs,
                     round(last_s * 1e6), round(planned_s * 1e6), *words[4:], ahead, round(skipped_s * 1e6),
-                    group.word(rank) if joint else 0], dtype=np.uint64)
+                    group.word(rank) if joint else 0, consistent], dtype=np.uint64)
     agreement = c.Iallreduce(MPI.IN_PLACE, vec, op=MPI.SUM)
     return Start(kind, ctx, group, joint, config, send, recv, failure, vec, agreement, last_shape, row, ahead,
-                 placing, timeout, skipped)
+                 placing, timeout, skipped, own, predicted, consistent)
 
 
 def _failure(exc: Exception, rank: int) -> tuple[type[OptiqError], str]:
@@ -451,6 +483,12 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
         last_s, calls = last_s + int(vec[_SKIPPED_S]), 1 + start.skipped
     ctx.shapes.book(start.last_shape, last_s / 1e6 / size, int(vec[_PLANNED_S]) / 1e6 / size, calls)
     fingerprint = f"{key[0]:016x}{key[1]:016x}"
+    auto = method == "auto" and cached and network is not None and int(vec[_PAIRS]) > 0  # else: local, or no network
+    if start.predicted is not None and int(vec[_CONSISTENT]) == size:  # every call was the predicted pattern's
+        ctx.entries.move_to_end(key)
+        ctx.learn(key)
+        return Call(kind, c, group, sendbuf, recvbuf, None, None, start.predicted, key, fingerprint, 0.0,
+                    time.perf_counter(), shape_key if auto else None, moved=True, moved_s=start.moved_s)
     agreement = vec[_AGREE]
     agreed = agreement[0] == agreement[1] and size * int(agreement[3]) == int(agreement[2]) ** 2
     if agreed and not ctx.connected:  # the first agreed call, before any byte of the context moves
@@ -473,6 +511,7 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
             begun = time.perf_counter()
             kind.mpi(group.comm, sendbuf, recvbuf)
             moved_s = time.perf_counter() - begun
+        ctx.learn(key)
         return Call(kind, c, group, sendbuf, recvbuf, send, recv, _after(ctx, network, hosts, link_bw, config,
                     shape_key, start.row, int(vec[_PAIRS]), plan_budget), key, fingerprint, 0.0, time.perf_counter(),
                     shape_key, moved=True, moved_s=moved_s)
@@ -480,7 +519,7 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
     source = recv if send is None else send
     pattern = ctx.entries.get(key) if cached else None
     plan_s = 0.0
-    auto = method == "auto" and cached and network is not None and int(vec[_PAIRS]) > 0  # else: local, or no network
+    ctx.learn(key)
     if pattern is None and auto:
         if not agreed:  # gathering the counts and options names the rank that differs, on every rank
             gather_counts(c, source.byte_counts, recv.byte_counts, config)
@@ -511,8 +550,18 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
                 entry.close()  # the same entry on every rank: a collective free
     else:
         ctx.entries.move_to_end(key)
+    if cached and pattern.own is None:
+        pattern.own = start.own  # the same call on every rank: alike everywhere
     return Call(kind, c, group, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, plan_s, time.perf_counter(),
                 shape_key if auto else None)
+
+
+def _spread_pair(group: Group, send: Message | None,
+                 recv: Message) -> tuple[Message | SpreadMessage | None, Message | SpreadMessage]:
+    """A call's messages per rank of the context (spread over the parent's ranks with ``parent=``)."""
+    if group.whole:
+        return send, recv
+    return None if send is None else SpreadMessage(send, group), SpreadMessage(recv, group)
 
 
 def _spread(start: Start, sendbuf: Any, recvbuf: Any,
@@ -530,9 +579,7 @@ def _spread(start: Start, sendbuf: Any, recvbuf: Any,
         if not need:
             return None, None
         send, recv = start.kind.messages(sendbuf, recvbuf, group.members.size)
-    if group.whole:
-        return send, recv
-    return None if send is None else SpreadMessage(send, group), SpreadMessage(recv, group)
+    return _spread_pair(group, send, recv)
 
 
 def _name_overlap(comm: Any, group: Group) -> None:

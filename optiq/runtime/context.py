@@ -178,6 +178,10 @@ class Context:
         self.connected = self.comm is not None and connected_before(self.comm)
         #: ``parent=``: every rank of the parent has joined an agreement (later ones are not timed)
         self.joined = False
+        #: the patterns of the last two agreed calls, and which pattern followed every two
+        #: (alike on every rank): the next call's pattern, predicted (:meth:`predicted`)
+        self.history: tuple[tuple[int, int] | None, tuple[int, int] | None] = (None, None)
+        self.successors: dict[tuple[Any, Any], tuple[int, int]] = {}
 
     @property
     def side(self) -> Any:
@@ -194,7 +198,22 @@ class Context:
             entry.close()
         self.entries.clear()
         self.entry_shapes.clear()
+        self.successors.clear()
         self.generation += 1
+
+    def learn(self, key: tuple[int, int]) -> None:
+        """An agreed call had pattern ``key``: it follows the last two (alike on every rank)."""
+        if len(self.successors) > 4 * len(self.entries) + 64:  # patterns long gone: forget them
+            self.successors.clear()
+        self.successors[self.history] = key
+        self.history = (self.history[1], key)
+
+    def predicted(self) -> Pattern | None:
+        """The cached pattern the next call is predicted to have (the one that followed the last
+        two patterns before), if its plan may run while the ranks agree; alike on every rank."""
+        key = self.successors.get(self.history)
+        entry = None if key is None else self.entries.get(key)
+        return entry if entry is not None and entry.runs_ahead() else None
 
     def has_plan(self, shape: tuple[int, int]) -> bool:
         """Whether the cache holds a plan (not MPI) for counts of ``shape``."""

@@ -19,8 +19,10 @@ from .patterns import Pattern
 
 if TYPE_CHECKING:
     from .agreement import Call
+    from .context import SpreadMessage
+    from .messages import Message
 
-__all__ = ["move", "trial"]
+__all__ = ["move", "trial", "run_plan"]
 
 
 def move(call: Call, pattern: Pattern, timeout: float) -> None:
@@ -31,8 +33,13 @@ def move(call: Call, pattern: Pattern, timeout: float) -> None:
         if call.group.comm is not None and call.group.members.size:
             call.kind.mpi(call.group.comm, call.sendbuf, call.recvbuf)
         return
-    rank = call.comm.Get_rank()
-    send, recv = call.send, call.received
+    run_plan(call.comm.Get_rank(), pattern, call.send, call.received, timeout)
+
+
+def run_plan(rank: int, pattern: Pattern, send: Message | SpreadMessage | None, recv: Message | SpreadMessage,
+             timeout: float) -> None:
+    """The plan's transfer of one call's messages (indexed by the context's ranks; ``send`` None:
+    ``MPI.IN_PLACE``), this rank ``rank`` of the plan's communicator."""
     source = recv if send is None else send
     read = source.read if send is not None else source.copy  # in place: keep what is sent
     if send is not None:  # in place, a rank's own part is where it belongs already

@@ -54,10 +54,24 @@ class Pattern:
     #: auto: the candidate paths and the plan's paths between hosts, for the shape's next counts
     candidates: PathSet | None = None
     paths: PathSet | None = None
+    #: this rank's own words of the pattern's fingerprint (its counts and the options), once agreed on
+    own: tuple[int, int] | None = None
 
     def close(self) -> None:
         if self.executor is not None:
             self.executor.close()
+
+    def runs_ahead(self) -> bool:
+        """Whether calls predicted to be of this pattern may run its plan while the ranks agree
+        (a plan, settled: not one to measure against MPI first)."""
+        return self.executor is not None and not self.trial and self.own is not None
+
+    def stand_in(self, timeout: float) -> None:
+        """Take part in a run of the plan with scratch bytes of this rank's sizes (a rank whose
+        call is not of this pattern, while the others run it: none of them waits for it)."""
+        assert self.executor is not None
+        jobs = self.executor.schedule.send_jobs
+        self.executor.run({j: np.zeros(n, np.uint8) for j, n in jobs.items()}, timeout=timeout)
 
 
 #: Between the labelled options of a call's configuration string (``method='auto'; network=...``).

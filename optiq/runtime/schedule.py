@@ -43,6 +43,8 @@ class Stream:
     direct : bool
         The path has one leg: its source sends straight to its destination, and no rank
         stores its chunks on the way.
+    stops : int
+        Ranks that store the path's chunks on the way (its legs less one).
     """
 
     path: int
@@ -53,6 +55,7 @@ class Stream:
     next: int
     link: int
     direct: bool = False
+    stops: int = 0
 
     def num_chunks(self, chunk_size: int) -> int:
         return -(-self.nbytes // chunk_size)
@@ -126,7 +129,7 @@ def compile_schedule(plan: Plan, rank: int) -> RankSchedule:
     >>> from optiq import from_spec, Demands, make_plan
     >>> plan = make_plan(from_spec("mesh:3"), Demands([0], [2], [100]), "default", routing="free")
     >>> compile_schedule(plan, 1).streams           # a free plan stops at rank 1 on the way
-    (Stream(path=0, job=0, offset=0, nbytes=100, prev=0, next=2, link=1, direct=False),)
+    (Stream(path=0, job=0, offset=0, nbytes=100, prev=0, next=2, link=1, direct=False, stops=1),)
     """
     if rank < 0:
         raise PlanError(f"rank must be non-negative, got {rank}")
@@ -134,7 +137,8 @@ def compile_schedule(plan: Plan, rank: int) -> RankSchedule:
     csum = np.cumsum(plan.path_bytes) - plan.path_bytes
     offset = csum - csum[ps.job_offsets[ps.job]]
     path, src, dst, link = rank_hops(plan)
-    direct = np.bincount(path, minlength=ps.num_paths) == 1
+    legs = np.bincount(path, minlength=ps.num_paths)
+    direct = legs == 1
     out, into = src == rank, dst == rank  # only this rank's hops reach Python
     sends = {p: (d, e) for p, d, e in zip(path[out].tolist(), dst[out].tolist(), link[out].tolist())}
     recvs = dict(zip(path[into].tolist(), src[into].tolist()))
@@ -142,7 +146,8 @@ def compile_schedule(plan: Plan, rank: int) -> RankSchedule:
     for p in sorted(sends.keys() | recvs.keys()):
         nxt, out_link = sends.get(p, (-1, -1))
         streams.append(Stream(path=p, job=int(ps.job[p]), offset=int(offset[p]), nbytes=int(plan.path_bytes[p]),
-                              prev=recvs.get(p, -1), next=nxt, link=out_link, direct=bool(direct[p])))
+                              prev=recvs.get(p, -1), next=nxt, link=out_link, direct=bool(direct[p]),
+                              stops=int(legs[p]) - 1))
     src_rank, dst_rank = plan.ranks[dem.src], plan.ranks[dem.dst]
     return RankSchedule(rank=rank, streams=tuple(streams),
                         send_jobs={int(j): int(dem.nbytes[j]) for j in np.flatnonzero(src_rank == rank)},

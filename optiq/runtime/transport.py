@@ -322,8 +322,10 @@ class Transfer:
         """
         start = sleep_until(start_at)
         for st in self.states:
-            # a paced path's schedule starts one message ahead (module docstring)
-            st.busy_until = start if st.rate is None else start - self._path_message(st.rate) / st.rate
+            # a paced path's schedule starts one message ahead, and a chunk more for every stop
+            # on its way, each of which stores a whole chunk before it sends it on (module docstring)
+            st.busy_until = start if st.rate is None else \
+                start - (self._path_message(st.rate) + st.stream.stops * self.chunk) / st.rate
             if st.stream.prev >= 0:
                 self._post_recv(st)
             else:
