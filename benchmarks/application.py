@@ -21,7 +21,7 @@ On the torus, the application loop with *drifting* counts follows: every row of 
 all-to-all-v at once (``optiq.alltoallv`` with ``parent=``), the counts of each call a seeded
 draw within 10% of a base, ``auto`` in turn with ``comm.Alltoallv``.
 
-    python benchmarks/application.py [--setups torus,slabs,tree] [--sizes 64,128] [--rate 20Mb/s]
+    python benchmarks/application.py [--setups torus,slabs,tree] [--sizes N,N] [--rate 20Mb/s]
         [--repeat 5] [--methods auto,heu2,opt] [--loop 40]
 
 Needs root (the testbed) and mpi4py-fft (``pip install 'optiq[fft]'``, FFTW's headers).
@@ -37,12 +37,14 @@ import time
 from pathlib import Path
 
 OPTIQ = str(Path(sys.executable).parent / "optiq")  # the command installed beside this Python
-#: setup -> (the testbed's topology, the grid of pencils, what it shows)
+#: setup -> (the testbed's topology, the grid of pencils, the array sizes, what it shows); at 20 Mbit/s
+#: the first size's transposes last tens of milliseconds, the second's hundreds
 SETUPS = {
-    "torus": ("torus:4x4", "4x4", "a 4 x 4 grid of pencils on a 4 x 4 torus: the rows and columns are its rings"),
-    "slabs": ("torus:4x4", "16x1", "16 slabs on a 4 x 4 torus: one all-to-all of 16 ranks"),
-    "tree": ("cluster:hosts=16,edges=4,cores=1", "4x4", "a 4 x 4 grid on a tapered tree: 4 edge switches of 4 hosts, "
-             "one core, rows within an edge switch, columns across the core"),
+    "torus": ("torus:4x4", "4x4", "64,128", "a 4 x 4 grid of pencils on a 4 x 4 torus: the rows and columns are its "
+              "rings"),
+    "slabs": ("torus:4x4", "16x1", "64,128", "16 slabs on a 4 x 4 torus: one all-to-all of 16 ranks"),
+    "tree": ("cluster:hosts=16,edges=4,cores=1", "4x4", "32,64", "a 4 x 4 grid on a tapered tree: 4 edge switches of "
+             "4 hosts, one core, rows within an edge switch, columns across the core"),
 }
 
 
@@ -51,10 +53,11 @@ def driver(args: argparse.Namespace) -> int:
 
     rows = []
     for name in args.setups.split(","):
-        spec, grid, what = SETUPS[name]
+        spec, grid, sizes, what = SETUPS[name]
         print(f"== {name}: {what} ({spec}, links at {args.rate})", flush=True)
         cmd = [OPTIQ, "testbed", "exec", "-t", spec, "--rate", args.rate, "-q", "--", sys.executable, __file__,
-               "--worker", "--network", f"{spec},bw={args.rate}", "--grid", grid, "--sizes", args.sizes, "--repeat",
+               "--worker", "--network", f"{spec},bw={args.rate}", "--grid", grid, "--sizes", args.sizes or sizes,
+               "--repeat",
                str(args.repeat), "--methods", args.methods, "--loop", str(args.loop)]
         if name == "torus":
             cmd += ["--drifting", str(args.loop)]
@@ -258,7 +261,8 @@ def drifting(comm, args, host) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--setups", default="torus,slabs,tree", help=f"comma-separated, of {', '.join(SETUPS)}")
-    ap.add_argument("--sizes", default="64,128", help="edges of the complex128 cubes (default 64,128)")
+    ap.add_argument("--sizes", help="edges of the complex128 cubes (default: the setup's, 64,128 on the torus, "
+                                    "32,64 on the tree)")
     ap.add_argument("--rate", default="20Mb/s")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--methods", default="auto,heu2,opt")

@@ -238,6 +238,13 @@ def test_sub_communicators_exchanging_at_once_are_planned_over_their_parent(rank
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [3, 5])
+def test_a_call_predicted_to_be_a_plan_runs_it_ahead_and_a_broken_prediction_moves_mpis_bytes(ranks):
+    proc, _ = launch(ranks, MPI_SCRIPTS / "predicted_check.py")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+@pytest.mark.mpi
 def test_a_rank_of_the_parent_that_never_joins_fails_the_others_in_one_line():
     proc, _ = launch(4, MPI_SCRIPTS / "parent_not_joined.py")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
@@ -347,7 +354,7 @@ def test_unchecked_windows_grow_to_the_cap_and_never_pass_the_call_that_plans():
             shapes.book(key, call_s * (1 + quiet.remaining), 0.0, 1 + quiet.remaining)  # at the next agreed call
             calls += 1 + quiet.remaining
         # the first call whose agreement finds planning paid, checking every call: closed form
-        need = (shapes.estimate(12) + call_s) / budget
+        need = shapes.estimate(12) / budget
         every_call = int(np.ceil(need / call_s - 1e-9))
         assert planned_at is not None and every_call <= planned_at <= every_call + 1, (planned_at, every_call)
         assert shapes.calls_left(key, budget) == 0
@@ -357,7 +364,7 @@ def test_unchecked_windows_grow_to_the_cap_and_never_pass_the_call_that_plans():
     assert shapes.decide(key, (0, 0), 12, float("inf")) is None  # hot, planned at once
     shapes.book(key, 0.01, 1.0)
     left = shapes.calls_left(key, 0.05)
-    need = (1.0 + shapes.estimate(12) + 0.01) / 0.05
+    need = (1.0 + shapes.estimate(12)) / 0.05
     assert left == int((need - 0.01) / 0.01) > 0 and shapes.decide(key, (0, 0), 12, 0.05) is not None
     shapes.book(key, 0.01 * (left - 1), 0.0, left - 1)
     assert shapes.calls_left(key, 0.05) == 1

@@ -10,7 +10,9 @@ transfers' bound methods from construction, and each method calls ``self.comm.Al
 :class:`AcceleratedComm`, whose ``Alltoallw`` is :func:`optiq.alltoallw` on the real
 sub-communicator with ``parent=`` the whole grid: the rows are planned as one exchange and any
 rank of the grid may forward. Nothing of mpi4py-fft changes, and its results are bitwise those
-of its own transfers (optiq moves the same bytes).
+of its own transfers (optiq moves the same bytes). A transfer on a sub-communicator of one rank
+(the other axes of slabs) moves nothing between ranks and keeps MPI's own call (every rank of the
+grid has it alike).
 
 The grid is made from the sub-communicators themselves (:func:`optiq.mpi.grids.grid_comm`;
 mpi4py-fft frees the Cartesian communicator), ranked as ``Create_cart`` ranks them: with
@@ -141,7 +143,8 @@ def accelerate(fft: Any, network: Any = None, method: str = "auto", *, parent: A
     options = dict(alltoallv_options, network=network, method=method)
     for transfer in transfers:
         comm = transfer.comm.comm if isinstance(transfer.comm, AcceleratedComm) else transfer.comm
-        transfer.comm = AcceleratedComm(comm, grid, options)
+        if comm.Get_size() > 1:  # one of a single rank (a slab's other axes) moves nothing between ranks
+            transfer.comm = AcceleratedComm(comm, grid, options)
     return fft
 
 

@@ -16,21 +16,23 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from ..errors import OptiqError
-from .waiting import wait_politely
+from .waiting import idle_pause, wait_politely
 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["world", "world_rank", "together", "from_leader", "abort_on_failure", "need_mpi", "command_main"]
+__all__ = ["world", "world_rank", "together", "from_leader", "from_leader_beside", "abort_on_failure", "need_mpi",
+           "command_main"]
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -116,6 +118,54 @@ def from_leader(comm: Any, step: Callable[[], T]) -> T:
         kind, message = failure
         raise kind(message)
     return result
+
+
+def from_leader_beside(comm: Any, step: Callable[[], T], requests: Sequence[Any]) -> T:
+    """:func:`from_leader`, with MPI's requests ``requests`` (a transfer in flight) kept moving
+    meanwhile: the leader runs ``step()`` in a thread of its own, which must make no MPI call,
+    while its main thread tests the requests (MPI moves bytes only inside its calls), and the
+    other ranks test them between the pauses of their wait. Collective; the requests are left
+    to the caller to wait for.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> from_leader_beside(MPI.COMM_SELF, lambda: 6 * 7, [])
+    42
+    """
+    if comm is None or comm.Get_size() == 1:
+        return step()
+    from mpi4py import MPI
+
+    out: list[Any] = [(None, None)]
+    if comm.Get_rank() == 0:
+        worker = threading.Thread(target=lambda: out.__setitem__(0, _attempt(comm, step)), name="optiq-plan")
+        worker.start()
+        tests = 0
+        while worker.is_alive():
+            tests += 1
+            if requests:
+                MPI.Request.Testall(list(requests))
+            worker.join(idle_pause(tests))
+    _wait_beside(comm.Ibarrier(), requests)  # the leader may work for seconds
+    handed: tuple[T, Any] = comm.bcast(out[0], root=0)
+    result, failure = handed
+    if failure is not None:
+        kind, message = failure
+        raise kind(message)
+    return result
+
+
+def _wait_beside(barrier: Any, requests: Sequence[Any]) -> None:
+    """Wait for ``barrier``, testing ``requests`` too (without waiting for them)."""
+    from mpi4py import MPI
+
+    tests = 0
+    while not barrier.Test():
+        tests += 1
+        if requests:
+            MPI.Request.Testall(list(requests))
+        time.sleep(idle_pause(tests))
 
 
 @contextmanager

@@ -6,6 +6,8 @@ in place of ``comm.Alltoallw`` (they plan at run time and cache), or :func:`run_
 :class:`Executor` with a plan made ahead.
 """
 
+import numpy.ma  # noqa: F401  (numpy's unique loads it at its first call: not in an application's first plan, on every rank)
+
 from ..sim.runs import RunReport, Timing
 from .alltoall import AlltoallvResult, alltoallv, alltoallw
 from .context import clear_cache

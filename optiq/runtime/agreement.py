@@ -89,6 +89,7 @@ class Call:
     shape: tuple[int, int] | None = None  # method="auto": the shape's key
     moved: bool = False         # the bytes went ahead by MPI's non-blocking call, before the agreement
     moved_s: float = 0.0        # this rank's part in that, when it joined the ranks that went ahead
+    planned: Pattern | None = None  # the pattern planned while MPI moved the bytes (for the calls after)
 
     @property
     def received(self) -> Message | SpreadMessage:
@@ -251,6 +252,7 @@ class Start:
     #: the ranks agree, with this rank's bytes where its call is of that pattern (``consistent``)
     predicted: Pattern | None = None
     consistent: bool = False
+    go_ahead: bool = False   # the blocking call (begin's go_ahead)
     moved_s: float = 0.0     # the predicted plan's run, on this rank
     data: Any = None         # the transfer by MPI's non-blocking call, once posted
     posted: float = 0.0      # when (perf_counter)
@@ -373,7 +375,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
                     group.word(rank) if joint else 0, consistent], dtype=np.uint64)
     agreement = c.Iallreduce(MPI.IN_PLACE, vec, op=MPI.SUM)
     return Start(kind, ctx, group, joint, config, send, recv, failure, vec, agreement, last_shape, row, ahead,
-                 placing, timeout, skipped, own, predicted, consistent)
+                 placing, timeout, skipped, own, predicted, consistent, go_ahead)
 
 
 def _failure(exc: Exception, rank: int) -> tuple[type[OptiqError], str]:
@@ -528,15 +530,24 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
         if pattern is not None:  # MPI for now: nothing to cache
             return Call(kind, c, group, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, 0.0,
                         time.perf_counter(), shape_key)
+    beside = None  # auto's blocking call: MPI moves its bytes while the plan is made (for the calls after)
     if pattern is None:
         begun = time.perf_counter()
         shape = ctx.shapes.get(shape_key) if auto else None
+        if shape is not None and start.go_ahead and group.comm is not None and group.members.size:
+            beside = kind.mpi_start(group.comm, sendbuf, recvbuf)
         pattern = prepare(c, source.byte_counts, recv.byte_counts, config, network=network, method=method, hosts=hosts,
                           link_bw=link_bw, chunk_model=chunk_model, options=planner_options,
-                          last=None if shape is None else shape.last)
+                          last=None if shape is None else shape.last, beside=() if beside is None else (beside,))
         if shape is not None and pattern.candidates is not None and pattern.paths is not None:
             shape.last = (pattern.candidates, pattern.paths)
-        plan_s = time.perf_counter() - begun
+        planned = time.perf_counter()
+        plan_s = planned - begun
+        if beside is not None:  # planning beyond the transfer is what it cost the call
+            beside.Wait()
+            moved_s = time.perf_counter() - begun
+            mean = ctx.shapes.mean_call_s(shape_key)
+            plan_s = max(moved_s - (mean if mean is not None else moved_s), 0.0)
         ctx.shapes.planned(plan_s)
         ctx.pending = (None, 0.0, plan_s)
         if cached:
@@ -552,6 +563,12 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
         ctx.entries.move_to_end(key)
     if cached and pattern.own is None:
         pattern.own = start.own  # the same call on every rank: alike everywhere
+    if beside is not None:
+        how = "planned" if pattern.method == "mpi" else f"the {pattern.method} plan made"
+        return Call(kind, c, group, sendbuf, recvbuf, send, recv, Pattern(
+            "mpi", f"comm.{kind.mpi_name} moved the bytes while {how}: {pattern.reason}", predicted_s=pattern.predicted_s,
+            default_s=pattern.default_s), key, fingerprint, plan_s, time.perf_counter(), shape_key, moved=True,
+            moved_s=moved_s, planned=pattern)
     return Call(kind, c, group, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, plan_s, time.perf_counter(),
                 shape_key if auto else None)
 

@@ -220,6 +220,12 @@ class Context:
         return any(self.entry_shapes.get(key) == shape and pattern.method != "mpi"
                    for key, pattern in self.entries.items())
 
+    def plans_another(self, shape: tuple[int, int]) -> bool:
+        """Whether the cache holds a plan of another shape than ``shape``: calls of it may come
+        between, and a call handed to MPI unchecked cannot tell them apart (no window opens)."""
+        return any(self.entry_shapes.get(key) != shape and pattern.executor is not None
+                   for key, pattern in self.entries.items())
+
     def release(self) -> None:
         """Close the cached executors and free the duplicates (collective)."""
         self.released = True

@@ -257,6 +257,10 @@ class Executor:
         The network routes every path as planned (per-flow rules, source routing): run a free
         plan even if the network's own routes would carry it more slowly
         (:func:`check_routes`).
+    duplicate : bool
+        Send on a duplicate of ``comm`` (made here, freed by :meth:`close`); False: on ``comm``
+        itself, a private communicator of the caller's that carries no other point-to-point
+        messages while the executor runs (``optiq.alltoallv``'s own).
 
     Raises
     ------
@@ -268,7 +272,8 @@ class Executor:
     """
 
     def __init__(self, comm: Any, plan: Plan, *, window: int | None = None, link_bw: float | None = None,
-                 chunk_size: int | None = None, pace_paths: bool = False, routes_as_planned: bool = False) -> None:
+                 chunk_size: int | None = None, pace_paths: bool = False, routes_as_planned: bool = False,
+                 duplicate: bool = True) -> None:
         check_comm(comm, plan)
         if not routes_as_planned:
             check_routes(plan)
@@ -311,12 +316,14 @@ class Executor:
             self.path_rate = {s.path: rates[s.path] for s in self.schedule.streams if s.prev < 0}
         #: forwarding memory, allocated once and reused by every run
         self.slots = forwarding_slots(self.schedule, chunk, window)
-        self.comm = comm.Dup()
+        self.comm = comm.Dup() if duplicate else comm
+        self._owned = duplicate
 
     def close(self) -> None:
         """Release the duplicated communicator (collective); the executor cannot run after."""
         if self.comm is not None:
-            self.comm.Free()
+            if self._owned:
+                self.comm.Free()
             self.comm = None
 
     def __enter__(self) -> Executor:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentError, OptiqError
-from ..mpi.launch import from_leader, together
+from ..mpi.launch import from_leader, from_leader_beside, together
 from ..paths import PathSet
 from ..plan import Plan
 from ..topology import Topology, from_spec
@@ -34,6 +34,8 @@ MIN_GAIN = 0.05
 AUTO_METHOD = "heu2"
 #: A re-split solves the LP over the new and the last plan's paths while they are at most this many.
 RESPLIT_LP_PATHS = 20_000
+#: ``method="auto"``: patterns of at most this many jobs are planned by rank 0 alone.
+LEADER_JOBS = 4096
 #: ``method="auto"`` skips the chunk-model comparison for plans of more chunk events than
 #: this (large messages, where forwarding costs little against the transfer).
 MAX_MODEL_EVENTS = 500_000
@@ -146,12 +148,13 @@ def _default_placement(network: str, size: int, link_bw: float | None) -> OptiqE
 
 def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config: str, *, network: Any, method: str,
             hosts: Any, link_bw: float | None, chunk_model: Any, options: dict[str, Any],
-            last: tuple[PathSet, PathSet] | None = None) -> Pattern:
+            last: tuple[PathSet, PathSet] | None = None, beside: Sequence[Any] = ()) -> Pattern:
     """Plan a new pattern (collective): every rank returns its part of the same plan.
 
     ``method="auto"`` with ``last``, the candidates and plan paths of a pattern of the same
     pairs (other amounts), re-splits: it plans on those candidates instead of making them
-    again (:func:`_auto_plan`)."""
+    again (:func:`_auto_plan`). ``beside``: MPI's requests of a transfer in flight (the call's
+    bytes, moved by MPI while the plan is made), kept moving while rank 0 plans."""
     size = comm.Get_size()
     matrix = gather_counts(comm, send_counts, recv_counts, config)
     if not (matrix - np.diag(np.diag(matrix))).any():
@@ -174,7 +177,7 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
     if method == "auto":
         if default_routes_optimal(topology, demands, shortest=False):   # the same answer on every rank
             return Pattern("mpi", "the default routes finish at the cut bound: no plan is faster")
-        plan, candidates = _auto_plan(comm, topology, demands, forwarders, options, last)
+        plan, candidates = _auto_plan(comm, topology, demands, forwarders, options, last, beside)
         planner = plan.method
     else:
         plan = make_plan(topology, demands, planner, comm=comm, forwarders=forwarders, **options)
@@ -186,9 +189,10 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
         return Pattern("mpi", f"the {planner} plan predicts {predicted_s * 1e3:.4g} ms against the default "
                              f"routes' {default_s * 1e3:.4g} ms: {_too_little(predicted_s, default_s)}",
                       predicted_s=predicted_s, default_s=default_s)
-    # the same answer on every rank: rank 0 simulates, the others wait without taking its core
-    slower = from_leader(comm, lambda: _forwarding_costs_more(net, matrix, plan, topology, demands, chunk_model,
-                                                              link_bw))
+    # the same answer on every rank: rank 0 simulates, the others wait without taking its core; on
+    # real links the plan's first call is measured instead, unless a chunk model fitted to them is given
+    slower = None if link_bw is None and chunk_model is None else from_leader(
+        comm, lambda: _forwarding_costs_more(net, matrix, plan, topology, demands, chunk_model, link_bw))
     if slower is not None:
         return Pattern("mpi", slower, predicted_s=predicted_s, default_s=default_s)
     how = f"the {planner} plan" + (" re-split over the last plan of these pairs" if last is not None else "")
@@ -201,15 +205,26 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
 
 
 def _auto_plan(comm: Any, topology: Topology, demands: Any, forwarders: np.ndarray, options: dict[str, Any],
-               last: tuple[PathSet, PathSet] | None) -> tuple[Plan, PathSet]:
+               last: tuple[PathSet, PathSet] | None, beside: Sequence[Any] = ()) -> tuple[Plan, PathSet]:
     """``method="auto"``'s plan and its candidates (collective).
 
     Heuristic 2 over the candidate paths of the pairs, made once per shape (rank 0 makes them;
     they depend on the pairs, not the amounts). Re-splitting a shape planned before, it then
     solves the LP over the new plan's paths and the last plan's (while they are few,
     :data:`RESPLIT_LP_PATHS`) and keeps the faster: never worse than planning anew, which
-    would give Heuristic 2's plan on the same candidates.
+    would give Heuristic 2's plan on the same candidates. A pattern of at most
+    :data:`LEADER_JOBS` jobs is planned by rank 0 alone (the work a plan spreads over the ranks
+    costs them more in messages than it saves), the others waiting without taking its core.
     """
+    if demands.num_jobs <= LEADER_JOBS:
+        return from_leader_beside(comm, lambda: _planned_on(None, topology, demands, forwarders, options, last),
+                                  beside)
+    return _planned_on(comm, topology, demands, forwarders, options, last)
+
+
+def _planned_on(comm: Any, topology: Topology, demands: Any, forwarders: np.ndarray, options: dict[str, Any],
+                last: tuple[PathSet, PathSet] | None) -> tuple[Plan, PathSet]:
+    """:func:`_auto_plan` on the ranks of ``comm`` (None: this process alone)."""
     from ..paths.space import PathSpace
     from ..planner import make_plan
     from ..planner.methods import default_k, make_candidates
@@ -252,8 +267,8 @@ def _compiled(comm: Any, net: RankNetwork, matrix: np.ndarray, host_plan: Plan |
               link_bw: float | None, reason: str, predicted_s: float | None = None,
               default_s: float | None = None, pace: bool = False) -> Pattern:
     plan = rank_plan(net, matrix, host_plan)
-    executor = Executor(comm, plan, link_bw=link_bw, routes_as_planned=True,  # the host plan was checked
-                        pace_paths=pace)
+    # the host plan was checked; the context's duplicate carries no other point-to-point messages
+    executor = Executor(comm, plan, link_bw=link_bw, routes_as_planned=True, pace_paths=pace, duplicate=False)
     rank_of = net.rank_of_endpoint
     jobs = np.array(sorted(executor.schedule.send_jobs), dtype=np.int64)
     sends = (jobs, rank_of[plan.demands.dst[jobs]])

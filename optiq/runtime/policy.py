@@ -106,10 +106,16 @@ class Shapes:
         return max(0, int((need - shape.calls_s) / mean)) if mean > 0 else 0
 
     def _cost(self, shape: _Shape, pairs: int) -> float:
-        """What planning the shape now costs, with what it cost before: the planning spent, the
-        estimate, and trying the plan (which moves a call's bytes once more)."""
-        trial = shape.calls_s / shape.calls if shape.calls else 0.0
-        return shape.spent_s + self.estimate(pairs) + trial
+        """What planning the shape now costs, with what it cost before: the planning spent and the
+        estimate (its first planned call is measured against the mean of its calls by MPI:
+        nothing moves twice)."""
+        return shape.spent_s + self.estimate(pairs)
+
+    def mean_call_s(self, key: tuple[int, int] | None) -> float | None:
+        """The mean time of the shape's calls so far (the ranks' mean, the same on every rank), or
+        None before any."""
+        shape = self.get(key)
+        return shape.calls_s / shape.calls if shape is not None and shape.calls else None
 
     def mpi_faster(self, key: tuple[int, int], reason: str) -> None:
         """The shape's plan measured slower than MPI: it is not planned again."""
@@ -130,7 +136,7 @@ class Shapes:
         self.shapes.move_to_end(key)
         self.last_pairs = pairs
         if shape.mpi_faster:
-            return Pattern("mpi", f"comm.Alltoallv: {shape.mpi_faster}")
+            return Pattern("mpi", f"MPI: {shape.mpi_faster}")
         cost = self._cost(shape, pairs)
         if budget == float("inf") or cost <= budget * shape.calls_s:
             if not shape.hot:
@@ -138,7 +144,7 @@ class Shapes:
                 self._hot_rows.add(shape.row)
             return None
         need = cost / budget if budget > 0 else float("inf")
-        return Pattern("mpi", f"comm.Alltoallv until calls of these pairs have taken {need:.3g} s, when planning "
+        return Pattern("mpi", f"MPI until calls of these pairs have taken {need:.3g} s, when planning "
                               f"them (about {self.estimate(pairs):.3g} s) costs at most {budget:.0%} of their time: "
                               f"{shape.calls_s:.3g} s in {shape.calls} calls so far")
 

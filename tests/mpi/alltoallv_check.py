@@ -216,8 +216,8 @@ never = [a2a(send, sc, sd, recv, rc, rd, network=ring, plan_budget=0.0) for _ in
 check(all(r.plans_made == 0 and r.method == "mpi" and (r.ahead or not r.checked) for r in never),
       "plan_budget=0 planned")
 at_once = a2a(send, sc, sd, recv, rc, rd, network=ring, plan_budget=float("inf"))
-check(at_once.plans_made == 1 and at_once.plan_s > 0 and not at_once.ahead,
-      f"plan_budget=inf did not plan: {at_once.reason}")
+check(at_once.plans_made == 1 and not at_once.ahead and "moved the bytes while" in at_once.reason,
+      f"plan_budget=inf did not plan (MPI moving the call's bytes meanwhile): {at_once.reason}")
 
 # on one switch every pair has one route, at the cut bound: auto asked to plan keeps MPI and says
 # why, and makes no candidates
@@ -314,9 +314,12 @@ if size >= 4:  # rank 0's bytes to rank 3 on a torus of M x 2 (M >= 2) have two 
         send, recv = buffers(np.float64, sc, sd, rc, rd, 81 + step)
         want = reference(send, sc, sd, rc, rd, recv)
         got = np.zeros_like(recv)
-        split = a2a(send, sc, sd, got, rc, rd, network=grid, plan_budget=float("inf"), link_bw=1e9)
+        planning = a2a(send, sc, sd, got, rc, rd, network=grid, plan_budget=float("inf"), link_bw=1e9)
         check(np.array_equal(got, want), f"auto on counts of one shape, call {step}: bytes differ")
-        check(split.plans_made == step + 1, f"call {step} of one shape made {split.plans_made} plans")
+        check(planning.plans_made == step + 1, f"call {step} of one shape made {planning.plans_made} plans")
+        got = np.zeros_like(recv)  # the plan made while MPI moved the bytes moves the next call's
+        split = a2a(send, sc, sd, got, rc, rd, network=grid, plan_budget=float("inf"), link_bw=1e9)
+        check(np.array_equal(got, want), f"auto on counts of one shape, call {step}, again: bytes differ")
         check(split.method != "mpi", f"auto kept MPI for a pattern a plan halves: {split.reason}")
     check("re-split" in split.reason, f"the second counts of a shape were not re-split: {split.reason}")
     fresh = a2a(send, sc, sd, got, rc, rd, network=grid, method="heu2", link_bw=1e9)
