@@ -116,7 +116,7 @@ def worker(args: argparse.Namespace) -> int:
     from mpi4py import MPI
     from mpi4py_fft import PFFT, newDistArray
 
-    from optiq.integrations.mpi4py_fft import accelerate, restore
+    from optiq.integrations.mpi4py_fft import AcceleratedComm, accelerate, restore
     from optiq.mpi.connect import connect_in_turn
     from optiq.mpi.waiting import allreduce_asleep, start_together
     from optiq.runtime import clear_cache
@@ -152,6 +152,9 @@ def worker(args: argparse.Namespace) -> int:
         transform()
         reference = (u_hat.tobytes(), back.tobytes())
 
+        def optiq_comms() -> list:  # the transfers that go through optiq (one of a single rank keeps MPI's)
+            return [t.comm for t in fft.transfer if isinstance(t.comm, AcceleratedComm)]
+
         def use(way: str) -> None:
             if way == "own":
                 restore(fft)
@@ -167,7 +170,7 @@ def worker(args: argparse.Namespace) -> int:
             use("auto")
             loop_auto.append(timed(transform))
             identical &= (u_hat.tobytes(), back.tobytes()) == reference
-            moved = [t.comm.last.method for t in fft.transfer]
+            moved = [c.last.method for c in optiq_comms()]
             if first_plan is None and any(m not in ("mpi", "local") for m in moved):
                 first_plan = i
         # every way in turn (auto as the loop left it, the others planned by a warm-up)
@@ -188,12 +191,12 @@ def worker(args: argparse.Namespace) -> int:
         for way in methods:
             use(way)
             transform()
-            lasts = [t.comm.last for t in fft.transfer if t.comm.last.method != "local"]
+            lasts = [c.last for c in optiq_comms() if c.last.method != "local"]
             if all(r.predicted_s and r.default_s for r in lasts) and lasts:
                 predicted[way] = sum(r.default_s for r in lasts) / sum(r.predicted_s for r in lasts)
             else:
                 predicted[way] = None
-        opt_last = [t.comm.last for t in fft.transfer if t.comm.last.method != "local"] if "opt" in methods else []
+        opt_last = [c.last for c in optiq_comms() if c.last.method != "local"] if "opt" in methods else []
         same = bool(comm.allreduce(int(identical), op=MPI.MIN))
         if rank == 0:
             print(json.dumps({
@@ -202,7 +205,7 @@ def worker(args: argparse.Namespace) -> int:
                 "total_s": {w: float(np.median(v)) for w, v in total.items()},
                 "predicted_gain": predicted,
                 "opt_transfers": [{"predicted_s": r.predicted_s, "default_s": r.default_s} for r in opt_last],
-                "auto_reason": [t.comm.last.reason for t in fft.transfer],
+                "auto_reason": [c.last.reason for c in optiq_comms()],
                 "loop": {"transforms": args.loop, "over_own": float(sum(loop_auto) / sum(loop_own)),
                          "first_plan": first_plan},
                 "identical": same}), flush=True)

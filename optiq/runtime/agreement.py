@@ -357,7 +357,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
     consistent = predicted is not None and failure is None and readable and sendbuf is not MPI.IN_PLACE \
         and predicted.own == own
     ahead = eligible and predicted is None and failure is None and readable and pairs > 0 \
-        and not ctx.shapes.is_hot(row)
+        and not ctx.shapes.is_hot(row) and not ctx.holds_own(own)
     if failure is None and recv is None and not ahead and group.members.size and group.local[rank] >= 0:
         try:
             send, recv = kind.messages(sendbuf, recvbuf, group.members.size)

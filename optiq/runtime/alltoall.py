@@ -36,10 +36,13 @@ whose counts have no plan goes to MPI until the calls with the same pairs of ran
 *shape*) have taken long enough that planning them costs at most ``plan_budget`` of that
 time; such calls are sent ahead (MPI moves their bytes while the ranks agree), and once
 calls settle on MPI they go *unchecked*, without the agreement, in windows of growing
-length up to ``max_unchecked``. ``auto`` keeps MPI when the plan predicts less than
-:data:`~optiq.runtime.patterns.MIN_GAIN` over the network's default routes, when the chunk
-model predicts forwarding costs more than MPI on them, and (on real links) when the first
-call measures the plan slower.
+length up to ``max_unchecked``. The call that plans hands its own bytes to MPI first, and
+rank 0 plans while MPI moves them; the plan moves the calls after. ``auto`` keeps MPI when the
+plan predicts less than :data:`~optiq.runtime.patterns.MIN_GAIN` over the network's default
+routes, when the chunk model (emulated links, or one given) predicts forwarding costs more
+than MPI on them, and (on real links) when the plan's first call measures slower than the
+shape's calls by MPI did. A call predicted to be a cached plan (the pattern that followed the
+last two before) runs it while the ranks agree (:meth:`~optiq.runtime.context.Context.predicted`).
 
 **Exchanges at once** (``parent=``): several sub-communicators of one parent exchanging at
 the same time (the rows of a process grid, the components of a coupler) are one exchange over
@@ -110,8 +113,9 @@ class AlltoallvResult:
     planning_s : float
         Seconds this rank spent making them.
     ahead : bool
-        Whether the bytes moved by MPI's non-blocking call while the ranks were still
-        agreeing on the call (``method="auto"``, a pattern of no shape it may plan).
+        Whether the bytes moved while the ranks were still agreeing on the call: by MPI's
+        non-blocking call (``method="auto"``, a pattern of no shape it may plan), or by a plan
+        the call was predicted to be.
     checked : bool
         Whether the ranks agreed on this call (False: ``method="auto"`` handed it to MPI
         unchecked, between two agreed calls; its fingerprint is then ``""``).

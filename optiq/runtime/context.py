@@ -215,6 +215,11 @@ class Context:
         entry = None if key is None else self.entries.get(key)
         return entry if entry is not None and entry.runs_ahead() else None
 
+    def holds_own(self, own: tuple[int, int]) -> bool:
+        """Whether a cached pattern has this rank's own counts and options ``own`` (the call may be
+        that pattern: it does not go ahead to MPI)."""
+        return any(entry.own == own for entry in self.entries.values())
+
     def has_plan(self, shape: tuple[int, int]) -> bool:
         """Whether the cache holds a plan (not MPI) for counts of ``shape``."""
         return any(self.entry_shapes.get(key) == shape and pattern.method != "mpi"

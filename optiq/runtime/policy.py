@@ -125,8 +125,9 @@ class Shapes:
             self._refresh()
 
     def decide(self, key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float) -> Pattern | None:
-        """A reason to hand a pattern without a plan to ``comm.Alltoallv`` (a Pattern), or None:
-        plan it now (the same on every rank; the shape is hot from then on)."""
+        """A reason to hand a pattern without a plan to MPI (a Pattern), or None: plan it now (the
+        same on every rank; the shape is hot, its next calls waiting for the agreement, until a
+        call finds planning it again does not pay yet)."""
         shape = self.shapes.get(key)
         if shape is None:
             shape = self.shapes[key] = _Shape(row)
@@ -143,6 +144,9 @@ class Shapes:
                 shape.hot = True
                 self._hot_rows.add(shape.row)
             return None
+        if shape.hot:  # planned before, and not yet worth planning again: its calls may go ahead again
+            shape.hot = False
+            self._refresh()
         need = cost / budget if budget > 0 else float("inf")
         return Pattern("mpi", f"MPI until calls of these pairs have taken {need:.3g} s, when planning "
                               f"them (about {self.estimate(pairs):.3g} s) costs at most {budget:.0%} of their time: "
