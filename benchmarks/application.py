@@ -118,6 +118,7 @@ def worker(args: argparse.Namespace) -> int:
 
     from optiq.integrations.mpi4py_fft import AcceleratedComm, accelerate, restore
     from optiq.mpi.connect import connect_in_turn
+    from optiq.mpi.grids import grid_comm
     from optiq.mpi.waiting import allreduce_asleep, start_together
     from optiq.runtime import clear_cache
 
@@ -155,11 +156,16 @@ def worker(args: argparse.Namespace) -> int:
         def optiq_comms() -> list:  # the transfers that go through optiq (one of a single rank keeps MPI's)
             return [t.comm for t in fft.transfer if isinstance(t.comm, AcceleratedComm)]
 
+        # every method plans over a grid of its own: each keeps its own cache and predictions, as one
+        # application calling one method would (the methods run in turn in one job)
+        base = grid_comm(list(fft.subcomm))
+        grids = {way: base.Dup() for way in methods}
+
         def use(way: str) -> None:
             if way == "own":
                 restore(fft)
             else:
-                accelerate(fft, network=args.network, method=way)
+                accelerate(fft, network=args.network, method=way, parent=grids[way])
 
         # the application's loop, from an empty cache: auto in turn with the library's own
         clear_cache()
@@ -210,8 +216,10 @@ def worker(args: argparse.Namespace) -> int:
                          "first_plan": first_plan},
                 "identical": same}), flush=True)
         restore(fft)
-        fft.destroy()
         clear_cache()
+        for grid_of_way in [*grids.values(), base]:
+            grid_of_way.Free()
+        fft.destroy()
     if args.drifting:
         drifting(comm, args, host)
     return 0

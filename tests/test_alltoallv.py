@@ -87,15 +87,17 @@ def test_the_example_runs_on_16_ranks_and_delivers_what_alltoallv_delivers():
 
 # -- mpi4py's message forms, in process on COMM_SELF: optiq against MPI on the same arguments --
 
-def _self_pair(make):
-    """Run comm.Alltoallv and optiq.alltoallv on COMM_SELF on fresh copies of ``make()``'s
-    arguments: (MPI's exception or received bytes, optiq's exception or received bytes)."""
+def _self_pair(make, name="Alltoallv"):
+    """Run comm.Alltoallv and optiq.alltoallv (``name="Alltoallw"``: their w forms) on COMM_SELF
+    on fresh copies of ``make()``'s arguments: (MPI's exception or received bytes, optiq's
+    exception or received bytes)."""
     from mpi4py import MPI
 
     import optiq
 
+    ours = getattr(optiq, name.lower())
     outcomes = []
-    for call in (lambda s, r: MPI.COMM_SELF.Alltoallv(s, r), lambda s, r: optiq.alltoallv(MPI.COMM_SELF, s, r)):
+    for call in (lambda s, r: getattr(MPI.COMM_SELF, name)(s, r), lambda s, r: ours(MPI.COMM_SELF, s, r)):
         send, recv, buffer = make()
         try:
             call(send, recv)
@@ -153,24 +155,6 @@ def test_every_message_form_moves_what_mpi_moves_or_fails_as_mpi4py_fails(form):
         assert ours == mpi
 
 
-def _self_pair_w(make):
-    """:func:`_self_pair` for ``Alltoallw``."""
-    from mpi4py import MPI
-
-    import optiq
-
-    outcomes = []
-    for call in (lambda s, r: MPI.COMM_SELF.Alltoallw(s, r), lambda s, r: optiq.alltoallw(MPI.COMM_SELF, s, r)):
-        send, recv, buffer = make()
-        try:
-            call(send, recv)
-        except Exception as exc:
-            outcomes.append(exc)
-            continue
-        outcomes.append(None if buffer is None else bytes(MPI.buffer.frombuffer(buffer)))
-    return outcomes
-
-
 def _w_forms():
     from mpi4py import MPI
 
@@ -215,7 +199,7 @@ def _w_forms():
 def test_every_alltoallw_form_moves_what_mpi_moves_or_fails_as_mpi4py_fails(form):
     from optiq.errors import OptiqError
 
-    mpi, ours = _self_pair_w(_w_forms()[form])
+    mpi, ours = _self_pair(_w_forms()[form], "Alltoallw")
     if isinstance(mpi, Exception):
         assert isinstance(ours, type(mpi)) and isinstance(ours, OptiqError), (mpi, ours)
     else:

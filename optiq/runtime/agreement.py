@@ -262,22 +262,17 @@ class Start:
         self.posted = time.perf_counter()
         self.data = self.kind.mpi_start(self.group.comm, sendbuf, recvbuf)
 
-    def run_predicted(self, sendbuf: Any, recvbuf: Any, timeout: float) -> None:
-        """Run the predicted pattern's plan while the agreement travels: with this call's bytes
-        where the call is of that pattern, else with scratch bytes (every rank runs it, so none
-        waits; the agreement then tells whether every call was, and if not the call moves again)."""
+    def run_predicted(self, timeout: float) -> None:
+        """Run the predicted pattern's plan while the agreement travels, where this call is of
+        that pattern (its bytes, read by :func:`begin`). A rank whose call is not waits for the
+        agreement and stands in with scratch bytes only if some rank runs the plan
+        (:func:`agree`), so that none waits for it; the agreement then tells whether every call
+        was the pattern's, and if not the call moves again."""
         pattern = self.predicted
-        assert pattern is not None
+        assert pattern is not None and self.consistent and self.recv is not None
         begun = time.perf_counter()
-        if self.consistent:
-            send, recv = (self.send, self.recv) if self.recv is not None else \
-                self.kind.messages(sendbuf, recvbuf, self.group.members.size)
-            self.send, self.recv = send, recv
-            spread_send, spread_recv = _spread_pair(self.group, send, recv)
-            assert spread_recv is not None
-            run_plan(self.ctx.comm.Get_rank(), pattern, spread_send, spread_recv, timeout)
-        else:
-            pattern.stand_in(timeout)
+        spread_send, spread_recv = _spread_pair(self.group, self.send, self.recv)
+        run_plan(self.ctx.comm.Get_rank(), pattern, spread_send, spread_recv, timeout)
         self.moved_s = time.perf_counter() - begun
 
 
@@ -363,6 +358,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
             send, recv = kind.messages(sendbuf, recvbuf, group.members.size)
         except Exception as exc:
             failure = _failure(exc, rank)
+    consistent = consistent and failure is None  # its messages read: what the predicted plan would send
     # the last call's time and this rank's planning since ride along, in microseconds: every rank
     # then keeps the same account of every shape
     last_shape, last_s, planned_s = ctx.pending
@@ -456,6 +452,8 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
     failure = start.failure
     size = c.Get_size()
     _wait(start)
+    if start.predicted is not None and not start.consistent and int(vec[_CONSISTENT]):
+        start.predicted.stand_in(start.timeout)  # some rank runs the predicted plan: none waits for this one
     if start.joint and int(vec[_GROUPS]):
         if start.data is not None:  # went ahead on a group some rank of it did not join: its duplicate is left
             group.comm = None

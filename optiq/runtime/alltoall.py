@@ -216,8 +216,8 @@ def _call(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, more: tuple[A
     ctx = begun.ctx
     if begun.ahead:  # no plan can be made for it: the bytes move while the ranks agree
         begun.post(sendbuf, recvbuf)
-    elif begun.predicted is not None:  # predicted to be a planned pattern: its plan runs while they agree
-        begun.run_predicted(sendbuf, recvbuf, timeout)
+    elif begun.consistent:  # predicted to be a planned pattern, and it is here: its plan runs while they agree
+        begun.run_predicted(timeout)
     call = agree(begun, sendbuf, recvbuf, **options)
     pattern = call.pattern
     if call.moved:

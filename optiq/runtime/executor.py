@@ -38,6 +38,9 @@ CHUNK_S = 0.05
 #: the path's last byte arrives a chunk's link time per stop after a fluid flow's. By default
 #: a chunk lasts at most this share of the plan's predicted time on its slowest link.
 STOP_SHARE = 0.2
+#: Paced paths: by default the median path is cut into at least this many chunks, so that its
+#: pace can shape it (a path of one chunk is sent whole at once).
+PACED_CHUNKS = 4
 #: The smallest chunk :func:`default_chunk_size` chooses (bytes).
 MIN_DEFAULT_CHUNK = 4096
 #: Seconds of an emulated link's traffic the default window covers: oversubscribed ranks
@@ -95,12 +98,14 @@ def default_window(chunk_size: int, link_bw: float | None, network_bw: float | N
     return int(min(MAX_DEFAULT_WINDOW // pair, max(1, round(wanted / pair))) * pair)
 
 
-def default_chunk_size(plan: Plan) -> int:
+def default_chunk_size(plan: Plan, *, paced: bool = False) -> int:
     """The chunk size :class:`Executor` uses when none is given: the plan's, or where one chunk
     would last more than :data:`CHUNK_S` on the plan's slowest link, or (a plan whose paths
-    stop at ranks) more than :data:`STOP_SHARE` of the plan's predicted time, the largest power
+    stop at ranks) more than :data:`STOP_SHARE` of the plan's predicted time, or (``paced``
+    paths) more than a :data:`PACED_CHUNKS`-th of the median path's bytes, the largest power
     of two that does not (at least :data:`MIN_DEFAULT_CHUNK`). A chunk is the unit a forwarding
-    rank stores before it sends on, and a slow path's pace is counted in whole chunks.
+    rank stores before it sends on, and a slow path's pace is counted in whole chunks: a path
+    of one chunk leaves at once, whatever its pace.
 
     Examples
     --------
@@ -121,6 +126,9 @@ def default_chunk_size(plan: Plan) -> int:
     fits = math.inf if slowest is None else CHUNK_S * slowest
     if slowest is not None and _forwards(plan):
         fits = min(fits, STOP_SHARE * plan.predicted_time_s * slowest)
+    used = plan.path_bytes[plan.path_bytes > 0]
+    if paced and used.size:
+        fits = min(fits, float(np.median(used)) / PACED_CHUNKS)
     if plan.chunk_size <= fits:
         return int(plan.chunk_size)
     return int(max(MIN_DEFAULT_CHUNK, 2 ** int(math.floor(math.log2(fits)))))
@@ -279,7 +287,7 @@ class Executor:
             check_routes(plan)
         if link_bw is not None and not link_bw > 0:
             raise PlanError(f"link bandwidth must be positive, got {link_bw}")
-        chunk = default_chunk_size(plan) if chunk_size is None else int(chunk_size)
+        chunk = default_chunk_size(plan, paced=pace_paths) if chunk_size is None else int(chunk_size)
         if chunk < 1:
             raise PlanError(f"chunk size must be a positive number of bytes, got {chunk}")
         from mpi4py import MPI
