@@ -229,6 +229,13 @@ def test_a_call_predicted_to_be_a_plan_runs_it_ahead_and_a_broken_prediction_mov
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [4, 6])
+def test_autos_policy_stays_alike_on_every_rank_whatever_each_rank_measures(ranks):
+    proc, _ = launch(ranks, MPI_SCRIPTS / "auto_alike_check.py")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+@pytest.mark.mpi
 def test_a_rank_of_the_parent_that_never_joins_fails_the_others_in_one_line():
     proc, _ = launch(4, MPI_SCRIPTS / "parent_not_joined.py")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr

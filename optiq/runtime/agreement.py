@@ -90,6 +90,9 @@ class Call:
     moved: bool = False         # the bytes went ahead by MPI's non-blocking call, before the agreement
     moved_s: float = 0.0        # this rank's part in that, when it joined the ranks that went ahead
     planned: Pattern | None = None  # the pattern planned while MPI moved the bytes (for the calls after)
+    #: a plan was made in this call: alike on every rank, where ``plan_s`` (this rank's own
+    #: cost of it) is not, and may be zero on one rank and not on another
+    prepared: bool = False
 
     @property
     def received(self) -> Message | SpreadMessage:
@@ -529,6 +532,7 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
             return Call(kind, c, group, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, 0.0,
                         time.perf_counter(), shape_key)
     beside = None  # auto's blocking call: MPI moves its bytes while the plan is made (for the calls after)
+    prepared = pattern is None
     if pattern is None:
         begun = time.perf_counter()
         shape = ctx.shapes.get(shape_key) if auto else None
@@ -566,9 +570,9 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
         return Call(kind, c, group, sendbuf, recvbuf, send, recv, Pattern(
             "mpi", f"comm.{kind.mpi_name} moved the bytes while {how}: {pattern.reason}", predicted_s=pattern.predicted_s,
             default_s=pattern.default_s), key, fingerprint, plan_s, time.perf_counter(), shape_key, moved=True,
-            moved_s=moved_s, planned=pattern)
+            moved_s=moved_s, planned=pattern, prepared=True)
     return Call(kind, c, group, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, plan_s, time.perf_counter(),
-                shape_key if auto else None)
+                shape_key if auto else None, prepared=prepared)
 
 
 def _spread_pair(group: Group, send: Message | None,

@@ -232,9 +232,9 @@ def _call(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, more: tuple[A
         done = time.perf_counter()
     if call.shape is not None:  # auto: this call's time goes to its shape's account at the next call
         ctx.pending = (call.shape, done - ready, call.plan_s)
-        if call.plan_s and (call.planned or pattern).method == "mpi":  # planned, and MPI kept: not planned again
+        if call.prepared and (call.planned or pattern).method == "mpi":  # planned, and MPI kept: not planned again
             ctx.shapes.mpi_faster(call.shape, pattern.reason)
-    if call.shape is not None and pattern.method == "mpi" and not call.plan_s and call.planned is None \
+    if call.shape is not None and pattern.method == "mpi" and not call.prepared \
             and not ctx.plans_another(call.shape):  # unchecked calls may follow
         ctx.quiet.agreed(begun.config, call.shape, max_unchecked, ctx.shapes.calls_left(call.shape, plan_budget),
                          ctx.has_plan(call.shape))
@@ -243,7 +243,7 @@ def _call(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, more: tuple[A
     else:
         ctx.quiet.agreed(begun.config, None, max_unchecked)
     planning = call.plan_s if call.planned is None else 0.0  # beside MPI: part of the transfer's time
-    return AlltoallvResult(method=pattern.method, cached=call.plan_s == 0.0 and call.fingerprint != "",
+    return AlltoallvResult(method=pattern.method, cached=not call.prepared and call.fingerprint != "",
                            plan_s=call.plan_s, overhead_s=(ready - start) - planning, transfer_s=done - ready,
                            reason=pattern.reason, predicted_s=pattern.predicted_s, default_s=pattern.default_s,
                            fingerprint=call.fingerprint, plans_made=ctx.shapes.plans_made,
