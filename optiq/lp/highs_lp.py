@@ -13,6 +13,8 @@ from ..utils.progress import Progress, heartbeat
 from .scaling import lp_coefficients
 from .solution import (
     DEFAULT_SOLVER,
+    EXACT_TOLERANCE,
+    FALLBACK,
     LPSolution,
     LPStatus,
     first_order_limit,
@@ -20,6 +22,7 @@ from .solution import (
     highs_options,
     highs_status,
     silent_highs,
+    usable_status,
 )
 
 if TYPE_CHECKING:
@@ -87,16 +90,21 @@ def solve_lp(topology: Topology, demands: Demands, paths: PathSet, *, solver: st
     build_s = time.perf_counter() - start
     start = time.perf_counter()
     with heartbeat(progress, f"LP ({P:,} paths, {J + used.size:,} rows, HiGHS {solver})"):
-        h.run()
-        if first_order_stalled(solver, h.getModelStatus()):
-            solver = "ipm-nox"  # a first-order solve that does not converge: interior point instead
-            for name, value in highs_options(solver, None).items():  # the time limit counts both runs
-                h.setOptionValue(name, value)
-            h.clearSolver()
+        while True:
             h.run()
+            model_status, solution = h.getModelStatus(), h.getSolution()
+            stalled = first_order_stalled(solver, model_status)
+            usable = usable_status(solver, model_status, solution.value_valid) and len(solution.col_value) == P + 1 \
+                and solution.col_value[P] > 0
+            if (usable and not stalled) or (highs_status(model_status) == LPStatus.TIME_LIMIT and not stalled) \
+                    or solver not in FALLBACK:
+                break
+            solver = FALLBACK[solver]  # nothing usable: the next, surer solver from scratch
+            for name, value in highs_options(solver, None).items():  # the time limit counts every run
+                h.setOptionValue(name, value)
+            h.setOptionValue("ipm_optimality_tolerance", EXACT_TOLERANCE)
+            h.clearSolver()
     solve_s = time.perf_counter() - start
-    model_status = h.getModelStatus()
-    solution = h.getSolution()
     x = np.asarray(solution.col_value)
     if x.size != P + 1:
         raise SolverError(f"HiGHS ({solver}) returned no solution: {h.modelStatusToString(model_status)}")

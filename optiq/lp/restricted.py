@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,8 @@ from ..errors import SolverError
 from ..paths.pathset import csr_positions
 from ..utils.progress import Progress, heartbeat
 from .solution import (
+    EXACT_TOLERANCE,
+    FALLBACK,
     FIRST_ORDER,
     LPStatus,
     first_order_limit,
@@ -38,6 +40,7 @@ from .solution import (
     highs_options,
     highs_status,
     silent_highs,
+    usable_status,
 )
 
 if TYPE_CHECKING:
@@ -181,6 +184,47 @@ class RestrictedLP:
         self.tolerance = float(tolerance)
         self._use(solver)
         self.highs.passModel(lp)
+
+    def _run(self, tolerance: float, deadline: float | None, progress: Progress | None) -> tuple[LPStatus, Any, float]:
+        """One solve from scratch at ``tolerance``; where the solver stalls or returns no usable
+        point, the next of :data:`~optiq.lp.solution.FALLBACK` solves again and stays for the
+        later solves. Returns the status, HiGHS's solution and the seconds in HiGHS.
+
+        Raises
+        ------
+        SolverError
+            If the last solver of the chain returns no usable point.
+        """
+        h, seconds = self.highs, 0.0
+        while True:
+            self.set_tolerance(tolerance if self.solver in FIRST_ORDER else min(tolerance, EXACT_TOLERANCE))
+            left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+            # HiGHS compares its time limit with the run time summed over every run of this object
+            h.setOptionValue("time_limit", float("inf") if left is None else h.getRunTime() + float(left))
+            h.setOptionValue("pdlp_iteration_limit", first_order_limit(self.demands.num_jobs + self.num_link_rows,
+                                                                       self.num_paths + 1))
+            if self.solver != "simplex":
+                h.clearSolver()  # interior point from scratch: simplex's warm start gives vertex duals again
+            t = time.perf_counter()
+            with heartbeat(progress, f"restricted LP ({self.num_paths:,} paths, {self.num_link_rows:,} link rows)"):
+                h.run()
+            seconds += time.perf_counter() - t
+            model_status, sol = h.getModelStatus(), h.getSolution()
+            stalled = first_order_stalled(self.solver, model_status)
+            status = highs_status(model_status)
+            if status == LPStatus.TIME_LIMIT and not stalled:
+                return status, sol, seconds
+            usable = usable_status(self.solver, model_status, sol.value_valid) and sol.dual_valid \
+                and len(sol.col_value) == self.num_paths + 1 and sol.col_value[0] > 0
+            if usable and not stalled:
+                return status, sol, seconds
+            if self.solver not in FALLBACK:
+                raise SolverError(f"HiGHS ({self.solver}) returned no solution for the restricted LP "
+                                  f"({self.num_paths:,} paths, {self.num_link_rows:,} link rows): "
+                                  f"{h.modelStatusToString(model_status)}")
+            self._use(FALLBACK[self.solver])
+            if self.solver not in FIRST_ORDER:
+                tolerance = min(tolerance, EXACT_TOLERANCE)
 
     def _use(self, solver: str) -> None:
         self.solver = solver
@@ -340,42 +384,24 @@ class RestrictedLP:
             If HiGHS fails.
         """
         deadline = None if time_limit is None else time.perf_counter() + time_limit
-        h, J = self.highs, self.demands.num_jobs
+        J = self.demands.num_jobs
         solve_s = 0.0
         target = asked = self.tolerance
-        polished = 0
+        polished = rounds = 0
         scouting = self.solver in FIRST_ORDER and SCOUT_TOLERANCE is not None and target < SCOUT_TOLERANCE
-        for rounds in range(1, max_rounds + 1):
-            self.set_tolerance(SCOUT_TOLERANCE if scouting and SCOUT_TOLERANCE is not None else target)
-            left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
-            # HiGHS compares its time limit with the run time summed over every run of this object
-            h.setOptionValue("time_limit", float("inf") if left is None else h.getRunTime() + float(left))
-            h.setOptionValue("pdlp_iteration_limit", first_order_limit(J + self.num_link_rows, self.num_paths + 1))
-            if self.solver != "simplex":
-                h.clearSolver()  # interior point from scratch: simplex's warm start gives vertex duals again
-            t = time.perf_counter()
-            with heartbeat(progress, f"restricted LP ({self.num_paths:,} paths, {self.num_link_rows:,} link rows)"):
-                h.run()
-            solve_s += time.perf_counter() - t
-            if first_order_stalled(self.solver, h.getModelStatus()):
-                self._use("ipm-nox")  # a first-order solve that does not converge: interior point from here on
-                continue
-            status = highs_status(h.getModelStatus())
+        while rounds < max_rounds:
+            rounds += 1
+            status, sol, seconds_in_highs = self._run(SCOUT_TOLERANCE if scouting and SCOUT_TOLERANCE else target,
+                                                      deadline, progress)
+            solve_s += seconds_in_highs
+            if self.solver not in FIRST_ORDER:  # a fallback took over: no scouting, its own tolerance
+                scouting, target, asked = False, min(target, EXACT_TOLERANCE), min(asked, EXACT_TOLERANCE)
             if status == LPStatus.TIME_LIMIT:
                 empty = np.zeros(0)
                 self.set_tolerance(asked)
                 return RestrictedSolution(status, float("nan"), float("nan"), empty, empty, empty, 0.0, empty, rounds, 0,
                                           self.num_link_rows, solve_s)
-            sol = h.getSolution()
             x = np.asarray(sol.col_value)
-            # a first-order solver ends within its tolerance, which HiGHS may call "unknown"
-            usable = status == LPStatus.OPTIMAL or (self.solver in FIRST_ORDER and sol.value_valid)
-            if not usable or x.size != self.num_paths + 1 or not sol.dual_valid or x[0] <= 0:
-                if self.solver in FIRST_ORDER:  # interior point from here on
-                    self._use("ipm-nox")
-                    continue
-                raise SolverError("HiGHS returned no solution for the restricted LP: "
-                                  f"{h.modelStatusToString(h.getModelStatus())}")
             share = self._shares(np.maximum(x[1:], 0.0))
             seconds = self._seconds = self.link_seconds(share)
             lp_time = self.t0 / x[0]

@@ -11,8 +11,8 @@ import numpy as np
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVER", "first_order_limit", "first_order_stalled",
-           "highs_options", "highs_status", "silent_highs"]
+__all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVER", "FALLBACK", "EXACT_TOLERANCE",
+           "first_order_limit", "first_order_stalled", "highs_options", "highs_status", "silent_highs", "usable_status"]
 
 #: HiGHS LP algorithms optiq exposes: ``ipm`` is interior point followed by crossover to a
 #: vertex; ``ipm-nox`` interior point without crossover; ``pdlp`` and ``hipdlp`` the two
@@ -27,6 +27,15 @@ FIRST_ORDER = ("pdlp", "hipdlp")
 #: LPs on whole machines take a few thousand (``benchmarks/whole_machine.py``); HiGHS's
 #: ``hipdlp`` runs without end on some small degenerate ones that interior point solves at once.
 FIRST_ORDER_ITERATIONS = 100_000
+#: The solver that solves again, from scratch, when one returns nothing usable (a first-order
+#: solve that stalls, an interior point that ends "unknown" on a badly scaled LP): every
+#: step is slower and surer, and simplex ends every feasible bounded LP. A failure of the
+#: last is a bug to report, never an answer for valid input.
+FALLBACK = {"pdlp": "ipm-nox", "hipdlp": "ipm-nox", "ipm-nox": "ipm", "ipm": "simplex"}
+#: The optimality tolerance of interior point where it takes over from a first-order solver
+#: (HiGHS's own default): a first-order tolerance such as 1e-3 leaves interior point short of
+#: "optimal".
+EXACT_TOLERANCE = 1e-8
 
 
 def first_order_limit(rows: int, columns: int) -> int:
@@ -88,6 +97,14 @@ def highs_options(solver: str, time_limit: float | None) -> dict:
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
     return options
+
+
+def usable_status(solver: str, model_status: Any, value_valid: bool) -> bool:
+    """Whether a solve's point may be used: optimal, or a first-order solve's point within its
+    tolerance (which HiGHS may call "unknown")."""
+    import highspy
+
+    return model_status == highspy.HighsModelStatus.kOptimal or (solver in FIRST_ORDER and bool(value_valid))
 
 
 class LPStatus(enum.Enum):
