@@ -375,6 +375,37 @@ def test_unchecked_windows_grow_to_the_cap_and_never_pass_the_call_that_plans():
     assert shapes.calls_left((7, 8), 0.05) is None and shapes.calls_left((9, 9), 0.05) == 0
 
 
+def test_a_cycle_of_shapes_settled_on_mpi_opens_windows_as_one_shape_does():
+    """The rows, the columns, the columns and the rows of a grid in turn (a transform's transposes
+    forward, then backward): once both shapes are settled, the windows grow fourfold to the cap."""
+    from optiq.runtime.policy import CYCLE_SHAPES
+    from optiq.runtime.policy import Quiet as _Quiet
+
+    cycle = [(1, 1), (2, 2), (2, 2), (1, 1)]
+    quiet, agreed_at, call = _Quiet(), [], 0
+    while call < 1000:
+        agreed_at.append(call)
+        quiet.agreed("options", cycle[call % 4], 127)
+        call += 1 + quiet.remaining
+    gaps = (np.diff(agreed_at) - 1).tolist()
+    assert gaps[:6] == [0, 0, 3, 15, 63, 127] and set(gaps[5:]) == {127}, gaps[:8]
+    assert set(quiet.window()) == {(1, 1), (2, 2)}
+    # a settled shape to be planned bounds every window by its calls left, less its share of those gone
+    quiet = _Quiet()
+    for shape, left in (((1, 1), 40), ((2, 2), None), ((2, 2), None), ((1, 1), 40)):
+        quiet.agreed("options", shape, 127, left)
+    assert quiet.remaining == 15  # the cap of this streak, below 40
+    quiet.remaining = 0           # the window's 15 calls went unchecked, half of them counted as (1, 1)'s
+    quiet.agreed("options", (2, 2), 127, None)
+    assert quiet.settled[(1, 1)] == int(40 - 15 / 2) == 32 and quiet.remaining == 31
+    # more shapes than a cycle holds, or other options, start a new cycle
+    for k in range(CYCLE_SHAPES + 1):
+        quiet.agreed("options", (10 + k, 0), 127)
+    assert len(quiet.settled) == 2 + CYCLE_SHAPES + 1 - CYCLE_SHAPES and quiet.remaining == 0  # a new cycle at the ninth
+    quiet.agreed("other", (10, 0), 127)
+    assert quiet.settled == {(10, 0): None} and quiet.streak == 0
+
+
 def test_a_message_read_again_on_other_buffers_reads_those_buffers():
     """Specifications of one key (counts, displacements, datatypes, buffer sizes) are laid out
     from the first one read: every part is then that of the new buffer, packed or in place."""

@@ -481,10 +481,11 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
     if start.joint and group.members.size and group.comm is None:
         group.ensure_comm()  # the first agreed call of this group: every member is in it
     key, shape_key = _pair(vec[_PATTERN]), _pair(vec[_SHAPE])
-    last_s, calls = int(vec[_LAST_S]), 1
-    if start.skipped and shape_key == start.last_shape:  # the calls between two agreed calls of one shape
-        last_s, calls = last_s + int(vec[_SKIPPED_S]), 1 + start.skipped
-    ctx.shapes.book(start.last_shape, last_s / 1e6 / size, int(vec[_PLANNED_S]) / 1e6 / size, calls)
+    ctx.shapes.book(start.last_shape, int(vec[_LAST_S]) / 1e6 / size, int(vec[_PLANNED_S]) / 1e6 / size)
+    if start.skipped:  # the calls between two agreed calls: the window's shapes, in equal shares
+        window = ctx.quiet.window() or (() if start.last_shape is None else (start.last_shape,))
+        for each in window:
+            ctx.shapes.book(each, int(vec[_SKIPPED_S]) / 1e6 / size / len(window), 0.0, start.skipped / len(window))
     fingerprint = f"{key[0]:016x}{key[1]:016x}"
     auto = method == "auto" and cached and network is not None and int(vec[_PAIRS]) > 0  # else: local, or no network
     if start.predicted is not None and int(vec[_CONSISTENT]) == size:  # every call was the predicted pattern's

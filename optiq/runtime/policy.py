@@ -9,8 +9,9 @@ at once, with the agreement travelling beside the transfer; every rank can tell 
 from its own row of the shape (the counts it sends and receives).
 
 Once calls settle on MPI, :class:`Quiet` opens windows of calls handed to MPI without the
-ranks' agreement (*unchecked*): they grow fourfold after every agreed call of the same
-shape, up to a cap, and never run past the call after which the shape's planning pays.
+ranks' agreement (*unchecked*): they grow fourfold after every agreed call of a shape settled
+before (one shape, or a cycle of them, as the rows and columns of a grid make), up to a cap,
+and never run past the call after which a settled shape's planning pays.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from ..paths import PathSet
 from .patterns import Pattern
 
-__all__ = ["Shapes", "Quiet", "PLAN_S_PER_PAIR", "PLAN_S_FIXED", "SHAPES_KEPT"]
+__all__ = ["Shapes", "Quiet", "PLAN_S_PER_PAIR", "PLAN_S_FIXED", "SHAPES_KEPT", "CYCLE_SHAPES"]
 
 #: Before a communicator has planned: the planning time guessed per host pair, and on top.
 PLAN_S_PER_PAIR, PLAN_S_FIXED = 1e-3, 0.05
@@ -38,7 +39,7 @@ class _Shape:
     row: tuple[int, int]  # this rank's own row of the shape, hashed (differs from rank to rank)
     calls_s: float = 0.0
     spent_s: float = 0.0
-    calls: int = 0
+    calls: float = 0  # fractional: a window of unchecked calls is shared among its shapes
     hot: bool = False
     mpi_faster: str = ""
     #: the candidates and paths of the shape's last plan: its next counts re-split over them
@@ -68,7 +69,7 @@ class Shapes:
     def _refresh(self) -> None:
         self._hot_rows = {s.row for s in self.shapes.values() if s.hot and not s.mpi_faster}
 
-    def book(self, key: tuple[int, int] | None, call_s: float, planned_s: float, calls: int = 1) -> None:
+    def book(self, key: tuple[int, int] | None, call_s: float, planned_s: float, calls: float = 1) -> None:
         """Book the time of the last ``calls`` calls and planning (the ranks' means) to their
         shape, and learn the planning time per pair."""
         if planned_s > 0 and self.last_pairs:
@@ -153,26 +154,37 @@ class Shapes:
                               f"{shape.calls_s:.3g} s in {shape.calls} calls so far")
 
 
+#: Shapes one window of unchecked calls may hold: the calls of a cycle (the rows, then the
+#: columns, of a process grid's transposes), every shape of it settled on MPI.
+CYCLE_SHAPES = 8
+
+
 @dataclass
 class Quiet:
     """``method="auto"``'s calls without the ranks' agreement, alike on every rank.
 
-    An agreed call of a shape that goes to MPI (``comm.Alltoallv`` or ``Alltoallw``) and is not about to be planned
-    (its calls have not yet paid for planning it, or for planning it again, or its plan
-    measured slower than MPI) extends a *streak* when the agreed call before it, with the same
-    options, had the same shape; it resets it otherwise. After a streak of ``s`` such calls,
-    the next ``min(4**s, cap + 1) - 1`` calls with the same options go straight to
-    MPI, and never more than the shape's calls left before planning it pays.
-    A shape with a plan in the cache (for other counts, which may come back) waits one agreed
-    call longer. Their time is booked to the shape at the next agreed call if that call has
-    the shape too."""
+    An agreed call of a shape that goes to MPI (``comm.Alltoallv`` or ``Alltoallw``) and is not
+    about to be planned (its calls have not yet paid for planning it, or for planning it again,
+    or its plan measured slower than MPI) is *settled*. Settled shapes make a cycle (one shape
+    called again and again, or the rows and the columns of a grid in turn, up to
+    :data:`CYCLE_SHAPES`): an agreed call of a shape already in the cycle, with the same options,
+    extends a *streak*; a shape joining the cycle restarts it, other options start a new cycle.
+    After a streak of ``s`` calls, the next ``min(4**s, cap + 1) - 1`` calls with the same options
+    go straight to MPI, and never more than any settled shape's calls left before planning it
+    pays. A shape with a plan in the cache (for other counts, which may come back) waits one
+    agreed call longer. The unchecked calls' time is booked to the cycle's shapes, in equal
+    shares, at the next agreed call."""
 
     config: str = ""
-    shape: tuple[int, int] | None = None
+    shape: tuple[int, int] | None = None  # the last agreed call's
     streak: int = 0
     remaining: int = 0      # calls still to go unchecked
     skipped_s: float = 0.0  # this rank's time in them since the last agreed call
     skipped_n: int = 0
+    #: the settled shapes of the cycle, each with the calls it may take before planning it pays
+    #: (None: never to be planned)
+    settled: dict[tuple[int, int], int | None] = field(default_factory=dict)
+    opened: int = 0         # calls the last window opened with
     #: the options of the agreed call that opened the window, as the caller passed them: a call
     #: passing the very same objects has the same options without building their text (None:
     #: planner options were given, and only the text tells)
@@ -186,16 +198,30 @@ class Quiet:
         ``left`` the calls it may take before it is planned (None: it is not to be planned),
         ``planned`` whether the cache holds a plan of the shape."""
         if shape is None or cap <= 0:
-            self.shape, self.streak, self.remaining = None, 0, 0
+            self.shape, self.streak, self.remaining, self.opened, self.settled = None, 0, 0, 0, {}
             return
-        if shape == self.shape and config == self.config:
+        used = self.opened - self.remaining  # the last window's calls that went unchecked
+        if used > 0 and self.settled:        # each settled shape had its share of them
+            share = used / len(self.settled)
+            self.settled = {s: None if n is None else max(0, int(n - share)) for s, n in self.settled.items()}
+        if config != self.config or (shape not in self.settled and len(self.settled) >= CYCLE_SHAPES):
+            self.config, self.settled, self.streak = config, {}, 0
+        elif shape in self.settled:
             self.streak += 1
         else:
-            self.config, self.shape, self.streak = config, shape, 0
+            self.streak = 0  # a shape joins the cycle: its windows start small again
+        self.settled[shape] = left
+        self.shape = shape
         steps = self.streak - planned
         self.remaining = 0 if steps < 0 else min(4 ** min(steps, 31), cap + 1) - 1
-        if left is not None:
-            self.remaining = min(self.remaining, max(0, left - 1))
+        limits = [n for n in self.settled.values() if n is not None]
+        if limits:
+            self.remaining = min(self.remaining, max(0, min(limits) - 1))
+        self.opened = self.remaining
+
+    def window(self) -> tuple[tuple[int, int], ...]:
+        """The shapes the last window's unchecked calls are booked to (alike on every rank)."""
+        return tuple(self.settled)
 
     def open(self, options: tuple[Any, ...] | None, plans_made: int, planning_s: float) -> None:
         """After :meth:`agreed`: what the window's unchecked calls compare and return."""
