@@ -237,3 +237,33 @@ def test_testbed_collectives_on_a_tree_fits_and_predicts_over_the_trees_routes(t
     for r in report["rows"]:  # the contention model over the tree's routes; alpha-beta-gamma blind to them
         assert r["model_s"] == pytest.approx(predict(r["algorithm"], 4, 32768, fitted["contention"], routes).total)
         assert r["abg_s"] == pytest.approx(predict(r["algorithm"], 4, 32768, fitted["abg"]).total)
+
+
+@pytest.mark.parametrize("ail", ["loss", "slow"])
+def test_under_loss_or_a_slowed_cable_every_method_completes_verified_and_says_how_much_slower(ail):
+    from optiq.testbed.conditions import Conditions, parse_slow
+
+    t = from_spec("fattree:k=2,n=2")
+    demands = permutation(t.num_endpoints, nbytes=2**20, seed=3)
+    if ail == "loss":
+        conditions = Conditions(1.0)
+    else:  # the cable every pair's route crosses into one of the top switches' halves
+        busiest = int(np.argmax(np.bincount(network_routes_links(t, demands), minlength=t.num_links)))
+        name = f"{t.label(int(t.link_src[busiest]))}-{t.label(int(t.link_dst[busiest]))}"
+        conditions = Conditions(0.0, *parse_slow(t, [f"{name}:0.25"]))
+    report = run_testbed(t, demands, methods="default,opt", rate=RATE, repeat=1, name=f"optiq-{ail}",
+                         conditions=conditions)
+    assert all(r.verified for r in report.rows)
+    assert report.conditions == conditions.describe() and "how much slower" in str(report)
+    slower = {r.method: r.measured_over_predicted for r in report.rows}
+    if ail == "slow":  # the default routes cross the slowed cable at a quarter of its rate
+        assert slower["default"] > 2.0, slower
+    else:
+        assert min(slower.values()) > 0.9, slower
+    assert left(f"optiq-{ail}") == []
+
+
+def network_routes_links(t, demands):
+    from optiq.paths import network_routes
+
+    return network_routes(t, demands.src, demands.dst).links

@@ -232,3 +232,63 @@ def test_testbed_collectives_refuses_mistakes_before_building_anything(capsys):
 
     with pytest.raises(TestbedError, match="jobs=0"):  # before any privilege check or namespace
         run_collectives(4, rate=2.5e6, size=32768, jobs=0)
+
+
+def test_cables_are_found_by_their_two_nodes_or_by_a_port_and_mistakes_are_named(tmp_path):
+    from conftest import synthetic
+
+    from optiq.errors import TopologyError
+    from optiq.topology import cluster, read_ibnetdiscover
+    from optiq.topology.cables import cable_link, link_ports, reverse_link
+
+    t = cluster(8, 2, 2)
+    for e in range(t.num_links):  # every link is found by its ends and by its tail's port, and has its reverse
+        u, v = t.label(int(t.link_src[e])), t.label(int(t.link_dst[e]))
+        if len(t.links_between(int(t.link_src[e]), int(t.link_dst[e]))) == 1:
+            assert cable_link(t, f"{u}-{v}") == e
+        assert cable_link(t, f"{u}:p{int(link_ports(t)[e])}") == e
+        r = reverse_link(t, e)
+        assert (t.link_src[r], t.link_dst[r]) == (t.link_dst[e], t.link_src[e]) and reverse_link(t, r) == e
+    lay = Layout.of(t, "optiq-cab")
+    assert all(reverse_link(t, e) == lay.peer[e] for e in range(t.num_links))  # as the testbed cables them
+    for bad, says in (("H0-H1", "no cable joins H0 and H1"), ("H0-X9", "no cable 'H0-X9'"), ("H0:p7", "no cable on port 7"),
+                      ("H0:px", "must be a number"), ("Q:p1", "no node or host named 'Q'")):
+        with pytest.raises(TopologyError, match=says):
+            cable_link(t, bad)
+    sf = synthetic()  # a fabric: node names hold '-', and two switches may be joined by parallel cables
+    model = sf.build(4, 2, seed=1, parallel=2)
+    sf.write_ibnetdiscover(model, tmp_path / "f.txt")
+    fabric = read_ibnetdiscover(tmp_path / "f.txt")
+    e = next(e for e in range(fabric.num_links) if len(fabric.links_between(int(fabric.link_src[e]),
+                                                                            int(fabric.link_dst[e]))) > 1)
+    u, v = fabric.label(int(fabric.link_src[e])), fabric.label(int(fabric.link_dst[e]))
+    with pytest.raises(TopologyError, match="name one by its port"):
+        cable_link(fabric, f"{u}-{v}")
+    assert cable_link(fabric, f"{u}:p{int(fabric.fabric.link_port[e])}") == e
+
+
+def test_slowed_cables_and_loss_are_checked_before_anything_is_planned_or_built(capsys):
+    from optiq.cli import main
+    from optiq.testbed.conditions import Conditions, parse_slow
+
+    t = torus((4, 4))
+    slow, names = parse_slow(t, ["H0-H1:0.25"])
+    conditions = Conditions(1.0, slow, names)
+    factors = conditions.rate_factors(t)
+    cable = t.links_between(0, 1) + t.links_between(1, 0)
+    assert sorted(np.flatnonzero(factors < 1).tolist()) == sorted(cable) and factors[cable].tolist() == [0.25, 0.25]
+    assert conditions.describe() == "Conditions: cable H0-H1 at 0.25 of its rate; 1% random loss on every link direction."
+    assert Conditions().healthy and Conditions().describe() == ""
+    for spec, says in (("H0-H1", "give CABLE:FACTOR"), ("H0-H1:x", "not a number"), ("H0-H9:0.5", "no cable joins"),
+                       ("H0-H1:0", r"must be in \(0, 1\]"), ("H0-H1:1.5", r"must be in \(0, 1\]")):
+        with pytest.raises(TestbedError, match=says):
+            s, n = parse_slow(t, [spec])
+            Conditions(0.0, s, n)
+    with pytest.raises(TestbedError, match="twice"):
+        parse_slow(t, ["H0-H1:0.5", "H1-H0:0.5"])
+    base = ["testbed", "run", "-t", "torus:4x4", "--pattern", "disjoint", "-q"]
+    assert main([*base, "--slow", "H0-H9:0.5"]) == 1  # named before any planning, privilege check or namespace
+    err = capsys.readouterr().err
+    assert err.count("optiq: error:") == 1 and "no cable joins H0 and H9" in err
+    assert main([*base, "--loss", "100"]) == 2
+    assert "percentage" in capsys.readouterr().err

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 __all__ = ["UsageError", "Parser", "argument", "int_at_least", "size", "rate", "positive_int", "non_negative_int",
-           "fraction", "positive_float", "gap", "non_negative_float", "size_list"]
+           "fraction", "percent", "positive_float", "gap", "non_negative_float", "size_list"]
 
 
 class UsageError(Exception):
@@ -122,6 +122,14 @@ def fraction(text: str) -> float:
     value = float(text)
     if not 0 <= value <= 1:
         raise ValueError(f"{text!r} must be a number in [0, 1]")
+    return value
+
+
+@argument
+def percent(text: str) -> float:
+    value = float(text.strip().removesuffix("%"))
+    if not 0 <= value < 100:
+        raise ValueError(f"{text!r} must be a percentage in [0, 100)")
     return value
 
 

@@ -330,6 +330,11 @@ def add_testbed(sub: Any) -> None:
     a.add_argument("--pace-paths", action=argparse.BooleanOptionalAction, default=True,
                    help="the executor sends every path at its planned rate (default on)")
     a.add_argument("--window", type=types.positive_int, help="the executor's window (default: from the link rates)")
+    a.add_argument("--loss", type=types.percent, default=0.0, metavar="PERCENT",
+                   help="random loss on every link direction, in percent (e.g. 1), for the whole run")
+    a.add_argument("--slow", action="append", default=[], metavar="CABLE:FACTOR",
+                   help="one cable at a fraction of its rate, both ways (e.g. S0-S4:0.25, or S0:p3:0.25 by a "
+                        "node's port); repeatable")
     a.add_argument("--json", metavar="FILE", help="write the report as JSON")
     a.add_argument("--figure", metavar="PNG", help="draw predicted against measured times and every link's bytes")
     a = actions.add_parser("exec", help="run an MPI program on the emulated network, one rank per host",

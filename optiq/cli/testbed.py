@@ -9,7 +9,8 @@ from ..errors import OptiqError
 from ..paths import FREE
 from ..plan import load_plan
 from ..testbed import run_program, run_testbed, sweep
-from ..topology import from_spec
+from ..testbed.conditions import Conditions, parse_slow
+from ..topology import Topology, from_spec
 from ..utils.jsonfile import check_writable, write_results
 from .commands import _planner_options, _progress, _workload
 
@@ -41,11 +42,11 @@ def testbed(args: argparse.Namespace) -> int:
                   window=args.window, offloads=args.offloads, progress=say)
     if args.plan:
         plan = load_plan(args.plan)
-        report = run_testbed(plan.topology, plan=plan, **common)
+        report = run_testbed(plan.topology, plan=plan, conditions=_conditions(args, plan.topology), **common)
     else:
         topology, demands = _workload(args, say)
         report = run_testbed(topology, demands, methods=args.methods, options=_planner_options(args),
-                             chunk_size=args.chunk_size, **common)
+                             chunk_size=args.chunk_size, conditions=_conditions(args, topology), **common)
     print(report)
     if args.json:
         write_results(args.json, report.to_dict(), "--json")
@@ -57,6 +58,12 @@ def testbed(args: argparse.Namespace) -> int:
         print(f"optiq: error: bytes differ from those sent: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _conditions(args: argparse.Namespace, topology: Topology) -> Conditions:
+    """``--loss`` and ``--slow``, checked against the network before anything is planned or built."""
+    slow, names = parse_slow(topology, args.slow)
+    return Conditions(args.loss, slow, names)
 
 
 def _exec(args: argparse.Namespace) -> int:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TestbedError
+from ..topology.cables import link_ports
 from .system import NAME_PATTERN, PREFIX
 
 if TYPE_CHECKING:
@@ -124,14 +125,7 @@ class Layout:
             raise TestbedError(f"link {t.link_label(bad)} has no reverse link for it: a testbed makes cables, "
                                f"each carrying both directions")
         peer[forward] = backward
-        if t.fabric is not None:
-            port = np.asarray(t.fabric.link_port, dtype=np.int64).copy()
-        else:
-            order = np.lexsort((np.arange(t.num_links), src))
-            rank = np.empty(t.num_links, dtype=np.int64)
-            rank[order] = np.arange(t.num_links) - t.out_offsets[src[order]]
-            port = rank + 1
-        return cls(t, name, port, peer)
+        return cls(t, name, link_ports(t), peer)
 
     @cached_property
     def namespaces(self) -> list[str]:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import TestbedError
+from .conditions import Conditions
 from .forwarding import Forwarding, check_readback, readback_queries
 from .layout import DATA_DEVICE, MANAGEMENT_BRIDGE, MANAGEMENT_DEVICE, Layout, check_name
 from .system import (
@@ -117,6 +118,9 @@ class Testbed:
     tcp_window : int, optional
         The most a TCP connection may have in flight (its receive window's ceiling, bytes);
         default :func:`default_tcp_window` of ``queue``.
+    conditions : Conditions, optional
+        Random loss on every link direction and cables at a fraction of their rate
+        (:mod:`optiq.testbed.conditions`); default a healthy network.
     progress : callable, optional
         Receives a line for every step of the build.
 
@@ -139,7 +143,7 @@ class Testbed:
 
     def __init__(self, topology: Topology, *, rate: float, queue: int = DEFAULT_QUEUE, name: str | None = None,
                  offloads: bool = False, congestion: str = "reno", tcp_window: int | None = None,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 conditions: Conditions | None = None, progress: Callable[[str], None] | None = None) -> None:
         if not rate > 0:
             raise TestbedError(f"the link rate must be positive, got {rate}")
         if int(queue) < FRAME:
@@ -150,6 +154,7 @@ class Testbed:
         self.tcp_window = default_tcp_window(self.queue) if tcp_window is None else int(tcp_window)
         if self.tcp_window < 4 * FRAME:
             raise TestbedError(f"a TCP window of {self.tcp_window} B holds fewer than 4 frames")
+        self.conditions = conditions or Conditions()
         self.say = progress or (lambda message: None)
         self.installed: Forwarding | None = None
         self.state = state_root() / self.layout.name
@@ -191,6 +196,8 @@ class Testbed:
         if allowed is not None and self.congestion not in allowed:
             raise TestbedError(f"TCP congestion control {self.congestion!r} is not allowed here (the host allows "
                                f"{', '.join(allowed)}: net.ipv4.tcp_allowed_congestion_control)")
+        if self.conditions.loss_percent and shutil.which("nft") is None and not Path("/usr/sbin/nft").exists():
+            raise TestbedError("random loss (--loss) is drawn by nftables: apt-get install nftables")
         if self.offloads is False and shutil.which("ethtool") is None:
             raise TestbedError("the testbed turns segmentation offloads off (packets the size of a link's frames) "
                                "with ethtool: apt-get install ethtool, or keep them (offloads=True, --offloads)")
@@ -279,10 +286,13 @@ class Testbed:
         lines += fwd.route_lines(node)
         lines += [fwd.rule_line("add", s, d, e) for s, d, e in sorted(fwd.rule_keys().get(node, ()))]
         ip_batch(ns, lines, what=f"configuring {ns}")
-        rates = lay.link_rates(self.rate)
-        tc_batch(ns, [f"qdisc replace dev {lay.interface(e)} root tbf rate {max(8, round(rates[e] * 8))}bit "
-                      f"burst {max(4 * FRAME, int(rates[e] * BURST_S))} limit {self.queue}" for e in links],
-                 what=f"queues of {ns}")
+        rates = lay.link_rates(self.rate) * self.conditions.rate_factors(t)
+        lines = [f"qdisc replace dev {lay.interface(e)} root handle 1: tbf rate {max(8, round(rates[e] * 8))}bit "
+                 f"burst {max(4 * FRAME, int(rates[e] * BURST_S))} limit {self.queue}" for e in links]
+        tc_batch(ns, lines, what=f"queues of {ns}")
+        if self.conditions.loss_percent and links:  # every link direction drops at random, before its queue
+            run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=_loss_rules([lay.interface(e) for e in links],
+                self.conditions.loss_percent), what=f"random loss in {ns} (nftables)")
         if not self.offloads and links:
             script = "; ".join(f"ethtool -K {lay.interface(e)} tso off gso off gro off 2>/dev/null || "
                                f"ethtool -K {lay.interface(e)} gso off gro off" for e in links)
@@ -439,6 +449,27 @@ def _start_time(pid: int) -> str:
             return f.read().rsplit(")", 1)[-1].split()[19]
     except (OSError, IndexError):
         return "gone"
+
+
+#: Random loss is drawn per packet as one of this many equal chances (a loss of 0.01% is one).
+LOSS_CHANCES = 10_000
+
+
+def _loss_rules(devices: list[str], percent: float) -> str:
+    """An nftables table that drops ``percent`` of the packets leaving every device, at random
+    (the netdev egress hook, before the device's queue: the kernels here have no netem).
+
+    Examples
+    --------
+    >>> print(_loss_rules(["p1"], 1), end="")
+    table netdev optiq_loss {
+      chain p1 { type filter hook egress device "p1" priority 0; numgen random mod 10000 < 100 drop; }
+    }
+    """
+    below = max(1, round(percent / 100 * LOSS_CHANCES))
+    chains = [f'  chain {d} {{ type filter hook egress device "{d}" priority 0; numgen random mod {LOSS_CHANCES} '
+              f'< {below} drop; }}' for d in devices]
+    return "\n".join(["table netdev optiq_loss {", *chains, "}"]) + "\n"
 
 
 def _allowed_congestion() -> list[str] | None:

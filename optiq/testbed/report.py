@@ -37,7 +37,7 @@ ROW_KEYS = ("method", "routing", "moved_by", "predicted_time_s", "predicted_at_l
 #: Top-level keys of the JSON report.
 REPORT_KEYS = ("topology", "workload", "hosts", "switches", "cables", "rate_bps", "goodput_bps", "queue_bytes",
                "congestion_control", "header_overhead", "ack_overhead", "repeat", "warmup", "cpu_idle",
-               "load_before", "build_s", "seconds", "rows", "notes", "links")
+               "load_before", "build_s", "seconds", "conditions", "rows", "notes", "links")
 
 
 def link_deviation(counted: np.ndarray, expected: np.ndarray, planned: np.ndarray) -> float:
@@ -122,6 +122,8 @@ class TestbedReport:
     notes: list[str] = field(default_factory=list)
     links: dict[str, dict[str, list[float]]] = field(default_factory=dict, repr=False)
     labels: list[str] = field(default_factory=list, repr=False)
+    #: what ailed the network (:meth:`optiq.testbed.conditions.Conditions.describe`), "" when healthy
+    conditions: str = ""
 
     def __repr__(self) -> str:
         return (f"TestbedReport({self.topology!r}, {len(self.rows)} methods, {self.rate_bps / 1e6:.4g} Mbit/s, "
@@ -164,6 +166,9 @@ class TestbedReport:
             f"(load {self.load_before:.2f} before); built in {self.build_s:.1f} s, measured in {self.seconds:.0f} s.",
             100)
         notes = [textwrap.fill(note, 100) for note in self.notes]
+        if self.conditions:
+            notes.insert(0, textwrap.fill(f"{self.conditions} The plans and predictions are the healthy network's: "
+                                          f"meas/pred is how much slower each method ran.", 100))
         return "\n".join([head, *table, foot, *notes])
 
     def figure(self, path: str | Path) -> None:

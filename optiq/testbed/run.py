@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import TestbedError
+from .conditions import Conditions
 from .launch import find_mpiexec
 from .methods import REALIZED, Method, methods_of_plan, parse_methods, plan_methods
 from .network import DEFAULT_QUEUE, Testbed, terminated_as_interrupt
@@ -42,7 +43,7 @@ def run_testbed(topology: Topology, demands: Demands | None = None, *, plan: Pla
                 warmup: int = 1, queue: int = DEFAULT_QUEUE, congestion: str = "reno", name: str | None = None,
                 seed: int = 0, options: dict[str, Any] | None = None, chunk_size: int | None = None,
                 pace_paths: bool = True, window: int | None = None, offloads: bool = False,
-                progress: Callable[[str], None] | None = None) -> TestbedReport:
+                conditions: Conditions | None = None, progress: Callable[[str], None] | None = None) -> TestbedReport:
     """Measure ``methods`` for ``demands`` (or one ``plan`` file's plan) on an emulated network of ``topology``.
 
     Parameters
@@ -77,6 +78,10 @@ def run_testbed(topology: Topology, demands: Demands | None = None, *, plan: Pla
         The executor's window (default: from the plan's link rates at the testbed's scale).
     offloads : bool
         Keep segmentation offloads on (default off: packets of link size; needs ethtool).
+    conditions : Conditions, optional
+        Loss and slowed cables for the whole run (:mod:`optiq.testbed.conditions`): the plans
+        and predictions are the healthy network's, so ``measured_over_predicted`` says how much
+        slower each method ran.
     progress : callable, optional
 
     Returns
@@ -102,7 +107,7 @@ def run_testbed(topology: Topology, demands: Demands | None = None, *, plan: Pla
         topology = plan.topology
     names = parse_methods(methods, topology) if plan is None else []
     bed = Testbed(topology, rate=rate, queue=queue, name=name, offloads=offloads, congestion=congestion,
-                  progress=say)
+                  conditions=conditions, progress=say)
     started = time.perf_counter()
     load = os.getloadavg()[0]
     if plan is None:
@@ -158,6 +163,7 @@ def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expe
         congestion_control=bed.congestion, header_overhead=goodput.header, ack_overhead=goodput.ack, repeat=repeat,
         warmup=warmup, cpu_idle=float(np.mean([s.cpu_idle for s in measured])), load_before=load,
         build_s=bed.build_s, seconds=seconds, rows=out_rows, notes=notes, links=links,
+        conditions=bed.conditions.describe(),
         labels=[t.link_label(e) for e in range(t.num_links)])
 
 
