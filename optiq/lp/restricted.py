@@ -97,7 +97,8 @@ class RestrictedSolution:
     job_dual : ndarray
         ``pi_j`` per job.
     rounds : int
-        Solves in this call (1 when the rows were enough).
+        HiGHS runs in this call (1 when the rows were enough and the solver succeeded; a
+        solver that takes over from one that failed runs again).
     over : int
         Links without a row that the last solve loaded above the LP's time (0: the shares
         are the restricted LP's optimum; otherwise their rows were added for the next solve).
@@ -185,18 +186,21 @@ class RestrictedLP:
         self._use(solver)
         self.highs.passModel(lp)
 
-    def _run(self, tolerance: float, deadline: float | None, progress: Progress | None) -> tuple[LPStatus, Any, float]:
+    def _run(self, tolerance: float, deadline: float | None,
+             progress: Progress | None) -> tuple[LPStatus, Any, float, int]:
         """One solve from scratch at ``tolerance``; where the solver stalls or returns no usable
         point, the next of :data:`~optiq.lp.solution.FALLBACK` solves again and stays for the
-        later solves. Returns the status, HiGHS's solution and the seconds in HiGHS.
+        later solves. Returns the status, HiGHS's solution, the seconds in HiGHS and its runs
+        (every run is work: the lean step's budget counts them).
 
         Raises
         ------
         SolverError
             If the last solver of the chain returns no usable point.
         """
-        h, seconds = self.highs, 0.0
+        h, seconds, runs = self.highs, 0.0, 0
         while True:
+            runs += 1
             self.set_tolerance(tolerance if self.solver in FIRST_ORDER else min(tolerance, EXACT_TOLERANCE))
             left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
             # HiGHS compares its time limit with the run time summed over every run of this object
@@ -213,11 +217,11 @@ class RestrictedLP:
             stalled = first_order_stalled(self.solver, model_status)
             status = highs_status(model_status)
             if status == LPStatus.TIME_LIMIT and not stalled:
-                return status, sol, seconds
+                return status, sol, seconds, runs
             usable = usable_status(self.solver, model_status, sol.value_valid) and sol.dual_valid \
                 and len(sol.col_value) == self.num_paths + 1 and sol.col_value[0] > 0
             if usable and not stalled:
-                return status, sol, seconds
+                return status, sol, seconds, runs
             if self.solver not in FALLBACK:
                 raise SolverError(f"HiGHS ({self.solver}) returned no solution for the restricted LP "
                                   f"({self.num_paths:,} paths, {self.num_link_rows:,} link rows): "
@@ -387,19 +391,20 @@ class RestrictedLP:
         J = self.demands.num_jobs
         solve_s = 0.0
         target = asked = self.tolerance
-        polished = rounds = 0
+        polished = rounds = runs = 0
         scouting = self.solver in FIRST_ORDER and SCOUT_TOLERANCE is not None and target < SCOUT_TOLERANCE
         while rounds < max_rounds:
             rounds += 1
-            status, sol, seconds_in_highs = self._run(SCOUT_TOLERANCE if scouting and SCOUT_TOLERANCE else target,
-                                                      deadline, progress)
+            status, sol, seconds_in_highs, tries = self._run(SCOUT_TOLERANCE if scouting and SCOUT_TOLERANCE else target,
+                                                             deadline, progress)
             solve_s += seconds_in_highs
+            runs += tries
             if self.solver not in FIRST_ORDER:  # a fallback took over: no scouting, its own tolerance
                 scouting, target, asked = False, min(target, EXACT_TOLERANCE), min(asked, EXACT_TOLERANCE)
             if status == LPStatus.TIME_LIMIT:
                 empty = np.zeros(0)
                 self.set_tolerance(asked)
-                return RestrictedSolution(status, float("nan"), float("nan"), empty, empty, empty, 0.0, empty, rounds, 0,
+                return RestrictedSolution(status, float("nan"), float("nan"), empty, empty, empty, 0.0, empty, runs, 0,
                                           self.num_link_rows, solve_s)
             x = np.asarray(sol.col_value)
             share = self._shares(np.maximum(x[1:], 0.0))
@@ -432,4 +437,4 @@ class RestrictedLP:
         if scale <= 0:
             raise SolverError("the restricted LP returned no link prices")
         return RestrictedSolution(LPStatus.OPTIMAL, float(seconds.max()), float(lp_time), share, seconds, price / scale,
-                                  scale, row_dual[:J].copy(), rounds, int(over.size), self.num_link_rows, solve_s)
+                                  scale, row_dual[:J].copy(), runs, int(over.size), self.num_link_rows, solve_s)

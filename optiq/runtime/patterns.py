@@ -175,7 +175,9 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
     # a path may stop only at a host that runs a rank: only ranks forward
     forwarders = np.unique(net.host_of)
     if method == "auto":
-        if default_routes_optimal(topology, demands, shortest=False):   # the same answer on every rank
+        # rank 0 decides while the others wait without taking its core (every rank deciding at once,
+        # many ranks to a core, took seconds), MPI's bytes in flight kept moving
+        if from_leader_beside(comm, lambda: default_routes_optimal(topology, demands, shortest=False), beside):
             return Pattern("mpi", "the default routes finish at the cut bound: no plan is faster")
         plan, candidates = _auto_plan(comm, topology, demands, forwarders, options, last, beside)
         planner = plan.method
