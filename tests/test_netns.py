@@ -250,7 +250,7 @@ def test_under_loss_or_a_slowed_cable_every_method_completes_verified_and_says_h
     else:  # the cable every pair's route crosses into one of the top switches' halves
         busiest = int(np.argmax(np.bincount(network_routes_links(t, demands), minlength=t.num_links)))
         name = f"{t.label(int(t.link_src[busiest]))}-{t.label(int(t.link_dst[busiest]))}"
-        conditions = Conditions(0.0, *parse_slow(t, [f"{name}:0.25"]))
+        conditions = Conditions(0.0, parse_slow(t, [f"{name}:0.25"]))
     report = run_testbed(t, demands, methods="default,opt", rate=RATE, repeat=1, name=f"optiq-{ail}",
                          conditions=conditions)
     assert all(r.verified for r in report.rows)

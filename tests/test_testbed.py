@@ -272,8 +272,7 @@ def test_slowed_cables_and_loss_are_checked_before_anything_is_planned_or_built(
     from optiq.testbed.conditions import Conditions, parse_slow
 
     t = torus((4, 4))
-    slow, names = parse_slow(t, ["H0-H1:0.25"])
-    conditions = Conditions(1.0, slow, names)
+    conditions = Conditions(1.0, parse_slow(t, ["H0-H1:0.25"]))
     factors = conditions.rate_factors(t)
     cable = t.links_between(0, 1) + t.links_between(1, 0)
     assert sorted(np.flatnonzero(factors < 1).tolist()) == sorted(cable) and factors[cable].tolist() == [0.25, 0.25]
@@ -282,8 +281,7 @@ def test_slowed_cables_and_loss_are_checked_before_anything_is_planned_or_built(
     for spec, says in (("H0-H1", "give CABLE:FACTOR"), ("H0-H1:x", "not a number"), ("H0-H9:0.5", "no cable joins"),
                        ("H0-H1:0", r"must be in \(0, 1\]"), ("H0-H1:1.5", r"must be in \(0, 1\]")):
         with pytest.raises(TestbedError, match=says):
-            s, n = parse_slow(t, [spec])
-            Conditions(0.0, s, n)
+            Conditions(0.0, parse_slow(t, [spec]))
     with pytest.raises(TestbedError, match="twice"):
         parse_slow(t, ["H0-H1:0.5", "H1-H0:0.5"])
     base = ["testbed", "run", "-t", "torus:4x4", "--pattern", "disjoint", "-q"]

@@ -62,8 +62,7 @@ def testbed(args: argparse.Namespace) -> int:
 
 def _conditions(args: argparse.Namespace, topology: Topology) -> Conditions:
     """``--loss`` and ``--slow``, checked against the network before anything is planned or built."""
-    slow, names = parse_slow(topology, args.slow)
-    return Conditions(args.loss, slow, names)
+    return Conditions(args.loss, parse_slow(topology, args.slow))
 
 
 def _exec(args: argparse.Namespace) -> int:

@@ -18,11 +18,10 @@ from .solution import (
     LPSolution,
     LPStatus,
     first_order_limit,
-    first_order_stalled,
     highs_options,
     highs_status,
+    run_stands,
     silent_highs,
-    usable_status,
 )
 
 if TYPE_CHECKING:
@@ -93,11 +92,8 @@ def solve_lp(topology: Topology, demands: Demands, paths: PathSet, *, solver: st
         while True:
             h.run()
             model_status, solution = h.getModelStatus(), h.getSolution()
-            stalled = first_order_stalled(solver, model_status)
-            usable = usable_status(solver, model_status, solution.value_valid) and len(solution.col_value) == P + 1 \
-                and solution.col_value[P] > 0
-            if (usable and not stalled) or (highs_status(model_status) == LPStatus.TIME_LIMIT and not stalled) \
-                    or solver not in FALLBACK:
+            point_ok = solution.value_valid and len(solution.col_value) == P + 1 and solution.col_value[P] > 0
+            if run_stands(solver, model_status, point_ok) or solver not in FALLBACK:
                 break
             solver = FALLBACK[solver]  # nothing usable: the next, surer solver from scratch
             for name, value in highs_options(solver, None).items():  # the time limit counts every run

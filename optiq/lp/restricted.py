@@ -36,11 +36,10 @@ from .solution import (
     FIRST_ORDER,
     LPStatus,
     first_order_limit,
-    first_order_stalled,
     highs_options,
     highs_status,
+    run_stands,
     silent_highs,
-    usable_status,
 )
 
 if TYPE_CHECKING:
@@ -214,14 +213,10 @@ class RestrictedLP:
                 h.run()
             seconds += time.perf_counter() - t
             model_status, sol = h.getModelStatus(), h.getSolution()
-            stalled = first_order_stalled(self.solver, model_status)
-            status = highs_status(model_status)
-            if status == LPStatus.TIME_LIMIT and not stalled:
-                return status, sol, seconds, runs
-            usable = usable_status(self.solver, model_status, sol.value_valid) and sol.dual_valid \
-                and len(sol.col_value) == self.num_paths + 1 and sol.col_value[0] > 0
-            if usable and not stalled:
-                return status, sol, seconds, runs
+            point_ok = sol.value_valid and sol.dual_valid and len(sol.col_value) == self.num_paths + 1 \
+                and sol.col_value[0] > 0
+            if run_stands(self.solver, model_status, point_ok):
+                return highs_status(model_status), sol, seconds, runs
             if self.solver not in FALLBACK:
                 raise SolverError(f"HiGHS ({self.solver}) returned no solution for the restricted LP "
                                   f"({self.num_paths:,} paths, {self.num_link_rows:,} link rows): "

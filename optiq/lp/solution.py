@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["LPStatus", "LPSolution", "LP_SOLVERS", "FIRST_ORDER", "DEFAULT_SOLVER", "FALLBACK", "EXACT_TOLERANCE",
-           "first_order_limit", "first_order_stalled", "highs_options", "highs_status", "silent_highs", "usable_status"]
+           "first_order_limit", "first_order_stalled", "highs_options", "highs_status", "silent_highs", "run_stands"]
 
 #: HiGHS LP algorithms optiq exposes: ``ipm`` is interior point followed by crossover to a
 #: vertex; ``ipm-nox`` interior point without crossover; ``pdlp`` and ``hipdlp`` the two
@@ -99,12 +99,18 @@ def highs_options(solver: str, time_limit: float | None) -> dict:
     return options
 
 
-def usable_status(solver: str, model_status: Any, value_valid: bool) -> bool:
-    """Whether a solve's point may be used: optimal, or a first-order solve's point within its
-    tolerance (which HiGHS may call "unknown")."""
+def run_stands(solver: str, model_status: Any, point_ok: bool) -> bool:
+    """Whether a HiGHS run's outcome stands, or the next solver of :data:`FALLBACK` must solve
+    again: it stands at the time limit, and with a usable point (``point_ok``: the caller's
+    checks of it) that is optimal or a first-order point within its tolerance (which HiGHS may
+    call "unknown"); a first-order solve that stalled never stands."""
     import highspy
 
-    return model_status == highspy.HighsModelStatus.kOptimal or (solver in FIRST_ORDER and bool(value_valid))
+    if first_order_stalled(solver, model_status):
+        return False
+    if highs_status(model_status) == LPStatus.TIME_LIMIT:
+        return True
+    return bool(point_ok) and (model_status == highspy.HighsModelStatus.kOptimal or solver in FIRST_ORDER)
 
 
 class LPStatus(enum.Enum):

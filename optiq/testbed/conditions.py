@@ -25,17 +25,17 @@ __all__ = ["Conditions", "parse_slow"]
 
 @dataclass(frozen=True)
 class Conditions:
-    """Loss on every link direction (percent) and cables slowed: ``(link, factor)``, the link
-    leaving the named end (both directions of its cable run at ``factor`` of their rate)."""
+    """Loss on every link direction (percent) and cables slowed: ``(link, factor, name)``, the
+    link leaving the named end (both directions of its cable run at ``factor`` of their rate)
+    and the cable as the user named it."""
 
     loss_percent: float = 0.0
-    slow: tuple[tuple[int, float], ...] = ()
-    names: tuple[str, ...] = ()  # the slowed cables as the user named them
+    slow: tuple[tuple[int, float, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 <= self.loss_percent < 100:
             raise TestbedError(f"--loss must be a percentage in [0, 100), got {self.loss_percent:g}")
-        for (_, factor), name in zip(self.slow, self.names):
+        for _, factor, name in self.slow:
             if not 0 < factor <= 1:
                 raise TestbedError(f"--slow {name}: the factor must be in (0, 1] (a fraction of the cable's rate), "
                                    f"got {factor:g}")
@@ -47,21 +47,20 @@ class Conditions:
     def rate_factors(self, topology: Topology) -> np.ndarray:
         """Every link's fraction of its healthy rate."""
         factors = np.ones(topology.num_links)
-        for link, factor in self.slow:
+        for link, factor, _ in self.slow:
             factors[[link, reverse_link(topology, link)]] = factor
         return factors
 
     def describe(self) -> str:
         """One sentence, or "" for a healthy network."""
-        parts = [f"cable {name} at {factor:g} of its rate" for (_, factor), name in zip(self.slow, self.names)]
+        parts = [f"cable {name} at {factor:g} of its rate" for _, factor, name in self.slow]
         if self.loss_percent:
             parts.append(f"{self.loss_percent:g}% random loss on every link direction")
         return ("Conditions: " + "; ".join(parts) + ".") if parts else ""
 
 
-def parse_slow(topology: Topology, specs: list[str] | tuple[str, ...]) -> tuple[tuple[tuple[int, float], ...],
-                                                                                tuple[str, ...]]:
-    """``CABLE:FACTOR`` specs as ``(link, factor)`` pairs and the cables' names.
+def parse_slow(topology: Topology, specs: list[str] | tuple[str, ...]) -> tuple[tuple[int, float, str], ...]:
+    """``CABLE:FACTOR`` specs as :attr:`Conditions.slow`'s ``(link, factor, name)``.
 
     Raises
     ------
@@ -69,7 +68,7 @@ def parse_slow(topology: Topology, specs: list[str] | tuple[str, ...]) -> tuple[
         Naming the spec: no ``:FACTOR``, a factor that is not a number, an unknown cable, or a
         cable given twice.
     """
-    slow, names, seen = [], [], set()
+    slow, seen = [], set()
     for spec in specs:
         cable, sep, factor_text = str(spec).rpartition(":")
         if not sep or not cable:
@@ -86,6 +85,5 @@ def parse_slow(topology: Topology, specs: list[str] | tuple[str, ...]) -> tuple[
         if both in seen:
             raise TestbedError(f"--slow names cable {cable} twice")
         seen.add(both)
-        slow.append((link, factor))
-        names.append(cable)
-    return tuple(slow), tuple(names)
+        slow.append((link, factor, cable))
+    return tuple(slow)

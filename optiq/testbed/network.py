@@ -196,7 +196,7 @@ class Testbed:
         if allowed is not None and self.congestion not in allowed:
             raise TestbedError(f"TCP congestion control {self.congestion!r} is not allowed here (the host allows "
                                f"{', '.join(allowed)}: net.ipv4.tcp_allowed_congestion_control)")
-        if self.conditions.loss_percent and shutil.which("nft") is None and not Path("/usr/sbin/nft").exists():
+        if self.conditions.loss_percent and _nft() is None:
             raise TestbedError("random loss (--loss) is drawn by nftables: apt-get install nftables")
         if self.offloads is False and shutil.which("ethtool") is None:
             raise TestbedError("the testbed turns segmentation offloads off (packets the size of a link's frames) "
@@ -291,7 +291,7 @@ class Testbed:
                  f"burst {max(4 * FRAME, int(rates[e] * BURST_S))} limit {self.queue}" for e in links]
         tc_batch(ns, lines, what=f"queues of {ns}")
         if self.conditions.loss_percent and links:  # every link direction drops at random, before its queue
-            run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=_loss_rules([lay.interface(e) for e in links],
+            run(["ip", "netns", "exec", ns, _nft() or "nft", "-f", "-"], input=_loss_rules([lay.interface(e) for e in links],
                 self.conditions.loss_percent), what=f"random loss in {ns} (nftables)")
         if not self.offloads and links:
             script = "; ".join(f"ethtool -K {lay.interface(e)} tso off gso off gro off 2>/dev/null || "
@@ -449,6 +449,11 @@ def _start_time(pid: int) -> str:
             return f.read().rsplit(")", 1)[-1].split()[19]
     except (OSError, IndexError):
         return "gone"
+
+
+def _nft() -> str | None:
+    """The nftables command (root's ``/usr/sbin`` may be off the PATH), or None."""
+    return shutil.which("nft") or ("/usr/sbin/nft" if Path("/usr/sbin/nft").exists() else None)
 
 
 #: Random loss is drawn per packet as one of this many equal chances (a loss of 0.01% is one).
