@@ -239,7 +239,9 @@ class Simulator:
 
     _count = 0
 
-    def __init__(self, net: Path, workdir: Path):
+    def __init__(self, net: Path, workdir: Path, *, console: bool = False):
+        """``console``: keep ibsim's console on a pipe, for :meth:`unlink` (otherwise ``-n``)."""
+        self.console = console
         Simulator._count += 1
         self.net, self.dir = Path(net), Path(workdir)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -250,7 +252,8 @@ class Simulator:
 
     def __enter__(self) -> Simulator:
         log = open(self.dir / "ibsim.log", "w")
-        self.proc = subprocess.Popen([_tool("ibsim"), "-s", "-n", str(self.net)], stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([_tool("ibsim"), "-s", *([] if self.console else ["-n"]), str(self.net)],
+                                     stdin=subprocess.PIPE if self.console else subprocess.DEVNULL, text=True,
                                      stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
         deadline = time.monotonic() + 20
         while "simulator ready" not in (self.dir / "ibsim.log").read_text():
@@ -269,6 +272,23 @@ class Simulator:
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+    def unlink(self, node: str, port: int, timeout: float = 10) -> None:
+        """Take the cable on ``port`` of ``node`` (its name in the net file) down, as a failed cable
+        is: ibsim's console ``Unlink``; waits for the console's next prompt."""
+        if not self.console or self.proc is None or self.proc.stdin is None:
+            raise RuntimeError("unlink needs Simulator(..., console=True)")
+        log = self.dir / "ibsim.log"
+        prompts = log.read_text().count("sim>")
+        self.proc.stdin.write(f'Unlink "{node}"[{port}]\n')
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while log.read_text().count("sim>") <= prompts:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"ibsim did not take Unlink {node}[{port}]: {log.read_text()[-500:]}")
+            time.sleep(0.05)
+        if "not found" in log.read_text().split("sim>")[-2]:
+            raise RuntimeError(f"ibsim has no node {node!r}")
 
     def run(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
         """A tool with the simulator's library preloaded (as ``ibsim-run`` does), run in the work

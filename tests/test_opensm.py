@@ -225,3 +225,69 @@ def test_a_permutation_on_the_4_ary_3_tree_is_routed_at_its_bound_and_loaded(tmp
         sim.route("file", tables=tmp_path / "job.lfts", fallback=False)
         _, dumped = sim.discover("-loaded")
     assert np.array_equal(read_forwarding_tables(dumped, t).table, made.tables.table)
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+def test_a_failed_cable_leaves_loaded_job_tables_routing_into_it_and_check_names_and_repair_mends_them(
+        nets, tmp_path, fallback, capsys):
+    from optiq.cli import main
+    from optiq.paths import forwarding_routes
+
+    with Simulator(nets / "tree.net", tmp_path / "sim", console=True) as sim:
+        sim.route("minhop")
+        fabric, lfts = sim.discover()
+        t = read_ibnetdiscover(fabric, routes=lfts)
+        perm = np.random.default_rng(1).permutation(t.num_endpoints)
+        moved = perm != np.arange(t.num_endpoints)
+        d = Demands(np.flatnonzero(moved), perm[moved], np.full(int(moved.sum()), 1 << 20))
+        made = job_tables(t, d)
+        made.write(tmp_path / "job.lfts")
+        sim.route("file", tables=tmp_path / "job.lfts", fallback=fallback)
+        _, loaded = sim.discover("-loaded")
+        assert main(["tables", "--check", "-t", f"ibnet:{fabric}", "--routes", str(loaded), "-q"]) == 0
+        # the switch-to-switch cable the job's routes cross most goes down; OpenSM sweeps again with the file
+        E = t.num_endpoints
+        used = [e for e in forwarding_routes(t, d, made.tables).links.tolist() if min(t.link_src[e], t.link_dst[e]) >= E]
+        e = max(sorted(set(used)), key=used.count)
+        switch, port = int(t.link_src[e]), int(t.fabric.link_port[e])
+        sim.unlink(t.fabric.describe(t, switch).split("'")[1], port)
+        sim.route("file", tables=tmp_path / "job.lfts", fallback=fallback)
+        now, after = sim.discover("-after")
+        current = read_ibnetdiscover(now, routes=after)
+        assert current.num_links == t.num_links - 2
+        # the file engine loads the file as written, with and without no_fallback: the entries into the dead port stay
+        table = read_forwarding_tables(after, current).table
+        assert int((table[switch - E] == port).sum()) == int((made.tables.table[switch - E] == port).sum()) > 0
+        capsys.readouterr()
+        assert main(["tables", "--check", "-t", f"ibnet:{now}", "--routes", str(after), "-q"]) == 1
+        out, err = capsys.readouterr()
+        report = check_tables(current)
+        assert report.lost and len(report.lost) == len([line for line in out.splitlines() if line.startswith("  LID")])
+        assert f"(port {port})" in out and err.count("optiq: error:") == 1 and f"{len(report.lost)} LIDs" in err
+        # every LID the check names is one some host's route to does not reach, and no other
+        lost = {int(line.split()[1].rstrip(":"), 16) for line in report.lost}
+        for lid in current.fabric.endpoint_lid.tolist():
+            h = int(np.flatnonzero(current.fabric.endpoint_lid == lid)[0])
+            others = np.array([s for s in range(E) if s != h])
+            try:
+                forwarding_routes(current, Demands(others, np.full(others.size, h), np.ones(others.size, np.int64)))
+                assert lid not in lost
+            except Exception:
+                assert lid in lost
+        # optiq tables on the fabric as it is, from the loaded tables: the job routed again, loaded and walked
+        assert main(["tables", "-t", f"ibnet:{now}", "--routes", str(after), "--demands", _demand_file(tmp_path, d),
+                     "-o", str(tmp_path / "repaired.lfts"), "-q"]) == 0
+        sim.route("file", tables=tmp_path / "repaired.lfts", fallback=False)
+        _, reloaded = sim.discover("-repaired")
+        assert main(["tables", "--check", "-t", f"ibnet:{now}", "--routes", str(reloaded), "-q"]) == 0
+    repaired = read_forwarding_tables(tmp_path / "repaired.lfts", current)
+    assert np.array_equal(read_forwarding_tables(reloaded, current).table, repaired.table)
+    kept = repaired.table == table
+    assert kept.mean() > 0.9  # only what the dead cable broke, and the job's own routes, change
+    forwarding_routes(current, d, repaired)  # every pair of the job arrives
+
+
+def _demand_file(tmp_path, d) -> str:
+    path = tmp_path / "job.csv"
+    path.write_text("src,dst,bytes\n" + "".join(f"{s},{t},{n}\n" for s, t, n in zip(d.src, d.dst, d.nbytes)))
+    return str(path)

@@ -127,7 +127,18 @@ def compare(args: argparse.Namespace) -> int:
 
 
 def tables(args: argparse.Namespace) -> int:
-    """``optiq tables``: forwarding tables that carry one job, or every job of a jobs file, for OpenSM's file engine."""
+    """``optiq tables``: forwarding tables that carry one job, or every job of a jobs file, for OpenSM's file engine;
+    ``--check``: whether loaded tables still route every LID on the fabric as it is now."""
+    if args.check:
+        return _check_loaded_tables(args)
+    if not (args.pattern or args.demands or args.traffic or args.jobs):
+        raise OptiqError("optiq tables needs the job: --pattern, --demands, --traffic or --jobs (or --check, to check "
+                         "the tables of --routes)")
+    if not args.topology:
+        raise OptiqError("optiq tables needs the fabric: -t ibnet:FILE")
+    if not args.output:
+        raise OptiqError("optiq tables needs --output FILE for the tables it writes (or --check, to check the "
+                         "tables of --routes)")
     _check_outputs(args)
     split_path = args.split or (f"{args.output}.split.csv" if args.lmc else None)
     if split_path and not args.lmc:
@@ -166,6 +177,33 @@ def tables(args: argparse.Namespace) -> int:
     print(f"load them: opensm -R file,no_fallback -U {args.output} (a running OpenSM re-reads them on kill -HUP; "
           f"without no_fallback a wrong file falls back to minhop in silence)")
     return 0
+
+
+def _check_loaded_tables(args: argparse.Namespace) -> int:
+    """``optiq tables --check -t ibnet:CURRENT --routes LOADED``: every LID the tables lose, one line each."""
+    from ..paths.tablecheck import check_tables
+
+    given = [f"--{name}" for name in ("pattern", "demands", "traffic", "jobs", "output", "split", "json")
+             if getattr(args, name, None)]
+    if given:
+        raise OptiqError(f"--check writes nothing and takes no workload: {', '.join(given)} does not apply")
+    if not args.routes:
+        raise OptiqError("--check needs the tables to check: --routes LOADED (dump_lfts of the fabric)")
+    topology = _topology(args, _progress(args))
+    if topology.fabric is None:
+        raise OptiqError(f"--check checks an InfiniBand fabric's tables; {topology.name} is not one (-t ibnet:FILE)")
+    report = check_tables(topology)
+    print(report)
+    for line in report.lost:
+        print(f"  {line}")
+    if report.ok:
+        return 0
+    print(f"optiq: error: {report.source}: {len(report.lost):,} LIDs unreachable from some host, "
+          f"{report.looping:,} entries loop, {report.bad_ports:,} name a port the switch lacks"
+          + (", and a credit loop" if report.credit_loop else "")
+          + f"; repair them: optiq tables -t {args.topology} --routes {args.routes} (the job) -o FILE",
+          file=sys.stderr)
+    return 1
 
 
 def demo(args: argparse.Namespace) -> int:

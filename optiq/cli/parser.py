@@ -19,6 +19,7 @@ from ..sim import SHARING, ChunkModel
 from ..sim.flow import DEFAULT_BATCH
 from ..testbed import DEFAULT_QUEUE, DEFAULT_REPEAT, TESTBED_METHODS, TESTBED_RATE
 from ..testbed.collectives import COLLECTIVES_SIZE, FIT_SIZES
+from ..testbed.conditions import DEFAULT_SWEEP_S
 from ..topology.spec import SPEC_HELP
 from ..workloads import SELECTIONS
 from ..workloads.spec import WORKLOAD_PATTERNS
@@ -199,8 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "busiest link: routed by destination as the switches must, on up*/down* routes "
                                    "that cannot close a credit loop, every other LID as in the given tables "
                                    "where that is safe. The file loads with opensm -R file,no_fallback -U FILE.")
-    add_workload(p, jobs=True)
-    p.add_argument("--output", "-o", required=True, help="the tables to write (dump_lfts format, with port GUIDs)")
+    add_workload(p, jobs=True, required=False)  # --check takes none
+    p.add_argument("--output", "-o", help="the tables to write (dump_lfts format, with port GUIDs)")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing: check the tables of --routes (e.g. the loaded ones, dump_lfts) on the fabric "
+                        "of -t as it is now; name every LID they route into a dead port or a loop, and exit 1 if "
+                        "there is one")
     p.add_argument("--lmc", action="store_true",
                    help="a fabric routed with LMC > 0: route each destination's LIDs on trees of their own and "
                         "split every pair's bytes over them (written to --split)")
@@ -335,6 +340,12 @@ def add_testbed(sub: Any) -> None:
     a.add_argument("--slow", action="append", default=[], metavar="CABLE:FACTOR",
                    help="one cable at a fraction of its rate, both ways (e.g. S0-S4:0.25, or S0:p3:0.25 by a "
                         "node's port); repeatable")
+    a.add_argument("--fail", action="append", default=[], metavar="CABLE@SECONDS",
+                   help="a cable that goes down that many seconds into every measured round (e.g. S0-S4@0.5); the "
+                        "network routes around it after --sweep; repeatable")
+    a.add_argument("--sweep", type=types.non_negative_float, default=DEFAULT_SWEEP_S, metavar="SECONDS",
+                   help=f"seconds from a failure to the network's new routes (the subnet manager's sweep; default "
+                        f"{DEFAULT_SWEEP_S:g})")
     a.add_argument("--json", metavar="FILE", help="write the report as JSON")
     a.add_argument("--figure", metavar="PNG", help="draw predicted against measured times and every link's bytes")
     a = actions.add_parser("exec", help="run an MPI program on the emulated network, one rank per host",

@@ -58,6 +58,10 @@ class TableReport:
         free).
     examples : list of str
         One example of each problem, in words.
+    lost : list of str
+        Every LID some host's route to does not arrive, one line each: the LID, whose it is,
+        how many hosts it fails from, and where the route stops (a dead port, no entry, or a
+        loop).
     """
 
     source: str
@@ -68,6 +72,7 @@ class TableReport:
     dependencies: int
     credit_loop: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
 
     @property
     def deadlock_free(self) -> bool:
@@ -128,6 +133,7 @@ def check_tables(topology: Topology, tables: ForwardingTables | None = None) -> 
     bad_ports = unreachable = looping = 0
     bad_example = fail_example = loop_example = ""
     edges = []
+    lost: list[str] = []
     for cols in _blocks(S, L):
         step, out, bad = _steps(topology, tables, cols)
         end = _ends(step)
@@ -154,6 +160,13 @@ def check_tables(topology: Topology, tables: ForwardingTables | None = None) -> 
             ring = ring[ring.index(ring[-1]):]  # the loop itself, its first switch again at the end
             names = " -> ".join(_short(topology, v + E) for v in ring)
             loop_example = f"a forwarding loop for LID 0x{int(tables.lids[cols.start + c]):04x}: {names}"
+        for c in np.flatnonzero(fail.any(axis=0)).tolist():
+            li = np.flatnonzero(fail[:, c])
+            sw = int(leaves[li[0]])
+            how = "loops at" if end[sw, c] < S else "ends at"
+            lost.append(f"LID 0x{int(tables.lids[cols.start + c]):04x}{_owner(topology, tables, cols.start + c)}: "
+                        f"unreachable from {int(per_leaf[li].sum())} hosts, its route {how} "
+                        f"{_where(topology, tables, step, sw, c, cols.start)}")
         bad_ports += int(bad.sum())
         unreachable += int((fail * per_leaf[:, None]).sum())
         looping += int(loops.sum())
@@ -164,7 +177,16 @@ def check_tables(topology: Topology, tables: ForwardingTables | None = None) -> 
         (loop_example, f" ({looping:,} switch-LID entries loop)")) if text]
     a, b, why = _unique_edges(topology, *(np.concatenate(x) for x in zip(*edges)))
     deps, cycle = _credit_loop(topology, tables, a, b, why)
-    return TableReport(tables.source, S * L, bad_ports, unreachable, looping, deps, cycle, examples)
+    return TableReport(tables.source, S * L, bad_ports, unreachable, looping, deps, cycle, examples, lost)
+
+
+def _owner(topology: Topology, tables: ForwardingTables, column: int) -> str:
+    """`` (host NAME)`` when the LID of ``column`` is a host's port, else ""."""
+    fabric = topology.fabric
+    assert fabric is not None
+    lid = int(tables.lids[column])
+    at = np.flatnonzero(fabric.endpoint_lid == lid)
+    return f" (host {topology.endpoint_names[int(at[0])]})" if at.size else ""
 
 
 #: Entries (switches x LIDs) checked at once: the check's memory stays bounded on any fabric.

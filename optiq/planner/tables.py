@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import OptiqError, PlanError, TopologyError
+from ..errors import OptiqError, PathError, PlanError, TopologyError
 from ..heuristics.clos import clos_routes
 from ..heuristics.tables import REROUTE_ROUNDS, ColumnTraffic, TreeRouter
 from ..lp import LPStatus, round_to_bytes, solve_lp
@@ -140,7 +140,8 @@ class JobTables:
 
     def as_dict(self) -> dict[str, object]:
         """The figures of the report: busiest link on these tables, on the given ones, the bound."""
-        return {"time_s": self.time_s, "given_s": self.given_time_s, "bound_s": self.bound_s, "gap": self.gap,
+        given = self.given_time_s if np.isfinite(self.given_time_s) else None  # None: they do not carry the job
+        return {"time_s": self.time_s, "given_s": given, "bound_s": self.bound_s, "gap": self.gap,
                 "changed": self.changed, "kept_given": self.kept_given, "seconds": self.seconds}
 
     def __str__(self) -> str:
@@ -149,8 +150,11 @@ class JobTables:
         lids = self.tables.lids.size
         lines = [f"{self.topology.name}: {lids:,} LIDs" + (f" (LMC {lmc})" if lmc else "")
                  + f"; given tables: {self.given.source}",
-                 f"the job's busiest link: given tables {self.given_time_s * 1e3:.4f} ms, job tables "
-                 f"{self.time_s * 1e3:.4f} ms ({self.gain:.2f}x)" + (", the given tables kept" if self.kept_given else "")]
+                 (f"the job's busiest link: given tables {self.given_time_s * 1e3:.4f} ms, job tables "
+                  f"{self.time_s * 1e3:.4f} ms ({self.gain:.2f}x)" if np.isfinite(self.given_time_s) else
+                  f"the job's busiest link: {self.time_s * 1e3:.4f} ms on the job tables; the given tables do not "
+                  f"carry the job (they route some of its pairs into a dead end)")
+                 + (", the given tables kept" if self.kept_given else "")]
         if self.bound_s:
             where = "optimal" if self.gap <= 1e-9 else f"{self.gap:.2%} above it"
             lines.append(f"no tables of one LID per port can do better than {self.bound_s * 1e3:.4f} ms (each pair on "
@@ -292,9 +296,13 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
     say = progress or (lambda message: None)
     given = fabric.forwarding or minhop_tables(topology, progress=progress)
     given_report = check_tables(topology, given)
-    given_routes = forwarding_routes(topology, demands, given)
-    given_time = _busiest(topology, given_routes, demands.nbytes.astype(float))
-    say(f"given tables ({given.source}): the job's busiest link {given_time * 1e3:.4f} ms")
+    try:
+        given_routes = forwarding_routes(topology, demands, given)
+        given_time = _busiest(topology, given_routes, demands.nbytes.astype(float))
+        say(f"given tables ({given.source}): the job's busiest link {given_time * 1e3:.4f} ms")
+    except PathError as exc:  # tables of a fabric that lost a cable since: the job's LIDs are routed anew
+        given_time = float("inf")
+        say(f"given tables ({given.source}) do not carry the job: {exc}")
     router = TreeRouter(topology, minimal=allow_credit_loops)
     longer = 0.0 if allow_credit_loops else router.longer_than_minimal
     minimal_loop: list[str] = []
