@@ -263,6 +263,37 @@ def test_under_loss_or_a_slowed_cable_every_method_completes_verified_and_says_h
     assert left(f"optiq-{ail}") == []
 
 
+def test_a_cable_failing_mid_round_is_routed_around_and_pinned_rules_into_it_fail_within_their_bound():
+    from optiq.testbed.conditions import Conditions, fault_bound, parse_fail
+    from optiq.testbed.layout import Layout
+    from optiq.testbed.methods import plan_methods
+
+    t = from_spec("fattree:k=2,n=2")
+    demands = permutation(t.num_endpoints, nbytes=2**20, seed=3)
+    dynamic = plan_methods(Layout.of(t, "optiq-probe"), demands, ["dynamic"])[-1]
+    switches = [e for e in dynamic.plan.paths.links.tolist() if min(t.link_src[e], t.link_dst[e]) >= t.num_endpoints]
+    cable = f"{t.label(int(t.link_src[switches[0]]))}-{t.label(int(t.link_dst[switches[0]]))}"
+    conditions = Conditions(fail=parse_fail(t, [f"{cable}@0.1"]), sweep_s=0.2)
+    report = run_testbed(t, demands, methods="default,dynamic", rate=RATE, repeat=2, name="optiq-fail",
+                         conditions=conditions)
+    rows = {r.method: r for r in report.rows}
+    default, pinned = rows["default"], rows["dynamic"]
+    # the network's routes go round the cable after the sweep: every round completes, every byte verified
+    assert default.outcome == "completed" and default.rounds == ("completed", "completed") and default.verified
+    assert default.crossed_pairs and not default.stranded_pairs and default.measured_over_predicted > 1.0
+    # the rules stay as installed: a pair into the dead cable never arrives; both rounds fail, each within its bound
+    assert pinned.outcome == "failed" and pinned.rounds == ("failed", "failed") and pinned.stranded_pairs
+    assert cable in pinned.error and pinned.stranded_pairs[0] in pinned.error and "\n" not in pinned.error
+    assert "did not end" in pinned.error
+    d = report.to_dict()["rows"][1]
+    assert d["outcome"] == "failed" and d["rounds"] == ["failed", "failed"] and d["error"] == pinned.error
+    text = " ".join(str(report).split())
+    assert "dynamic FAILED 2 of 2 rounds" in text and conditions.describe() in text, text
+    assert report.seconds < 4 * 60 and fault_bound(pinned.predicted_time_s, 0.3) < 15
+    assert left("optiq-fail") == []
+    print(text)
+
+
 def network_routes_links(t, demands):
     from optiq.paths import network_routes
 

@@ -290,3 +290,58 @@ def test_slowed_cables_and_loss_are_checked_before_anything_is_planned_or_built(
     assert err.count("optiq: error:") == 1 and "no cable joins H0 and H9" in err
     assert main([*base, "--loss", "100"]) == 2
     assert "percentage" in capsys.readouterr().err
+
+
+def test_failing_cables_are_checked_before_anything_is_planned_or_built_and_fail_at_their_time(capsys):
+    from optiq.cli import main
+    from optiq.testbed.conditions import Conditions, fault_bound, parse_fail
+
+    t = torus((4, 4))
+    conditions = Conditions(fail=parse_fail(t, ["H0-H1@0.5", "H5:p1@2"]), sweep_s=0.25)
+    assert not conditions.healthy and conditions.rerouted_at_s == 2.25
+    first = t.links_between(0, 1) + t.links_between(1, 0)
+    assert sorted(conditions.dead_links(t, 1.0).tolist()) == sorted(first)
+    assert conditions.dead_links(t).size == 4 and conditions.dead_links(t, 0.1).size == 0
+    assert "cable H0-H1 fails 0.5 s into every measured round" in conditions.describe()
+    assert "0.25 s later" in conditions.describe()
+    assert fault_bound(1.0, 2.25) > 2.25 + 1.0
+    for spec, says in (("H0-H1", "give CABLE@SECONDS"), ("H0-H1@x", "not a number"), ("H0-H9@1", "no cable joins"),
+                       ("H0-H1@-1", "seconds >= 0")):
+        with pytest.raises(TestbedError, match=says):
+            Conditions(fail=parse_fail(t, [spec]))
+    with pytest.raises(TestbedError, match="twice"):
+        parse_fail(t, ["H0-H1@1", "H1-H0@2"])
+    with pytest.raises(TestbedError, match="--sweep"):
+        Conditions(sweep_s=-1.0)
+    base = ["testbed", "run", "-t", "torus:4x4", "--pattern", "disjoint", "-q"]
+    assert main([*base, "--fail", "H0-H9@0.5"]) == 1  # named before any planning, privilege check or namespace
+    err = capsys.readouterr().err
+    assert err.count("optiq: error:") == 1 and "no cable joins H0 and H9" in err
+    assert main([*base, "--fail", "H0-H1@1", "--sweep", "-2"]) == 2
+
+
+def test_a_failure_strands_the_pairs_whose_rules_cross_it_and_reroutes_the_rest():
+    from optiq.testbed.conditions import Conditions, parse_fail
+    from optiq.testbed.methods import plan_methods
+    from optiq.testbed.network import Testbed
+    from optiq.testbed.session import Faults
+
+    t = from_spec("fattree:k=4,n=2")
+    demands = permutation(t.num_endpoints, nbytes=2**20, seed=0)
+    bed = Testbed(t, rate=2.5e6, conditions=Conditions(fail=parse_fail(t, ["S2-S6@0.3"])), name="optiq-faults")
+    rows = plan_methods(bed.layout, demands, ["opt", "dynamic"])
+    faults = Faults(bed, rows)
+    dead = set(bed.conditions.dead_links(t).tolist())
+    for m in rows:
+        after = faults.after[m.name, 0.3]
+        assert after is not None
+        src, dst, _ = m.flows()
+        for a, b in zip(src.tolist(), dst.tolist()):
+            crossed = bool(set(m.forwarding.pair_route(a, b).tolist()) & dead)
+            still = bool(set(after.pair_route(a, b).tolist()) & dead)
+            pair = f"{t.label(a)} -> {t.label(b)}"
+            assert (pair in faults.crossed[m.name]) == crossed and (pair in faults.stranded[m.name]) == still
+            assert not still or m.routing == "per-pair rules"  # the network's routes go round it; rules stay
+    assert faults.crossed["default"] and not faults.stranded["default"]
+    assert faults.stranded["dynamic"]  # two of its pinned paths cross the cable
+    assert "pairs still route into the dead cable S2-S6: H" in faults.error(rows[-1], "it timed out")

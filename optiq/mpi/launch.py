@@ -15,6 +15,7 @@ in time, so :func:`abort_on_failure` prints its message and aborts the whole job
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -42,6 +43,8 @@ A = TypeVar("A")
 ABORT_GRACE_S = 0.5
 #: Seconds a failing rank that let a lower one speak waits for that rank's abort before its own.
 SILENT_ABORT_S = 5.0
+#: Seconds ``MPI_Abort`` may take before the rank ends by itself.
+ABORT_WAIT_S = 5.0
 
 _LAUNCHER_VARIABLES = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
@@ -194,11 +197,24 @@ def abort_on_failure(comm: Any) -> Iterator[None]:
             time.sleep(ABORT_GRACE_S)  # let the launcher forward the line before the abort kills its pipes
         else:  # the rank that spoke aborts them all (MPI says so once); in case it cannot, later alone
             time.sleep(SILENT_ABORT_S)
+        _end_alone_after(ABORT_WAIT_S)
         comm.Abort(1)
         raise  # not reached
     else:
         if failures is not None:
             failures.Free()
+
+
+def _end_alone_after(seconds: float) -> None:
+    """End this process in ``seconds`` whatever it is doing then: ``MPI_Abort`` can hang where a
+    connection is dead (a failed cable), holding the interpreter's lock, and the launcher ends
+    the other ranks when one exits before ``MPI_Finalize``. An alarm's default action needs no
+    Python code to run; off the main thread, a timer's thread has to."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(max(1, round(seconds)))
+    else:
+        threading.Timer(seconds, os._exit, (1,)).start()
 
 
 #: The tag of a failure notice on the agreement's communicator.

@@ -44,8 +44,9 @@ def idle_pause(idle: int) -> float:
     return float(min(MAX_IDLE_SLEEP_S, 1e-5 * 2 ** min(idle, 10)))
 
 
-def wait_all(requests: Sequence[Any], yields: int = YIELDS) -> None:
-    """Complete non-blocking MPI ``requests``, giving the CPU away between tests.
+def wait_all(requests: Sequence[Any], yields: int = YIELDS, timeout: float | None = None) -> bool:
+    """Complete non-blocking MPI ``requests``, giving the CPU away between tests; whether they
+    completed within ``timeout`` seconds (default: wait for ever, and return True).
 
     Parameters
     ----------
@@ -58,12 +59,16 @@ def wait_all(requests: Sequence[Any], yields: int = YIELDS) -> None:
     from mpi4py import MPI
 
     tests = 0
+    deadline = None if timeout is None else time.perf_counter() + timeout
     while not MPI.Request.Testall(requests):
+        if deadline is not None and time.perf_counter() > deadline:
+            return False
         tests += 1
         if tests <= yields:
             os.sched_yield()
         else:
             time.sleep(idle_pause(tests - yields))
+    return True
 
 
 def wait_politely(request: Any, yields: int = YIELDS) -> None:
@@ -140,17 +145,23 @@ def sleep_until(moment: float | None) -> float:
     return moment
 
 
-def allreduce_asleep(comm: Any, value: float, op: Any) -> float:
+def allreduce_asleep(comm: Any, value: float, op: Any, timeout: float | None = None) -> float:
     """Reduce one number over ``comm`` with ``op`` (an ``MPI.Op``), only sleeping while waiting.
 
     For the end of a timed step: the ranks that finish first wait here while the others
     still work, and a waiter that yielded would stay runnable and take their cores (the
     paced replays of ``benchmarks/executor.py`` are slower when this wait yields first).
+    ``timeout``: seconds after which the wait gives up with
+    :class:`~optiq.errors.TransferError` (the reduction is left in flight: abort).
     """
-    return _allreduce(comm, value, op, yields=0)
+    return _allreduce(comm, value, op, yields=0, timeout=timeout)
 
 
-def _allreduce(comm: Any, value: float, op: Any, yields: int) -> float:
+def _allreduce(comm: Any, value: float, op: Any, yields: int, timeout: float | None = None) -> float:
     buf, out = np.array([value], dtype=np.float64), np.empty(1, dtype=np.float64)
-    wait_politely(comm.Iallreduce(buf, out, op=op), yields=yields)
+    if not wait_all([comm.Iallreduce(buf, out, op=op)], yields, timeout):
+        from ..errors import TransferError
+
+        raise TransferError(f"rank {comm.Get_rank()}: the ranks did not all end the step within {timeout:g} s more "
+                            f"(a message between two of them is lost)")
     return float(out[0])

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..mpi.waiting import sleep_until, wait_politely
+from ..errors import TransferError
+from ..mpi.waiting import sleep_until, wait_all
 from ..plan import Plan
 from .memory import huge_page_buffer
 
@@ -55,13 +56,15 @@ class AlltoallvBaseline:
             self.send_buf[pos:pos + n] = send[j].reshape(-1).view(np.uint8)
             pos += n
 
-    def run(self, start_at: float | None = None, *, polite: bool = False) -> float:
+    def run(self, start_at: float | None = None, *, polite: bool = False, timeout: float | None = None) -> float:
         """One ``Alltoallv``; returns this rank's seconds from ``start_at`` (default: the call) to its end.
 
         ``polite``: ``MPI_Ialltoallv``, waited for by tests with sleeps between them
         (:func:`~optiq.mpi.waiting.wait_politely`), for ranks that share cores with the network
         they measure (the testbed): a rank polling without pause takes the core its peers and
-        the kernel's forwarding need.
+        the kernel's forwarding need. ``timeout`` (polite only): seconds after which the
+        wait gives up with :class:`~optiq.errors.TransferError` (the collective is left in
+        flight: abort the communicator).
         """
         from mpi4py import MPI
 
@@ -69,7 +72,10 @@ class AlltoallvBaseline:
         recv = [self.recv_buf, (self.recv_counts, _displacements(self.recv_counts)), MPI.BYTE]
         start = sleep_until(start_at)
         if polite:
-            wait_politely(self.comm.Ialltoallv(send, recv), yields=0)
+            if not wait_all([self.comm.Ialltoallv(send, recv)], yields=0, timeout=timeout):
+                waited = self.recv_counts > 0
+                raise TransferError(f"rank {self.comm.Get_rank()}: MPI_Ialltoallv did not end within {timeout:g} s "
+                                    f"(it receives from ranks {np.flatnonzero(waited)[:8].tolist()})")
         else:
             self.comm.Alltoallv(send, recv)
         return time.perf_counter() - start

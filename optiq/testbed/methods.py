@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..workloads import Demands
     from .layout import Layout
 
-__all__ = ["Method", "plan_methods", "methods_of_plan", "parse_methods", "FREE_SUFFIX", "NETWORK", "RULES",
+__all__ = ["Method", "rerouted", "plan_methods", "methods_of_plan", "parse_methods", "FREE_SUFFIX", "NETWORK", "RULES",
            "REALIZED", "TABLE_ROUTES"]
 
 #: ``M:free``: planner ``M``'s free plan.
@@ -110,6 +110,19 @@ class Method:
             links = routes.links[csr_positions(routes.offsets[pairs], hops)]
             out += weight * np.bincount(links, weights=np.repeat(nbytes, hops), minlength=num_links)
         return out
+
+
+def rerouted(method: Method, network: Forwarding) -> Forwarding | None:
+    """The kernel's routes for ``method`` once the network has routed around a failure as
+    ``network`` (its own routes after the sweep): the network's for methods that ride them, the
+    same per-pair rules over the new tables, and None for job tables (they stay as loaded).
+    """
+    if method.routing == TABLE_ROUTES:
+        return None
+    if method.routing == RULES:
+        dem, paths = method.plan.demands, method.plan.paths
+        return network.with_routes(network.pair_index(dem.src[paths.job], dem.dst[paths.job]), paths)
+    return network
 
 
 def parse_methods(text: str | Sequence[str], topology: Topology) -> list[str]:

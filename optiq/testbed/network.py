@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -157,6 +158,7 @@ class Testbed:
         self.conditions = conditions or Conditions()
         self.say = progress or (lambda message: None)
         self.installed: Forwarding | None = None
+        self.armed: dict[int, tuple[subprocess.Popen[str], list[str], Path]] = {}  # nodes ready to fail links
         self.state = state_root() / self.layout.name
         self.built = False
         self.build_s = 0.0
@@ -198,6 +200,8 @@ class Testbed:
                                f"{', '.join(allowed)}: net.ipv4.tcp_allowed_congestion_control)")
         if self.conditions.loss_percent and _nft() is None:
             raise TestbedError("random loss (--loss) is drawn by nftables: apt-get install nftables")
+        if self.conditions.fail and _nft() is None:
+            raise TestbedError("failed cables (--fail) drop their packets by nftables: apt-get install nftables")
         if self.offloads is False and shutil.which("ethtool") is None:
             raise TestbedError("the testbed turns segmentation offloads off (packets the size of a link's frames) "
                                "with ethtool: apt-get install ethtool, or keep them (offloads=True, --offloads)")
@@ -232,11 +236,15 @@ class Testbed:
         # a second Ctrl-C must not leave half the network behind
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
         try:
+            for session, _, _ in self.armed.values():
+                session.kill()
+                session.wait()
             names = find_testbeds().get(self.name, [])
             delete_namespaces(names)
             shutil.rmtree(self.state, ignore_errors=True)
             self.built = False
             self.installed = None
+            self.armed = {}
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
@@ -361,6 +369,74 @@ class Testbed:
             raise TestbedError(f"the kernel does not route as installed: {problems[0]}"
                                + (f" ({len(problems) - 1} more nodes differ)" if len(problems) > 1 else ""))
 
+    # -- faults -----------------------------------------------------------------------------
+    def arm(self, links: np.ndarray) -> None:
+        """Get ready to fail ``links`` at once (:meth:`fail`): an empty nftables table on each of
+        their interfaces' egress, and an ``nft -i`` session in each namespace that holds one, so
+        that failing them later costs a line written, not a process started (which on a busy
+        machine takes longer than a short round)."""
+        t = self.topology
+        nft = _nft()
+        if nft is None:
+            raise TestbedError("failed cables (--fail) drop their packets by nftables: apt-get install nftables")
+        self.mend()
+        by_node: dict[int, list[str]] = {}
+        for e in np.asarray(links, dtype=np.int64).tolist():
+            by_node.setdefault(int(t.link_src[e]), []).append(self.layout.interface(e))
+        for node, devices in sorted(by_node.items()):
+            log = self.state / f"nft.{node}"
+            with open(log, "w") as out:
+                session = subprocess.Popen(["ip", "netns", "exec", self.layout.namespaces[node], nft, "-i"],
+                                           stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, text=True)
+            self.armed[node] = (session, devices, log)
+            self._tell(node, _dead_table(devices))
+
+    def fail(self, links: np.ndarray) -> None:
+        """Make ``links`` (armed by :meth:`arm`) carry nothing from now on: every packet leaving by
+        them is dropped, as a switch drops what its tables route into a dead port; the kernel's
+        routes stay as they are. :meth:`mend` undoes it."""
+        t = self.topology
+        for e in np.asarray(links, dtype=np.int64).tolist():
+            node = int(t.link_src[e])
+            if node not in self.armed:
+                raise TestbedError(f"link {t.link_label(e)} was not armed to fail")
+            self._tell(node, f"add rule netdev {DEAD_TABLE} {self.layout.interface(e)} counter drop\n")
+
+    def mend(self) -> None:
+        """Undo :meth:`arm` and :meth:`fail`: the dead links carry packets again.
+
+        Raises
+        ------
+        TestbedError
+            If nftables refused a command meanwhile (its words).
+        """
+        armed, self.armed = self.armed, {}
+        problems = []
+        for node, (session, _, log) in armed.items():
+            try:
+                if session.stdin is None or session.poll() is not None:
+                    raise OSError("the session ended")  # a host's: ended with the MPI job's processes
+                session.stdin.write(f"delete table netdev {DEAD_TABLE}\n")
+                session.stdin.close()
+                session.wait(timeout=10)
+                said = [line for line in log.read_text(errors="replace").splitlines() if "rror" in line]
+                if said:
+                    problems.append(f"{self.layout.namespaces[node]}: {said[0]}")
+            except (OSError, subprocess.TimeoutExpired):
+                session.kill()
+                session.wait()
+                run(["ip", "netns", "exec", self.layout.namespaces[node], _nft() or "nft", "-f", "-"],
+                    input=f"add table netdev {DEAD_TABLE}\ndelete table netdev {DEAD_TABLE}\n",  # there or not
+                    what=f"mending cables in {self.layout.namespaces[node]}")
+        if problems:
+            raise TestbedError(f"nftables refused to fail or mend a cable in {problems[0]}")
+
+    def _tell(self, node: int, text: str) -> None:
+        session = self.armed[node][0]
+        assert session.stdin is not None
+        session.stdin.write(text)
+        session.stdin.flush()
+
     # -- measuring ---------------------------------------------------------------------------
     def counters(self) -> Counters:
         """Bytes sent and packets dropped so far by every link's queue (``tc -s qdisc``)."""
@@ -475,6 +551,25 @@ def _loss_rules(devices: list[str], percent: float) -> str:
     chains = [f'  chain {d} {{ type filter hook egress device "{d}" priority 0; numgen random mod {LOSS_CHANCES} '
               f'< {below} drop; }}' for d in devices]
     return "\n".join(["table netdev optiq_loss {", *chains, "}"]) + "\n"
+
+
+#: The nftables table of a node's dead links.
+DEAD_TABLE = "optiq_dead"
+
+
+def _dead_table(devices: list[str]) -> str:
+    """nftables commands (``nft -i``, one per line) for an empty table with a chain on the egress
+    of every device of ``devices``, before its queue: a rule added to a chain drops them all.
+
+    Examples
+    --------
+    >>> print(_dead_table(["p1"]), end="")
+    add table netdev optiq_dead
+    add chain netdev optiq_dead p1 { type filter hook egress device "p1" priority -1; }
+    """
+    chains = [f'add chain netdev {DEAD_TABLE} {d} {{ type filter hook egress device "{d}" priority -1; }}'
+              for d in devices]
+    return "\n".join([f"add table netdev {DEAD_TABLE}", *chains]) + "\n"
 
 
 def _allowed_congestion() -> list[str] | None:

@@ -33,7 +33,7 @@ __all__ = ["TestbedRow", "TestbedReport", "link_deviation", "ROW_KEYS", "REPORT_
 #: Keys of one row of the JSON report.
 ROW_KEYS = ("method", "routing", "moved_by", "predicted_time_s", "predicted_at_link_rate_s", "measured_time_s",
             "measured_times_s", "measured_over_predicted", "predicted_gain", "measured_gain", "link_bytes_deviation",
-            "drops", "verified", "cpu_idle")
+            "drops", "verified", "cpu_idle", "outcome", "error", "rounds", "crossed_pairs", "stranded_pairs")
 #: Top-level keys of the JSON report.
 REPORT_KEYS = ("topology", "workload", "hosts", "switches", "cables", "rate_bps", "goodput_bps", "queue_bytes",
                "congestion_control", "header_overhead", "ack_overhead", "repeat", "warmup", "cpu_idle",
@@ -74,11 +74,21 @@ class TestbedRow:
     drops: int
     verified: bool
     cpu_idle: float
+    #: ``completed`` when every measured round completed, else ``failed``
+    outcome: str = "completed"
+    #: the first failed round's reason, in one line ("" when none failed)
+    error: str = ""
+    #: every measured round's outcome, in order (the times are those of the completed ones)
+    rounds: tuple[str, ...] = ()
+    #: host pairs it sends between whose route crossed a failed cable when it failed
+    crossed_pairs: tuple[str, ...] = ()
+    #: of those, the pairs whose route still crosses it once the network has rerouted
+    stranded_pairs: tuple[str, ...] = ()
 
     @property
     def measured_time_s(self) -> float:
-        """The median of the measured repeats."""
-        return float(statistics.median(self.measured_times_s))
+        """The median of the completed measured repeats (NaN when none completed)."""
+        return float(statistics.median(self.measured_times_s)) if self.measured_times_s else float("nan")
 
     @property
     def measured_over_predicted(self) -> float:
@@ -86,7 +96,8 @@ class TestbedRow:
 
     def to_dict(self) -> dict[str, Any]:
         out = {key: getattr(self, key) for key in ROW_KEYS}
-        out["measured_times_s"] = list(self.measured_times_s)
+        for key in ("measured_times_s", "rounds", "crossed_pairs", "stranded_pairs"):
+            out[key] = list(getattr(self, key))
         return out
 
 
@@ -143,11 +154,15 @@ class TestbedReport:
             f"One flow: {self.goodput_bps / 1e6:.4g} Mbit/s of payload ({self.goodput_bps / self.rate_bps:.1%} of the "
             f"link), {self.header_overhead:.1%} header and {self.ack_overhead:.1%} acknowledgement bytes per payload "
             f"byte. Medians of {self.repeat} rounds after {self.warmup} warm-up, the methods in turn.", 100))
-        columns = ("method", "routing", "moved by", "pred s", "meas s", "meas/pred", "pred gain", "meas gain", "links",
-                   "drops")
-        cells = [(r.method, r.routing, r.moved_by.removeprefix("MPI_"), f"{r.predicted_time_s:.3f}",
-                  f"{r.measured_time_s:.3f}", f"{r.measured_over_predicted:.2f}", f"{r.predicted_gain:.2f}",
-                  f"{r.measured_gain:.2f}", f"{r.link_bytes_deviation:.1%}", f"{r.drops:,}") for r in self.rows]
+        columns: tuple[str, ...] = ("method", "routing", "moved by", "pred s", "meas s", "meas/pred", "pred gain",
+                                    "meas gain", "links", "drops")
+        cells: list[tuple[str, ...]] = [
+            (r.method, r.routing, r.moved_by.removeprefix("MPI_"), f"{r.predicted_time_s:.3f}",
+             f"{r.measured_time_s:.3f}", f"{r.measured_over_predicted:.2f}", f"{r.predicted_gain:.2f}",
+             f"{r.measured_gain:.2f}", f"{r.link_bytes_deviation:.1%}", f"{r.drops:,}") for r in self.rows]
+        if any(r.outcome != "completed" or r.crossed_pairs for r in self.rows):  # faults: which rounds completed
+            columns += ("ok",)
+            cells = [(*c, f"{r.rounds.count('completed')}/{len(r.rounds)}") for c, r in zip(cells, self.rows)]
         widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
         left = {0, 1, 2}
 
@@ -156,7 +171,9 @@ class TestbedReport:
 
         table = [line(columns), line(tuple("-" * w for w in widths)), *(line(c) for c in cells)]
         wrong = [r.method for r in self.rows if not r.verified]
+        failed = [r for r in self.rows if r.outcome != "completed"]
         verified = (f"BYTES DIFFERED from those sent: {', '.join(wrong)}." if wrong
+                    else "Every byte of every completed round arrived as sent." if failed
                     else "Every byte of every round arrived as sent.")
         foot = textwrap.fill(
             f"pred: the flow model at the link rates, with the header and acknowledgement bytes one flow measured. "
@@ -166,6 +183,15 @@ class TestbedReport:
             f"(load {self.load_before:.2f} before); built in {self.build_s:.1f} s, measured in {self.seconds:.0f} s.",
             100)
         notes = [textwrap.fill(note, 100) for note in self.notes]
+        for r in self.rows:
+            if r.crossed_pairs:
+                notes.append(textwrap.fill(
+                    f"{r.method}: {len(r.crossed_pairs)} of its pairs' routes crossed the failed cable"
+                    + (f", {len(r.stranded_pairs)} still did after the sweep ({', '.join(r.stranded_pairs[:4])}"
+                       f"{' ...' if len(r.stranded_pairs) > 4 else ''})" if r.stranded_pairs
+                       else "; the network rerouted every one of them") + ".", 100))
+        notes += [textwrap.fill(f"{r.method} FAILED {r.rounds.count('failed')} of {len(r.rounds)} rounds: {r.error}",
+                                100) for r in failed]
         if self.conditions:
             notes.insert(0, textwrap.fill(f"{self.conditions} The plans and predictions are the healthy network's: "
                                           f"meas/pred is how much slower each method ran.", 100))

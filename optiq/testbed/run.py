@@ -22,7 +22,7 @@ from .launch import find_mpiexec
 from .methods import REALIZED, Method, methods_of_plan, parse_methods, plan_methods
 from .network import DEFAULT_QUEUE, Testbed, terminated_as_interrupt
 from .report import TestbedReport, TestbedRow, link_deviation
-from .session import measure_goodput, measure_methods
+from .session import COMPLETED, FAILED, Faults, measure_goodput, measure_methods
 from .system import check_privileges
 
 if TYPE_CHECKING:
@@ -118,6 +118,7 @@ def run_testbed(topology: Topology, demands: Demands | None = None, *, plan: Pla
     else:
         rows = methods_of_plan(bed.layout, plan)
         workload = f"{plan.demands.name} ({plan.method} plan)"
+    faults = Faults(bed, rows) if bed.conditions.fail else None  # the network's routes without the cables, first
     with terminated_as_interrupt(), bed:
         goodput = measure_goodput(bed, say=say)
         say(f"one flow: {goodput.bytes_per_s * 8 / 1e6:.4g} Mbit/s of payload ({goodput.bytes_per_s / bed.rate:.1%} "
@@ -126,31 +127,38 @@ def run_testbed(topology: Topology, demands: Demands | None = None, *, plan: Pla
         expected = [m.link_bytes(goodput.header, goodput.ack) for m in rows]
         predicted = [float((e / rates).max(initial=0.0)) for e in expected]
         steps = measure_methods(bed, rows, predicted, repeat=repeat, warmup=warmup, seed=seed, pace_paths=pace_paths,
-                                window=window, chunk_size=chunk_size, say=say)
+                                window=window, chunk_size=chunk_size, faults=faults, say=say)
     return _report(bed, rows, steps, goodput, expected, predicted, workload, repeat, warmup, load,
-                   time.perf_counter() - started)
+                   time.perf_counter() - started, faults)
 
 
 def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expected: list[np.ndarray],
             predicted: list[float], workload: str, repeat: int, warmup: int, load: float,
-            seconds: float) -> TestbedReport:
+            seconds: float, faults: Faults | None = None) -> TestbedReport:
     t = bed.topology
     to_rate = bed.rate / float(t.capacity.max())  # plan capacities -> the testbed's link rates
     out_rows, links, notes = [], {}, []
     measured = [s for s in steps if s.measured]
-    baseline_meas = statistics.median(s.elapsed_s for s in measured if s.method == methods[0].name)
+    base = [s.elapsed_s for s in measured if s.method == methods[0].name and s.outcome == COMPLETED]
+    baseline_meas = statistics.median(base) if base else float("nan")
     for m, wire, pred in zip(methods, expected, predicted):
         mine = [s for s in measured if s.method == m.name]
+        completed = [s for s in mine if s.outcome == COMPLETED]
         counted = np.mean([s.counters.bytes for s in mine], axis=0)
-        times = tuple(s.elapsed_s for s in mine)
+        times = tuple(s.elapsed_s for s in completed)
+        errors = [s.error for s in mine if s.outcome != COMPLETED]
         out_rows.append(TestbedRow(
             method=m.name, routing=m.routing, moved_by="MPI_Ialltoallv" if m.runner == "alltoallv" else "executor",
             predicted_time_s=pred, predicted_at_link_rate_s=m.model_time_s / to_rate,
             measured_times_s=times, predicted_gain=predicted[0] / pred,
-            measured_gain=baseline_meas / statistics.median(times),
+            measured_gain=baseline_meas / statistics.median(times) if times else float("nan"),
             link_bytes_deviation=link_deviation(counted, wire, m.link_bytes(0.0, 0.0)),
             drops=int(statistics.median(int(s.counters.drops.sum()) for s in mine)),
-            verified=all(s.verified for s in mine), cpu_idle=float(np.mean([s.cpu_idle for s in mine]))))
+            verified=all(s.verified for s in completed), cpu_idle=float(np.mean([s.cpu_idle for s in mine])),
+            outcome=FAILED if errors else COMPLETED, error=errors[0] if errors else "",
+            rounds=tuple(s.outcome for s in mine),
+            crossed_pairs=tuple(faults.crossed[m.name]) if faults is not None else (),
+            stranded_pairs=tuple(faults.stranded[m.name]) if faults is not None else ()))
         links[m.name] = {"expected": wire.tolist(), "counted": counted.tolist()}
         if m.routing == REALIZED:
             split = int((np.bincount(m.plan.used().paths.job, minlength=m.plan.demands.num_jobs) > 1).sum())

@@ -7,7 +7,8 @@ writes it) and the plan files. Every *runner* is set up once: the executor of a 
 patterns. Then the steps run in order, each in step with the process that measures the
 network: rank 0 writes ``ready.K`` and waits for ``go.K`` (the routes for the step are
 installed and the counters read by then), every rank starts at one agreed moment, and rank
-0 writes ``done.K``: the slowest rank's time and whether every byte arrived as sent.
+0 writes ``start.K`` (the agreed moment, on :func:`time.perf_counter`) and ``done.K``: the
+slowest rank's time and whether every byte arrived as sent.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class _Runner:
             return self.executor.run(self.send, self.recv, timeout=self.timeout, start_at=start).elapsed_s
         assert self.baseline is not None
         self.baseline.recv_buf.fill(0)
-        return self.baseline.run(start, polite=True)
+        return self.baseline.run(start, polite=True, timeout=self.timeout)
 
     def problems(self) -> list[str]:
         from ..runtime import find_mismatches
@@ -168,6 +169,8 @@ def _steps(comm: Any, host: Any, directory: Path, steps: list[dict[str, Any]], r
                 time.sleep(POLL_S)
         wait_politely(comm.Ibarrier(), yields=0)
         start = start_together(comm, host=host)
+        if rank == 0:  # the moment the step starts, on the clock every namespace shares (faults are timed from it)
+            write_atomically(directory / f"start.{k}", repr(start))
         if step.get("kind") == "goodput":
             local = _goodput(comm, step, start)
             problems: list[str] = []
@@ -175,7 +178,8 @@ def _steps(comm: Any, host: Any, directory: Path, steps: list[dict[str, Any]], r
             runner = runners[step["runner"]]
             local = runner.run(start)
             problems = runner.problems()
-        elapsed = allreduce_asleep(comm, local, MPI.MAX)
+        bound = None if step.get("kind") == "goodput" else max(1.0, runner.timeout - (time.perf_counter() - start))
+        elapsed = allreduce_asleep(comm, local, MPI.MAX, timeout=bound)
         verified = bool(allreduce_asleep(comm, float(not problems), MPI.MIN))
         said = [m for ms in comm.gather(problems[:2]) or [] for m in ms] if not verified else []
         if rank == 0:
