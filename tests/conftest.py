@@ -44,6 +44,18 @@ def synthetic():
     return script("synthetic_fabric")
 
 
+def synthetic_ibnet(directory: Path):
+    """A small synthetic InfiniBand fabric (8 hosts, 12 switches) with its own forwarding tables,
+    written to ``directory`` and read back."""
+    from optiq.topology import read_ibnetdiscover
+
+    sf = synthetic()
+    model = sf.build(2, 3, seed=3)
+    sf.write_ibnetdiscover(model, directory / "f.txt")
+    sf.write_lfts(model, directory / "l.txt")
+    return read_ibnetdiscover(directory / "f.txt", routes=directory / "l.txt")
+
+
 def all_simple_paths(topology, demands) -> PathSet:
     """Every simple path of every job, parallel links distinguished (brute force)."""
     g = topology.to_networkx()

@@ -8,23 +8,19 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-from conftest import random_graph_topology, synthetic
+from conftest import random_graph_topology, synthetic_ibnet
 
 from optiq.errors import PathError
 from optiq.paths import network_routes
 from optiq.paths.failover import crossing, routes_after_failure
 from optiq.testbed.forwarding import all_pairs
-from optiq.topology import from_spec, read_ibnetdiscover
+from optiq.topology import from_spec
 from optiq.topology.cables import reverse_link
 
 
 def _network(kind: str, tmp_path):
     if kind == "ibnet":
-        sf = synthetic()
-        model = sf.build(2, 3, seed=3)
-        sf.write_ibnetdiscover(model, tmp_path / "f.txt")
-        sf.write_lfts(model, tmp_path / "l.txt")
-        return read_ibnetdiscover(tmp_path / "f.txt", routes=tmp_path / "l.txt")
+        return synthetic_ibnet(tmp_path)
     if kind == "graph":
         return random_graph_topology(5)
     return from_spec(kind)

@@ -287,6 +287,7 @@ def test_a_cable_failing_mid_round_is_routed_around_and_pinned_rules_into_it_fai
     assert "did not end" in pinned.error
     d = report.to_dict()["rows"][1]
     assert d["outcome"] == "failed" and d["rounds"] == ["failed", "failed"] and d["error"] == pinned.error
+    assert d["verified_rounds"] == 0 and report.to_dict()["rows"][0]["verified_rounds"] == 2
     text = " ".join(str(report).split())
     assert "dynamic FAILED 2 of 2 rounds" in text and conditions.describe() in text, text
     assert report.seconds < 4 * 60 and fault_bound(pinned.predicted_time_s, 0.3) < 15

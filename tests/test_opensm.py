@@ -214,9 +214,7 @@ def test_a_permutation_on_the_4_ary_3_tree_is_routed_at_its_bound_and_loaded(tmp
         sim.route("minhop")
         fabric, lfts = sim.discover()
         t = read_ibnetdiscover(fabric, routes=lfts)
-        perm = np.random.default_rng(11).permutation(t.num_endpoints)
-        moved = perm != np.arange(t.num_endpoints)
-        d = Demands(np.flatnonzero(moved), perm[moved], np.full(int(moved.sum()), 8 << 20))
+        d = _permutation(t, 11, 8 << 20)
         made = job_tables(t, d)
         host_link = (8 << 20) / t.capacity.max()  # every cable alike: one pair's bytes over one cable
         assert made.bound_s == pytest.approx(host_link) and made.time_s == pytest.approx(host_link)
@@ -237,9 +235,7 @@ def test_a_failed_cable_leaves_loaded_job_tables_routing_into_it_and_check_names
         sim.route("minhop")
         fabric, lfts = sim.discover()
         t = read_ibnetdiscover(fabric, routes=lfts)
-        perm = np.random.default_rng(1).permutation(t.num_endpoints)
-        moved = perm != np.arange(t.num_endpoints)
-        d = Demands(np.flatnonzero(moved), perm[moved], np.full(int(moved.sum()), 1 << 20))
+        d = _permutation(t, 1, 1 << 20)
         made = job_tables(t, d)
         made.write(tmp_path / "job.lfts")
         sim.route("file", tables=tmp_path / "job.lfts", fallback=fallback)
@@ -285,6 +281,13 @@ def test_a_failed_cable_leaves_loaded_job_tables_routing_into_it_and_check_names
     kept = repaired.table == table
     assert kept.mean() > 0.9  # only what the dead cable broke, and the job's own routes, change
     forwarding_routes(current, d, repaired)  # every pair of the job arrives
+
+
+def _permutation(t, seed: int, nbytes: int) -> Demands:
+    """A random permutation of the hosts (the ones it leaves in place dropped), ``nbytes`` a pair."""
+    perm = np.random.default_rng(seed).permutation(t.num_endpoints)
+    moved = perm != np.arange(t.num_endpoints)
+    return Demands(np.flatnonzero(moved), perm[moved], np.full(int(moved.sum()), nbytes))
 
 
 def _demand_file(tmp_path, d) -> str:

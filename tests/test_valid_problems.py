@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import random_graph_topology, synthetic
+from conftest import random_graph_topology, synthetic_ibnet
 
 from optiq.lp import cut_lower_bound
 from optiq.planner import METHODS, make_plan
-from optiq.topology import from_spec, read_ibnetdiscover
+from optiq.topology import from_spec
 from optiq.workloads import Demands
 
 TIB = 2**40
@@ -40,11 +40,7 @@ def network(kind: str, tmp_path):
     if kind == "graph":
         return random_graph_topology(11)
     if kind == "ibnet":
-        sf = synthetic()
-        model = sf.build(2, 3, seed=3)
-        sf.write_ibnetdiscover(model, tmp_path / "f.txt")
-        sf.write_lfts(model, tmp_path / "l.txt")
-        return read_ibnetdiscover(tmp_path / "f.txt", routes=tmp_path / "l.txt")
+        return synthetic_ibnet(tmp_path)
     return from_spec(KINDS[kind])
 
 

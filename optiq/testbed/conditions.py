@@ -121,25 +121,8 @@ def parse_slow(topology: Topology, specs: list[str] | tuple[str, ...]) -> tuple[
         Naming the spec: no ``:FACTOR``, a factor that is not a number, an unknown cable, or a
         cable given twice.
     """
-    slow, seen = [], set()
-    for spec in specs:
-        cable, sep, factor_text = str(spec).rpartition(":")
-        if not sep or not cable:
-            raise TestbedError(f"--slow {spec!r}: give CABLE:FACTOR, e.g. S0-S4:0.25 for a quarter of its rate")
-        try:
-            factor = float(factor_text)
-        except ValueError:
-            raise TestbedError(f"--slow {spec!r}: the factor {factor_text!r} is not a number") from None
-        try:
-            link = cable_link(topology, cable)
-            both = frozenset((link, reverse_link(topology, link)))
-        except TopologyError as exc:
-            raise TestbedError(f"--slow {spec!r}: {exc}") from None
-        if both in seen:
-            raise TestbedError(f"--slow names cable {cable} twice")
-        seen.add(both)
-        slow.append((link, factor, cable))
-    return tuple(slow)
+    return _cable_specs(topology, specs, "--slow", ":", "CABLE:FACTOR, e.g. S0-S4:0.25 for a quarter of its rate",
+                        "the factor")
 
 
 def parse_fail(topology: Topology, specs: list[str] | tuple[str, ...]) -> tuple[tuple[int, float, str], ...]:
@@ -157,23 +140,29 @@ def parse_fail(topology: Topology, specs: list[str] | tuple[str, ...]) -> tuple[
     >>> parse_fail(from_spec("torus:4x4"), ["H0-H1@0.5"])
     ((2, 0.5, 'H0-H1'),)
     """
-    fail, seen = [], set()
+    return _cable_specs(topology, specs, "--fail", "@", "CABLE@SECONDS, e.g. S0-S4@0.5 for half a second into "
+                        "every measured round", "the time")
+
+
+def _cable_specs(topology: Topology, specs: list[str] | tuple[str, ...], option: str, separator: str, form: str,
+                 number: str) -> tuple[tuple[int, float, str], ...]:
+    """``CABLE<separator>NUMBER`` specs as ``(link, number, cable)``, each cable once."""
+    out, seen = [], set()
     for spec in specs:
-        cable, sep, at_text = str(spec).rpartition("@")
+        cable, sep, text = str(spec).rpartition(separator)
         if not sep or not cable:
-            raise TestbedError(f"--fail {spec!r}: give CABLE@SECONDS, e.g. S0-S4@0.5 for half a second into "
-                               f"every measured round")
+            raise TestbedError(f"{option} {spec!r}: give {form}")
         try:
-            at = float(at_text)
+            value = float(text)
         except ValueError:
-            raise TestbedError(f"--fail {spec!r}: the time {at_text!r} is not a number of seconds") from None
+            raise TestbedError(f"{option} {spec!r}: {number} {text!r} is not a number") from None
         try:
             link = cable_link(topology, cable)
             both = frozenset((link, reverse_link(topology, link)))
         except TopologyError as exc:
-            raise TestbedError(f"--fail {spec!r}: {exc}") from None
+            raise TestbedError(f"{option} {spec!r}: {exc}") from None
         if both in seen:
-            raise TestbedError(f"--fail names cable {cable} twice")
+            raise TestbedError(f"{option} names cable {cable} twice")
         seen.add(both)
-        fail.append((link, at, cable))
-    return tuple(fail)
+        out.append((link, value, cable))
+    return tuple(out)

@@ -33,7 +33,7 @@ __all__ = ["TestbedRow", "TestbedReport", "link_deviation", "ROW_KEYS", "REPORT_
 #: Keys of one row of the JSON report.
 ROW_KEYS = ("method", "routing", "moved_by", "predicted_time_s", "predicted_at_link_rate_s", "measured_time_s",
             "measured_times_s", "measured_over_predicted", "predicted_gain", "measured_gain", "link_bytes_deviation",
-            "drops", "verified", "cpu_idle", "outcome", "error", "rounds", "crossed_pairs", "stranded_pairs")
+            "drops", "verified", "cpu_idle", "outcome", "error", "rounds", "verified_rounds", "crossed_pairs", "stranded_pairs")
 #: Top-level keys of the JSON report.
 REPORT_KEYS = ("topology", "workload", "hosts", "switches", "cables", "rate_bps", "goodput_bps", "queue_bytes",
                "congestion_control", "header_overhead", "ack_overhead", "repeat", "warmup", "cpu_idle",
@@ -80,6 +80,8 @@ class TestbedRow:
     error: str = ""
     #: every measured round's outcome, in order (the times are those of the completed ones)
     rounds: tuple[str, ...] = ()
+    #: measured rounds that completed with every byte as sent (``verified`` is whether all completed ones did)
+    verified_rounds: int = 0
     #: host pairs it sends between whose route crossed a failed cable when it failed
     crossed_pairs: tuple[str, ...] = ()
     #: of those, the pairs whose route still crosses it once the network has rerouted

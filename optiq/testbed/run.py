@@ -156,7 +156,7 @@ def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expe
             drops=int(statistics.median(int(s.counters.drops.sum()) for s in mine)),
             verified=all(s.verified for s in completed), cpu_idle=float(np.mean([s.cpu_idle for s in mine])),
             outcome=FAILED if errors else COMPLETED, error=errors[0] if errors else "",
-            rounds=tuple(s.outcome for s in mine),
+            rounds=tuple(s.outcome for s in mine), verified_rounds=sum(s.verified for s in completed),
             crossed_pairs=tuple(faults.crossed[m.name]) if faults is not None else (),
             stranded_pairs=tuple(faults.stranded[m.name]) if faults is not None else ()))
         links[m.name] = {"expected": wire.tolist(), "counted": counted.tolist()}
