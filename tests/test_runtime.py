@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -334,6 +335,7 @@ def test_a_failing_rank_stops_every_rank(tmp_path, mode):
         assert "rank 1: the send buffer of job 1" in proc.stderr
     if mode == "vanish":  # every other rank times out: one of them speaks for all
         assert "timed out after 3 s" in proc.stderr and "from rank 1" in proc.stderr
+        assert re.search(r"path \d+ \(H\d+( -> [HS]\d+)+\) from rank 1", proc.stderr), proc.stderr  # its route
     said = proc.stderr.count("optiq: error:")
     if mode == "exit":  # mpiexec reaps the rest; one may time out first and speak for all
         assert said <= 1, proc.stderr

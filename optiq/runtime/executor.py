@@ -390,7 +390,12 @@ class Executor:
                                  sched.rank)
         return transfer(self.comm, sched, self.chunk_size, send_views, recv_views, window=self.window,
                         link_bw=self.link_bw, timeout=timeout, slots=self.slots, start_at=start_at,
-                        path_rate=self.path_rate)
+                        path_rate=self.path_rate, describe_path=self.describe_path)
+
+    def describe_path(self, path: int) -> str:
+        """Path ``path`` of the plan by the nodes it crosses (``H0 -> S4 -> H5``): the cables between them."""
+        t = self.plan.topology
+        return " -> ".join(t.label(v) for v in self.plan.paths.nodes(path, t))
 
 
 def run_plan(comm: Any, plan: Plan, send: Mapping[int, np.ndarray], recv: Mapping[int, np.ndarray] | None = None, *,

@@ -61,6 +61,7 @@ cost per message, not Python, sets the pace when ranks share cores.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, NamedTuple
@@ -275,16 +276,21 @@ class Transfer:
     path_rate : dict, optional
         Paced paths: path id -> bytes/s of its schedule (module docstring), for the paths
         this rank is the source of.
+    describe_path : callable, optional
+        A path id's route in words, for the timeout's message (the nodes it crosses name the
+        cables: a dead one among them is where its bytes stop).
     """
 
     def __init__(self, comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
                  recv: dict[int, np.ndarray], *, window: int = 4, link_bw: float | None = None,
                  timeout: float = 60.0, slots: list[np.ndarray] | None = None, burst_s: float = PACED_BURST_S,
-                 message_s: float = PACED_MESSAGE_S, path_rate: dict[int, float] | None = None) -> None:
+                 message_s: float = PACED_MESSAGE_S, path_rate: dict[int, float] | None = None,
+                 describe_path: Callable[[int], str] | None = None) -> None:
         from mpi4py import MPI
 
         self._byte = MPI.BYTE
         self.comm, self.window, self.link_bw, self.timeout = comm, window, link_bw, timeout
+        self.describe_path = describe_path
         self.burst_s, self.message_s = burst_s, message_s
         self.chunk, self.send, self.recv = chunk_size, send, recv
         self.seg = segment_chunks(window)
@@ -343,7 +349,8 @@ class Transfer:
                 idle = 0
                 continue
             if now - start > self.timeout:
-                raise TransferError(_timeout_message(self.comm.Get_rank(), self.timeout, self.requests.in_flight()))
+                raise TransferError(_timeout_message(self.comm.Get_rank(), self.timeout, self.requests.in_flight(),
+                                                     self.describe_path))
             idle += 1
             pause = idle_pause(idle)
             if not self.unsent and not any(st.receiving for st in self.states):
@@ -506,20 +513,26 @@ class Transfer:
 def transfer(comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
              recv: dict[int, np.ndarray], *, window: int = 4, link_bw: float | None = None,
              timeout: float = 60.0, slots: list[np.ndarray] | None = None,
-             start_at: float | None = None, path_rate: dict[int, float] | None = None) -> TransferResult:
+             start_at: float | None = None, path_rate: dict[int, float] | None = None,
+             describe_path: Callable[[int], str] | None = None) -> TransferResult:
     """Run this rank's part of a plan (:class:`Transfer`); every rank of ``comm`` calls it at once."""
     return Transfer(comm, schedule, chunk_size, send, recv, window=window, link_bw=link_bw, timeout=timeout,
-                    slots=slots, path_rate=path_rate).run(start_at)
+                    slots=slots, path_rate=path_rate, describe_path=describe_path).run(start_at)
 
 
-def _timeout_message(rank: int, timeout: float, in_flight: list[_Message]) -> str:
+def _timeout_message(rank: int, timeout: float, in_flight: list[_Message],
+                     describe_path: Callable[[int], str] | None = None) -> str:
     waiting = sorted({(m.state.stream.path, m.state.stream.prev) for m in in_flight if m.kind != _Kind.SEND})
     sending = sorted({(m.state.stream.path, m.state.stream.next) for m in in_flight if m.kind == _Kind.SEND})
+
+    def path(p: int) -> str:
+        return f"path {p}" + (f" ({describe_path(p)})" if describe_path is not None else "")
+
     parts = []
     if waiting:
-        parts.append("waiting for " + ", ".join(f"path {p} from rank {r}" for p, r in waiting[:5])
-                     + (" ..." if len(waiting) > 5 else ""))
+        parts.append("waiting for " + ", ".join(f"{path(p)} from rank {r}" for p, r in waiting[:3])
+                     + (" ..." if len(waiting) > 3 else ""))
     if sending:
-        parts.append("unmatched sends " + ", ".join(f"path {p} to rank {r}" for p, r in sending[:5])
-                     + (" ..." if len(sending) > 5 else ""))
+        parts.append("unmatched sends " + ", ".join(f"{path(p)} to rank {r}" for p, r in sending[:3])
+                     + (" ..." if len(sending) > 3 else ""))
     return f"rank {rank}: transfer timed out after {timeout:g} s ({'; '.join(parts) or 'nothing pending'})"
