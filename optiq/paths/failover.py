@@ -108,16 +108,17 @@ def routes_after_failure(topology: Topology, src: ArrayLike, dst: ArrayLike, dea
     crossed = crossing(before, dead)
     alive = np.ones(topology.num_links, dtype=bool)
     alive[dead] = False
-    stranded = ~_joined(topology, alive, src, dst)
+    stranded = ~_joined(topology, alive, src, dst)  # only pairs that crossed: the others' routes are alive
     if not crossed.any():
-        return Failover(before, crossed, stranded & crossed, "no route crossed a dead link")
+        return Failover(before, crossed, stranded, "no route crossed a dead link")
     if topology.is_torus:
-        routes, engine = _torus_detours(topology, before, crossed & ~stranded, alive), "dimension order with detours"
+        routes, engine = (_torus_detours(topology, before, src, dst, crossed & ~stranded, alive),
+                          "dimension order with detours")
     elif topology.fabric is not None:
         routes, engine = _fabric_minhop(topology, before, src, dst, alive, stranded), "minhop without the dead cables"
     else:
         routes, engine = _dmodk_without(topology, before, src, dst, alive, stranded), "D-mod-K without the dead cables"
-    return Failover(routes, crossed, stranded & crossed, engine)
+    return Failover(routes, crossed, stranded, engine)
 
 
 def _joined(topology: Topology, alive: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -140,17 +141,18 @@ def _without(topology: Topology, alive: np.ndarray) -> tuple[Topology, np.ndarra
                    link_sign=None, dragonfly=None, fabric=None), kept
 
 
-def _replaced(before: PathSet, pairs: np.ndarray, new: PathSet, new_pairs_links: np.ndarray | None = None) -> PathSet:
-    """``before`` with the routes of ``pairs`` replaced by ``new``'s paths, in order."""
+def _replaced(before: PathSet, pairs: np.ndarray, new_hops: np.ndarray, new_links: np.ndarray) -> PathSet:
+    """``before`` with the routes of ``pairs`` replaced, in order, by routes of ``new_hops`` links
+    each, ``new_links`` end to end (link ids of the whole network)."""
     hops = before.hops.copy()
-    hops[pairs] = new.hops
+    hops[pairs] = new_hops
     offsets = np.concatenate(([0], np.cumsum(hops)))
     links = np.empty(int(offsets[-1]), dtype=np.int64)
     keep = np.ones(before.num_paths, dtype=bool)
     keep[pairs] = False
     kept = np.flatnonzero(keep)
     links[csr_positions(offsets[kept], hops[kept])] = before.links[csr_positions(before.offsets[kept], hops[kept])]
-    links[csr_positions(offsets[pairs], hops[pairs])] = new.links if new_pairs_links is None else new_pairs_links
+    links[csr_positions(offsets[pairs], hops[pairs])] = new_links
     return PathSet(np.arange(before.num_paths), offsets, links, before.num_paths)
 
 
@@ -162,7 +164,7 @@ def _dmodk_without(topology: Topology, before: PathSet, src: np.ndarray, dst: np
         return before
     reduced, kept = _without(topology, alive)
     new = dmodk_routes(reduced, Demands(src[pairs], dst[pairs], np.ones(pairs.size, np.int64), name="reroute"))
-    return _replaced(before, pairs, new, kept[new.links])
+    return _replaced(before, pairs, new.hops, kept[new.links])
 
 
 def _fabric_minhop(topology: Topology, before: PathSet, src: np.ndarray, dst: np.ndarray, alive: np.ndarray,
@@ -191,10 +193,11 @@ def _fabric_minhop(topology: Topology, before: PathSet, src: np.ndarray, dst: np
         return before
     new = forwarding_routes(reduced, Demands(src[joined], dst[joined], np.ones(joined.size, np.int64), name="reroute"),
                             minhop_tables(reduced))
-    return _replaced(before, joined, new, kept[new.links])
+    return _replaced(before, joined, new.hops, kept[new.links])
 
 
-def _torus_detours(topology: Topology, before: PathSet, moved: np.ndarray, alive: np.ndarray) -> PathSet:
+def _torus_detours(topology: Topology, before: PathSet, src: np.ndarray, dst: np.ndarray, moved: np.ndarray,
+                   alive: np.ndarray) -> PathSet:
     """The routes of ``moved`` pairs the other way round the ring where they met a dead link;
     where that way is not there or dead too, D-mod-K on the live links."""
     from .torus import _link_table
@@ -241,12 +244,7 @@ def _torus_detours(topology: Topology, before: PathSet, moved: np.ndarray, alive
     if fallback:
         reduced, kept = _without(topology, alive)
         fb = pairs[fallback]
-        src, dst = topology.link_src[before.links[before.offsets[fb]]], topology.link_dst[
-            before.links[before.offsets[fb + 1] - 1]]
-        new = dmodk_routes(reduced, Demands(src, dst, np.ones(fb.size, np.int64), name="reroute"))
+        new = dmodk_routes(reduced, Demands(src[fb], dst[fb], np.ones(fb.size, np.int64), name="reroute"))
         for j, i in enumerate(fallback):
             routes[i] = kept[new.links[new.offsets[j]:new.offsets[j + 1]]]
-    hops = np.array([r.size for r in routes], dtype=np.int64)
-    detours = PathSet(np.arange(pairs.size), np.concatenate(([0], np.cumsum(hops))),
-                      np.concatenate(routes) if routes else np.zeros(0, np.int64), pairs.size)
-    return _replaced(before, pairs, detours)
+    return _replaced(before, pairs, np.array([r.size for r in routes], dtype=np.int64), np.concatenate(routes))

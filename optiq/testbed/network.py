@@ -158,7 +158,7 @@ class Testbed:
         self.conditions = conditions or Conditions()
         self.say = progress or (lambda message: None)
         self.installed: Forwarding | None = None
-        self.armed: dict[int, tuple[subprocess.Popen[str], list[str], Path]] = {}  # nodes ready to fail links
+        self.armed: dict[int, tuple[subprocess.Popen[str], Path]] = {}  # nodes ready to fail links: nft -i, its log
         self.state = state_root() / self.layout.name
         self.built = False
         self.build_s = 0.0
@@ -236,7 +236,7 @@ class Testbed:
         # a second Ctrl-C must not leave half the network behind
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
         try:
-            for session, _, _ in self.armed.values():
+            for session, _ in self.armed.values():
                 session.kill()
                 session.wait()
             names = find_testbeds().get(self.name, [])
@@ -388,7 +388,7 @@ class Testbed:
             with open(log, "w") as out:
                 session = subprocess.Popen(["ip", "netns", "exec", self.layout.namespaces[node], nft, "-i"],
                                            stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, text=True)
-            self.armed[node] = (session, devices, log)
+            self.armed[node] = (session, log)
             self._tell(node, _dead_table(devices))
 
     def fail(self, links: np.ndarray) -> None:
@@ -412,7 +412,7 @@ class Testbed:
         """
         armed, self.armed = self.armed, {}
         problems = []
-        for node, (session, _, log) in armed.items():
+        for node, (session, log) in armed.items():
             try:
                 if session.stdin is None or session.poll() is not None:
                     raise OSError("the session ended")  # a host's: ended with the MPI job's processes

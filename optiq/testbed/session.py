@@ -335,7 +335,7 @@ class Faults:
             last = self.after[m.name, self.times[-1]] or m.forwarding
             for fwd, out in ((m.forwarding, self.crossed), (last, self.stranded)):
                 pairs = np.unique(fwd.pair_index(a, b))
-                hit = pairs[crossing(fwd.routes.select(np.isin(np.arange(fwd.routes.num_paths), pairs)), every)]
+                hit = pairs[crossing(fwd.routes, every)[pairs]]
                 out[m.name] = [f"{t.label(int(src[p]))} -> {t.label(int(dst[p]))}" for p in hit.tolist()]
 
     def arm(self) -> None:
@@ -391,7 +391,7 @@ def _run_steps(bed: Testbed, job: _Job, order: Sequence[Any], measured: Sequence
         try:
             done = job.wait_for(f"done.{k}", waits[k], f"step {k} ({name})", events, origin=f"start.{k}")
         except TestbedError as exc:
-            if method is None or faults is None and not counted:
+            if method is None or (faults is None and not counted):  # a healthy network's warm-up: an error
                 raise
             elapsed = time.perf_counter() - began
             after, idle1 = bed.counters(), cpu_times()
