@@ -432,3 +432,66 @@ def test_a_message_read_again_on_other_buffers_reads_those_buffers():
     finally:
         column.Free()
         nothing.Free()
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [3, 5])
+def test_a_plan_whose_transfer_fails_ends_within_its_bound_and_mpi_moves_the_calls_after(ranks):
+    proc, _ = launch(ranks, MPI_SCRIPTS / "plan_failed_check.py")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+class _Ranks:
+    def __init__(self, size):
+        self.size = size
+
+    def Get_size(self):  # noqa: N802  (MPI's name)
+        return self.size
+
+
+def _reviewed(calls, *, watched=True, failed_at=None):
+    """A cached plan reviewed after calls of these mean times (``failed_at``: that call failed)."""
+    from collections import OrderedDict
+    from types import SimpleNamespace
+
+    from optiq.runtime.patterns import Pattern
+    from optiq.runtime.watch import review
+
+    plan = Pattern("heu2", "planned", predicted_s=0.1, default_s=0.2, own=(1, 2))
+    plan.watched = watched
+    ctx = SimpleNamespace(entries=OrderedDict([((5, 6), plan)]), comm=_Ranks(4))
+    for k, seconds in enumerate(calls):
+        review(ctx, ctx.entries[(5, 6)], seconds, int(k == failed_at), "comm.Alltoallv")
+    return plan, ctx.entries[(5, 6)]
+
+
+def test_a_plan_is_measured_again_only_after_a_call_much_slower_than_its_fastest():
+    from optiq.runtime.watch import DRIFT_FACTOR, DRIFT_SLACK_S
+
+    fastest = 0.2
+    plan, entry = _reviewed([0.3, fastest, 0.25, DRIFT_FACTOR * fastest + DRIFT_SLACK_S * 0.9])
+    assert entry is plan and not plan.trial and plan.fastest_s == fastest and not plan.drifted
+    slow = DRIFT_FACTOR * fastest + DRIFT_SLACK_S * 1.1
+    plan, entry = _reviewed([0.3, fastest, slow])
+    assert entry is plan and plan.trial and plan.fastest_s is None
+    assert f"{slow:.4g} s" in plan.drifted and f"({fastest:.4g} s)" in plan.drifted and plan.drifted in plan.reason
+    plan, entry = _reviewed([0.3, fastest, slow], watched=False)  # a method the caller named: kept as it is
+    assert entry is plan and not plan.trial and plan.fastest_s == fastest
+
+
+def test_a_plan_that_failed_on_a_rank_is_replaced_by_mpi_with_its_prediction_kept():
+    plan, entry = _reviewed([0.3, 0.2, 0.2], failed_at=2)
+    assert entry.method == "mpi" and entry.executor is None and entry.own == plan.own
+    assert (entry.predicted_s, entry.default_s) == (plan.predicted_s, plan.default_s)
+    assert "heu2 plan's last call failed on 1 of the 4 ranks" in entry.reason and "comm.Alltoallv" in entry.reason
+
+
+def test_a_plans_transfer_is_bounded_by_a_multiple_of_its_fastest_call_once_it_has_one():
+    from optiq.runtime.patterns import Pattern
+    from optiq.runtime.watch import FAULT_GRACE_S, FAULT_MULTIPLE, bound
+
+    plan = Pattern("heu2", "")
+    assert bound(plan, 60.0) == 60.0  # the first call: the caller's timeout
+    plan.fastest_s = 0.4
+    assert bound(plan, 60.0) == pytest.approx(FAULT_MULTIPLE * 0.4 + FAULT_GRACE_S)
+    assert bound(plan, 1.0) == 1.0  # never beyond the caller's timeout

@@ -55,6 +55,7 @@ from .patterns import (
     names_needed,
     prepare,
 )
+from .watch import bound, review
 
 __all__ = ["Call", "Start", "begin", "agree", "resolve", "config_of", "agreement_words", "fingerprint_words",
            "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET", "DEFAULT_MAX_UNCHECKED"]
@@ -227,7 +228,8 @@ def _quick_counts(kind: Collective, local: int, blocks: int, sendbuf: Any,
 
 #: The words of a call's agreement (one ``Iallreduce``, summed over the ranks).
 _PATTERN, _SHAPE, _GENERATION, _FAILED, _UNREAD, _PAIRS, _LAST_S, _PLANNED_S, _AGREE, _AHEAD, _SKIPPED_S, \
-    _GROUPS, _CONSISTENT = (slice(0, 2), slice(2, 4), slice(4, 6), 6, 7, 8, 9, 10, slice(11, 15), 15, 16, 17, 18)
+    _GROUPS, _CONSISTENT, _WATCHED, _WATCH_S, _WATCH_FAILED = (slice(0, 2), slice(2, 4), slice(4, 6), 6, 7, 8, 9, 10,
+                                                               slice(11, 15), 15, 16, 17, 18, 19, 20, 21)
 
 
 @dataclass
@@ -260,6 +262,7 @@ class Start:
     data: Any = None         # the transfer by MPI's non-blocking call, once posted
     posted: float = 0.0      # when (perf_counter)
     scratch: list[np.ndarray] | None = None  # a failing rank's stand-in buffers
+    watched: Pattern | None = None  # the pattern of this rank's last planned call, reviewed (optiq.runtime.watch)
 
     def post(self, sendbuf: Any, recvbuf: Any) -> None:
         self.posted = time.perf_counter()
@@ -352,8 +355,9 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
     # with its bytes if its own counts and options are that pattern's), and goes ahead of nothing else
     predicted = ctx.predicted() if go_ahead and cached else None
     own = _pair(words[_PATTERN])
+    # a rank whose last planned call failed runs no plan ahead: the others learn of it from this agreement
     consistent = predicted is not None and failure is None and readable and sendbuf is not MPI.IN_PLACE \
-        and predicted.own == own
+        and predicted.own == own and not ctx.watch[2]
     ahead = eligible and predicted is None and failure is None and readable and pairs > 0 \
         and not ctx.shapes.is_hot(row) and not ctx.holds_own(own)
     if failure is None and recv is None and not ahead and group.members.size and group.local[rank] >= 0:
@@ -369,12 +373,15 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
     quiet = ctx.quiet
     skipped_s, skipped = quiet.skipped_s, quiet.skipped_n
     quiet.skipped_s, quiet.skipped_n = 0.0, 0
+    watched, watch_s, watch_failed = ctx.watch  # the last planned call's time, for every rank's review of its plan
+    ctx.watch = (None, 0.0, False)
     vec = np.array([*words[:4], ctx.generation, ctx.generation ** 2, failure is not None, not readable, pairs,
                     round(last_s * 1e6), round(planned_s * 1e6), *words[4:], ahead, round(skipped_s * 1e6),
-                    group.word(rank) if joint else 0, consistent], dtype=np.uint64)
+                    group.word(rank) if joint else 0, consistent, watched is not None, round(watch_s * 1e6),
+                    watch_failed], dtype=np.uint64)
     agreement = c.Iallreduce(MPI.IN_PLACE, vec, op=MPI.SUM)
     return Start(kind, ctx, group, joint, config, send, recv, failure, vec, agreement, last_shape, row, ahead,
-                 placing, timeout, skipped, own, predicted, consistent, go_ahead)
+                 placing, timeout, skipped, own, predicted, consistent, go_ahead, watched=watched)
 
 
 def _failure(exc: Exception, rank: int) -> tuple[type[OptiqError], str]:
@@ -455,8 +462,12 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
     failure = start.failure
     size = c.Get_size()
     _wait(start)
-    if start.predicted is not None and not start.consistent and int(vec[_CONSISTENT]):
-        start.predicted.stand_in(start.timeout)  # some rank runs the predicted plan: none waits for this one
+    if start.watched is not None and int(vec[_WATCHED]) == size:  # every rank's last call was of this plan
+        review(ctx, start.watched, int(vec[_WATCH_S]) / 1e6 / size, int(vec[_WATCH_FAILED]), f"comm.{kind.mpi_name}")
+    if start.predicted is not None and not start.consistent and int(vec[_CONSISTENT]) \
+            and start.predicted in ctx.entries.values():  # not if it has just failed
+        # some rank runs the predicted plan: none waits for this one
+        start.predicted.stand_in(bound(start.predicted, start.timeout))
     if start.joint and int(vec[_GROUPS]):
         if start.data is not None:  # went ahead on a group some rank of it did not join: its duplicate is left
             group.comm = None

@@ -44,6 +44,12 @@ than MPI on them, and (on real links) when the plan's first call measures slower
 shape's calls by MPI did. A call predicted to be a cached plan (the pattern that followed the
 last two before) runs it while the ranks agree (:meth:`~optiq.runtime.context.Context.predicted`).
 
+**When the network changes under a plan** (:mod:`optiq.runtime.watch`): each planned call's
+time, and whether it failed, rides the next agreement. A planned transfer gives up within five
+times the plan's fastest call plus 5 s (``timeout`` for its first); a plan that failed on any
+rank is replaced by MPI for the calls after; ``auto``'s plan measured much slower than its
+fastest call is measured against MPI again, and the faster kept.
+
 **Exchanges at once** (``parent=``): several sub-communicators of one parent exchanging at
 the same time (the rows of a process grid, the components of a coupler) are one exchange over
 the parent's ranks. Each rank passes its own sub-communicator and the parent; the call plans
@@ -63,10 +69,11 @@ endpoint names or ids.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, TransferError
 from ..topology import Topology
 from .agreement import (
     DEFAULT_CACHE_SIZE,
@@ -79,7 +86,7 @@ from .agreement import (
 from .context import Context, Group, clear_cache, context, group_of
 from .forms import GENERAL, VECTOR, Collective
 from .moves import move, trial
-from .patterns import AUTO_METHOD, MIN_GAIN
+from .patterns import AUTO_METHOD, MIN_GAIN, Pattern
 
 __all__ = ["alltoallv", "alltoallw", "AlltoallvResult", "clear_cache", "MIN_GAIN", "DEFAULT_CACHE_SIZE",
            "DEFAULT_PLAN_BUDGET", "DEFAULT_MAX_UNCHECKED", "AUTO_METHOD"]
@@ -168,6 +175,21 @@ def _unchecked(kind: Collective, ctx: Context, group: Group, sendbuf: Any, recvb
     return result
 
 
+def _watched(ctx: Context, pattern: Pattern, transfer: Callable[[], None]) -> None:
+    """Run ``transfer``; a plan's time (or its failure) is kept for the next call's review of it
+    (:mod:`optiq.runtime.watch`)."""
+    if pattern.method in ("mpi", "local"):
+        transfer()
+        return
+    began = time.perf_counter()
+    try:
+        transfer()
+    except TransferError:
+        ctx.watch = (pattern, time.perf_counter() - began, True)
+        raise
+    ctx.watch = (pattern, time.perf_counter() - began, False)
+
+
 def _intercomm(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, start: float) -> AlltoallvResult:
     """An intercommunicator's call, moved by MPI (two groups: nothing to plan)."""
     kind.mpi(comm, sendbuf, recvbuf)
@@ -214,21 +236,30 @@ def _call(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, more: tuple[A
     begun = begin(kind, comm, sendbuf, recvbuf, go_ahead=True, max_unchecked=max_unchecked, parent=parent,
                   timeout=timeout, **options)
     ctx = begun.ctx
+    ahead_error = None
     if begun.ahead:  # no plan can be made for it: the bytes move while the ranks agree
         begun.post(sendbuf, recvbuf)
     elif begun.consistent:  # predicted to be a planned pattern, and it is here: its plan runs while they agree
-        begun.run_predicted(timeout)
+        assert begun.predicted is not None
+        try:
+            _watched(ctx, begun.predicted, lambda: begun.run_predicted(timeout))
+        except TransferError as exc:  # raised below, unless the ranks move the call again
+            ahead_error = exc
     call = agree(begun, sendbuf, recvbuf, **options)
     pattern = call.pattern
+    if ahead_error is not None and call.moved and pattern is begun.predicted:
+        raise ahead_error
     if call.moved:
         done = time.perf_counter()
         ready = done - call.moved_s
     else:
         ready = time.perf_counter()
         if pattern.trial and call.send is not None:  # in place, the first move would overwrite what the second sends
-            pattern = ctx.entries[call.key] = trial(call, pattern, timeout, ctx.shapes.mean_call_s(call.shape))
+            # a plan measured again after a slow call is measured against MPI now, not MPI's calls before
+            mpi_s = None if pattern.drifted else ctx.shapes.mean_call_s(call.shape)
+            pattern = ctx.entries[call.key] = trial(call, pattern, timeout, mpi_s)
         else:
-            move(call, pattern, timeout)
+            _watched(ctx, pattern, lambda: move(call, pattern, timeout))
         done = time.perf_counter()
     if call.shape is not None:  # auto: this call's time goes to its shape's account at the next call
         ctx.pending = (call.shape, done - ready, call.plan_s)

@@ -168,6 +168,9 @@ class Context:
         self.shapes = Shapes()
         #: this rank's time of its last call and of its planning since, told at the next call
         self.pending: tuple[tuple[int, int] | None, float, float] = (None, 0.0, 0.0)
+        #: this rank's last planned call: its pattern, seconds and whether it failed, told at the
+        #: next call so that every rank reviews the plan alike (:mod:`optiq.runtime.watch`)
+        self.watch: tuple[Pattern | None, float, bool] = (None, 0.0, False)
         self.placed: set[str] = set()  # the options whose placement of the ranks has been checked
         self.quiet = Quiet()
         self.released = False

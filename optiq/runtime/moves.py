@@ -16,6 +16,7 @@ from ..errors import TransferError
 from ..mpi.comms import mpi_module
 from ..mpi.waiting import allreduce_asleep, start_together
 from .patterns import Pattern
+from .watch import bound
 
 if TYPE_CHECKING:
     from .agreement import Call
@@ -55,7 +56,7 @@ def run_plan(rank: int, pattern: Pattern, send: Message | SpreadMessage | None, 
         if step is not None:
             finish.append(step)
     try:
-        pattern.executor.run(sends, recvs, timeout=timeout)
+        pattern.executor.run(sends, recvs, timeout=bound(pattern, timeout))
     except TransferError as exc:
         raise TransferError(str(exc) if str(exc).startswith("rank ") else f"rank {rank}: {exc}") from None
     for step in finish:
@@ -84,7 +85,7 @@ def trial(call: Call, pattern: Pattern, timeout: float, mpi_s: float | None = No
             seconds.append(allreduce_asleep(call.comm, time.perf_counter() - start, MPI.MAX))
         t_mpi, t_plan = seconds
         against = f"comm.{call.kind.mpi_name} {t_mpi:.4g} s"
-    measured = f"measured on the first call: the plan {t_plan:.4g} s, {against}"
+    measured = f"measured {'again' if pattern.drifted else 'on the first call'}: the plan {t_plan:.4g} s, {against}"
     if t_plan >= t_mpi:
         pattern.close()
         return Pattern("mpi", f"{pattern.reason}, but {measured}", predicted_s=pattern.predicted_s,

@@ -58,6 +58,12 @@ class Pattern:
     paths: PathSet | None = None
     #: this rank's own words of the pattern's fingerprint (its counts and the options), once agreed on
     own: tuple[int, int] | None = None
+    #: the ranks' mean time of the plan's fastest call so far (alike on every rank; :mod:`optiq.runtime.watch`)
+    fastest_s: float | None = None
+    #: a call much slower than the fastest is measured against MPI again (auto, on real links)
+    watched: bool = False
+    #: why it is measured again, once it was
+    drifted: str = ""
 
     def close(self) -> None:
         if self.executor is not None:
@@ -201,7 +207,8 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
     entry = _compiled(comm, net, matrix, plan, planner, link_bw,
                       f"{how} predicts {default_s / predicted_s:.2f}x the default routes' throughput",
                       predicted_s, default_s, pace)
-    entry.trial = link_bw is None  # emulated links: comm.Alltoallv is no measure of the emulated network
+    # emulated links: comm.Alltoallv is no measure of the emulated network
+    entry.trial = entry.watched = link_bw is None
     entry.candidates, entry.paths = candidates, plan.paths
     return entry
 

@@ -82,6 +82,10 @@ PACED_BURST_S = 0.02
 #: and so only waits for its own sends to complete (seconds): the receivers take the bytes
 #: within moments, and the last forwarder to notice sets the transfer's time.
 SEND_COMPLETION_POLL_S = 1e-4
+#: A transfer that timed out waits at most this long for its cancelled receives to end (seconds).
+ABANDON_WAIT_S = 0.5
+#: Requests of transfers that timed out which could not be cancelled: kept, with their buffers.
+_ABANDONED: list[Any] = []
 
 
 @dataclass
@@ -225,6 +229,32 @@ class _Requests:
     def in_flight(self) -> list[_Message]:
         return [m for m in self.messages if m is not None]
 
+    def abandon(self) -> None:
+        """Give up the requests in flight (a transfer that timed out): receives are cancelled,
+        so that no later message lands in a buffer that is no longer this transfer's; what
+        cannot be cancelled at once (sends, a receive already under way) is kept, with its
+        buffer, for as long as the process lives."""
+        from mpi4py import MPI
+
+        pending = [(r, m) for r, m in zip(self.requests, self.messages) if m is not None and r != MPI.REQUEST_NULL]
+        for request, message in pending:
+            if message.kind != _Kind.SEND:
+                request.Cancel()
+        until = time.perf_counter() + ABANDON_WAIT_S
+        for request, message in pending:
+            if message.kind == _Kind.SEND or not _ended_by(request, until):
+                _ABANDONED.append(request)
+        self.requests, self.statuses, self.messages, self.free = [], [], [], []
+
+
+def _ended_by(request: Any, until: float) -> bool:
+    """Whether ``request`` (cancelled) completes before the moment ``until``."""
+    while not request.Test():
+        if time.perf_counter() > until:
+            return False
+        time.sleep(0.001)
+    return True
+
 
 class _Link:
     """An outgoing link of this rank: streams with a chunk ready, source chunks in flight, pacing.
@@ -323,8 +353,9 @@ class Transfer:
         Raises
         ------
         TransferError
-            On timeout, naming the paths and ranks still waited for. Requests are left
-            outstanding then: treat the communicator as broken and abort.
+            On timeout, naming the paths and ranks still waited for. Its receives are
+            cancelled then and its sends left outstanding (:meth:`_Requests.abandon`): the
+            communicator is broken, for this plan's transfers and any other.
         """
         start = sleep_until(start_at)
         for st in self.states:
@@ -349,7 +380,9 @@ class Transfer:
                 idle = 0
                 continue
             if now - start > self.timeout:
-                raise TransferError(_timeout_message(self.comm.Get_rank(), self.timeout, self.requests.in_flight(),
+                in_flight = self.requests.in_flight()
+                self.requests.abandon()
+                raise TransferError(_timeout_message(self.comm.Get_rank(), self.timeout, in_flight,
                                                      self.describe_path))
             idle += 1
             pause = idle_pause(idle)

@@ -1,0 +1,84 @@
+"""Whether a cached plan still holds: each planned call's time, reviewed at the next call.
+
+A plan is made for the network as it was. When a cable fails, the network reroutes (the
+subnet manager's sweep) and every byte still arrives, but the plan's paths now share
+links it did not count, and its prediction no longer holds; where the network does not
+reroute, a path it uses carries nothing, and its transfer cannot end.
+
+Every rank tells the next agreement (:mod:`optiq.runtime.agreement`) how long its last
+planned call took and whether it failed, so every rank reviews the plan alike
+(:func:`review`):
+
+- A plan whose transfer failed on some rank (it did not end within its bound) is replaced
+  by MPI's own call for the calls after: ``comm.Alltoallv`` (``comm.Alltoallw``) moves them.
+- A plan of ``method="auto"`` on real links (``link_bw`` not given) whose call took more than
+  :data:`DRIFT_FACTOR` times its fastest call, and :data:`DRIFT_SLACK_S` more, is measured
+  against MPI again on its next call, and the faster is kept: MPI where the network no
+  longer carries the plan as it did, the plan where it still wins.
+
+A planned transfer ends within :func:`bound`: :data:`FAULT_MULTIPLE` times the plan's
+fastest call so far and :data:`FAULT_GRACE_S` more, or ``timeout`` if that is sooner (the
+first call of a plan has no measured time, and waits ``timeout``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .patterns import Pattern
+
+if TYPE_CHECKING:
+    from .context import Context
+
+__all__ = ["bound", "review", "DRIFT_FACTOR", "DRIFT_SLACK_S", "FAULT_MULTIPLE", "FAULT_GRACE_S"]
+
+#: ``method="auto"``: a planned call this many times slower than the plan's fastest is measured against MPI again.
+DRIFT_FACTOR = 2.0
+#: ... and at least this many seconds slower (calls of a few milliseconds vary by more than twice).
+DRIFT_SLACK_S = 0.02
+#: A planned transfer gives up after this many times the plan's fastest call ...
+FAULT_MULTIPLE = 5.0
+#: ... and this many seconds more.
+FAULT_GRACE_S = 5.0
+
+
+def bound(pattern: Pattern, timeout: float) -> float:
+    """Seconds a transfer of ``pattern``'s plan may take before it is abandoned (module docstring).
+
+    Examples
+    --------
+    >>> p = Pattern("heu2", "")
+    >>> bound(p, 60.0)
+    60.0
+    >>> p.fastest_s = 0.5
+    >>> bound(p, 60.0)
+    7.5
+    """
+    if pattern.fastest_s is None:
+        return timeout
+    return min(timeout, FAULT_MULTIPLE * pattern.fastest_s + FAULT_GRACE_S)
+
+
+def review(ctx: Context, pattern: Pattern, mean_s: float, failed: int, api: str) -> None:
+    """Review ``pattern`` after a call of its plan (alike on every rank: ``mean_s``, the ranks'
+    mean time of it, and ``failed``, how many ranks' transfers failed, come from the agreement).
+    ``api``: MPI's call that takes over (``comm.Alltoallv``)."""
+    key = next((k for k, entry in ctx.entries.items() if entry is pattern), None)
+    if key is None:  # evicted meanwhile
+        return
+    if failed:
+        # its executor is not freed: a transfer that failed may still have messages pending on it
+        ctx.entries[key] = Pattern("mpi", f"the {pattern.method} plan's last call failed on {failed} of the "
+                                          f"{ctx.comm.Get_size()} ranks (its "
+                                          f"transfer did not end within its bound: a cable it uses may have failed): "
+                                          f"{api} moves these calls now", predicted_s=pattern.predicted_s,
+                                   default_s=pattern.default_s, own=pattern.own)
+        return
+    fastest = pattern.fastest_s
+    if fastest is None or mean_s < fastest:
+        pattern.fastest_s = mean_s
+    if pattern.watched and fastest is not None and mean_s > DRIFT_FACTOR * fastest + DRIFT_SLACK_S:
+        pattern.drifted = (f"its call took {mean_s:.4g} s, {mean_s / fastest:.1f}x its fastest ({fastest:.4g} s): "
+                           f"the network may no longer carry the plan as it did (a failed or slow cable)")
+        pattern.reason = f"{pattern.reason}; then {pattern.drifted}"
+        pattern.trial, pattern.fastest_s = True, None
