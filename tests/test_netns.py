@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -299,3 +300,31 @@ def network_routes_links(t, demands):
     from optiq.paths import network_routes
 
     return network_routes(t, demands.src, demands.dst).links
+
+
+def test_optiq_alltoallv_completes_every_call_through_a_failed_cable_and_measures_its_plan_again(tmp_path):
+    from optiq.testbed import run_program
+    from optiq.testbed.conditions import Conditions, parse_fail
+
+    t = from_spec("torus:4x4")
+    out = tmp_path / "calls.json"
+    # rank 0 sends two along its row through H1: the cable H0-H1 carries the plan's paths
+    conditions = Conditions(fail=parse_fail(t, ["H0-H1@10"]))
+    example = Path(__file__).resolve().parents[1] / "examples" / "through_failure.py"
+    command = [sys.executable, str(example), "--seconds", "16", "--size", "256KiB", "--json", str(out)]
+    code, line = run_program(t, command, rate=RATE, name="optiq-tf", conditions=conditions)
+    assert code == 0 and "cable H0-H1 failed at 10" in line and "routes around the dead cables installed" in line
+    assert left("optiq-tf") == []
+    ranks = json.loads(out.read_text())["calls"]
+    calls = ranks[0]
+    assert all(c["verified"] and not c["error"] for rank in ranks for c in rank), "a call lost or failed"
+    assert all([c["method"] for c in rank] == [c["method"] for c in calls] for rank in ranks), "ranks differ"
+    flagged = [k for k, c in enumerate(calls) if "then its call took" in c["reason"]]
+    assert flagged, f"no call was slow enough to be measured again: {[round(c['transfer_s'], 3) for c in calls]}"
+    first = flagged[0]
+    assert all(c["method"] == "heu2" for c in calls[2:first]), "the plan was not in use before the failure"
+    again = [k for k in range(first, min(first + 3, len(calls))) if "measured again" in calls[k]["reason"]]
+    assert again, [c["reason"] for c in calls[first:first + 3]]
+    kept = calls[again[0]]["method"]
+    assert kept in ("heu2", "mpi") and all(c["method"] == kept for c in calls[again[0]:])
+    print(line, f"calls {len(calls)}, flagged at call {first}, measured again at {again[0]}: {kept} kept")

@@ -318,6 +318,13 @@ def test_failing_cables_are_checked_before_anything_is_planned_or_built_and_fail
     err = capsys.readouterr().err
     assert err.count("optiq: error:") == 1 and "no cable joins H0 and H9" in err
     assert main([*base, "--fail", "H0-H1@1", "--sweep", "-2"]) == 2
+    capsys.readouterr()
+    program = ["testbed", "exec", "-t", "torus:4x4", "-q"]  # an application's network ails as a run's does
+    assert main([*program, "--fail", "H0-H9@3", "--", "true"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("optiq: error:") == 1 and "no cable joins H0 and H9" in err
+    assert main([*program, "--slow", "H0-H1:2", "--", "true"]) == 1
+    assert "factor must be in (0, 1]" in capsys.readouterr().err
 
 
 def test_a_failure_strands_the_pairs_whose_rules_cross_it_and_reroutes_the_rest():

@@ -335,17 +335,7 @@ def add_testbed(sub: Any) -> None:
     a.add_argument("--pace-paths", action=argparse.BooleanOptionalAction, default=True,
                    help="the executor sends every path at its planned rate (default on)")
     a.add_argument("--window", type=types.positive_int, help="the executor's window (default: from the link rates)")
-    a.add_argument("--loss", type=types.percent, default=0.0, metavar="PERCENT",
-                   help="random loss on every link direction, in percent (e.g. 1), for the whole run")
-    a.add_argument("--slow", action="append", default=[], metavar="CABLE:FACTOR",
-                   help="one cable at a fraction of its rate, both ways (e.g. S0-S4:0.25, or S0:p3:0.25 by a "
-                        "node's port); repeatable")
-    a.add_argument("--fail", action="append", default=[], metavar="CABLE@SECONDS",
-                   help="a cable that goes down that many seconds into every measured round (e.g. S0-S4@0.5); the "
-                        "network routes around it after --sweep; repeatable")
-    a.add_argument("--sweep", type=types.non_negative_float, default=DEFAULT_SWEEP_S, metavar="SECONDS",
-                   help=f"seconds from a failure to the network's new routes (the subnet manager's sweep; default "
-                        f"{DEFAULT_SWEEP_S:g})")
+    add_conditions(a, "every measured round")
     a.add_argument("--json", metavar="FILE", help="write the report as JSON")
     a.add_argument("--figure", metavar="PNG", help="draw predicted against measured times and every link's bytes")
     a = actions.add_parser("exec", help="run an MPI program on the emulated network, one rank per host",
@@ -355,6 +345,7 @@ def add_testbed(sub: Any) -> None:
     a.add_argument("--topology", "-t", required=True, help=SPEC_HELP)
     a.add_argument("--routes", metavar="LFTS", help="ibnet: the fabric's forwarding tables (the kernel's routes)")
     add_network(a)
+    add_conditions(a, "the program's run (from its start)")
     a.add_argument("program", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
     a = actions.add_parser("collectives", help="fit and check the allreduce cost model on an emulated switch",
                            description="optiq testbed collectives --ranks N: N hosts on one switch (links rate "
@@ -381,6 +372,21 @@ def add_testbed(sub: Any) -> None:
                                        "those whose run still goes on (--force: those too).")
     a.add_argument("name", nargs="?", help="only this testbed (optiq-<tag>)")
     a.add_argument("--force", action="store_true", help="also testbeds whose run still goes on")
+
+
+def add_conditions(p: argparse.ArgumentParser, when: str) -> None:
+    """What ails the emulated network (:mod:`optiq.testbed.conditions`): loss, slow cables, failing ones."""
+    p.add_argument("--loss", type=types.percent, default=0.0, metavar="PERCENT",
+                   help="random loss on every link direction, in percent (e.g. 1), for the whole run")
+    p.add_argument("--slow", action="append", default=[], metavar="CABLE:FACTOR",
+                   help="one cable at a fraction of its rate, both ways (e.g. S0-S4:0.25, or S0:p3:0.25 by a "
+                        "node's port); repeatable")
+    p.add_argument("--fail", action="append", default=[], metavar="CABLE@SECONDS",
+                   help=f"a cable that goes down that many seconds into {when} (e.g. S0-S4@0.5); the network "
+                        f"routes around it after --sweep; repeatable")
+    p.add_argument("--sweep", type=types.non_negative_float, default=DEFAULT_SWEEP_S, metavar="SECONDS",
+                   help=f"seconds from a failure to the network's new routes (the subnet manager's sweep; default "
+                        f"{DEFAULT_SWEEP_S:g})")
 
 
 def add_network(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:

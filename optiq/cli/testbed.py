@@ -79,9 +79,10 @@ def _exec(args: argparse.Namespace) -> int:
         if not spec.strip().lower().startswith("ibnet:"):
             raise OptiqError(f"--routes applies to InfiniBand fabrics (-t ibnet:FILE), not {spec!r}")
         spec = f"{spec},routes={args.routes}"
-    code, carried = run_program(from_spec(spec), command, rate=args.rate, queue=args.queue,
+    topology = from_spec(spec)
+    code, carried = run_program(topology, command, rate=args.rate, queue=args.queue,
                                 congestion=args.congestion, name=args.name, offloads=args.offloads,
-                                progress=_progress(args))
+                                conditions=_conditions(args, topology), progress=_progress(args))
     print(f"optiq testbed: {carried}", file=sys.stderr)
     return code
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TestbedError, TopologyError
+from ..runtime.watch import FAULT_GRACE_S, FAULT_MULTIPLE  # the bound of a planned transfer, from the reroute
 from ..topology.cables import cable_link, reverse_link
 
 if TYPE_CHECKING:
@@ -34,10 +35,6 @@ __all__ = ["Conditions", "parse_slow", "parse_fail", "fault_bound", "DEFAULT_SWE
 
 #: Seconds from a cable's failure to the network's new routes by default (a subnet manager's sweep).
 DEFAULT_SWEEP_S = 1.0
-#: A round under a failure ends within this many times its predicted time after the network rerouted ...
-FAULT_MULTIPLE = 5.0
-#: ... and these seconds more (TCP's retransmission backs off while a cable is dead).
-FAULT_GRACE_S = 5.0
 
 
 def fault_bound(predicted_s: float, rerouted_at_s: float) -> float:

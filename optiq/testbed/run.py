@@ -22,7 +22,7 @@ from .launch import find_mpiexec
 from .methods import REALIZED, Method, methods_of_plan, parse_methods, plan_methods
 from .network import DEFAULT_QUEUE, Testbed, terminated_as_interrupt
 from .report import TestbedReport, TestbedRow, link_deviation
-from .session import COMPLETED, FAILED, Faults, measure_goodput, measure_methods
+from .session import COMPLETED, FAILED, Faults, failure_events, measure_goodput, measure_methods
 from .system import check_privileges
 
 if TYPE_CHECKING:
@@ -177,16 +177,21 @@ def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expe
 
 def run_program(topology: Topology, command: Sequence[str], *, rate: float, queue: int = DEFAULT_QUEUE,
                 congestion: str = "reno", name: str | None = None, offloads: bool = False,
+                conditions: Conditions | None = None,
                 progress: Callable[[str], None] | None = None) -> tuple[int, str]:
     """Run an MPI program on the emulated network of ``topology``: ``command`` under ``mpiexec`` with
     one rank per host namespace (rank ``i`` on host ``i``), its data pinned to the data network,
     its output to this process's. The network is removed afterwards, whatever happens.
 
+    ``conditions`` ail the network for the whole run (:mod:`optiq.testbed.conditions`); its
+    cables that fail do so that many seconds after the program starts, and a sweep later the
+    network's own routes around them are installed (:func:`~optiq.testbed.session.failure_events`).
+
     Returns
     -------
     tuple of (int, str)
         The program's exit code, and a line saying what the data links carried (the busiest
-        link and all of them, from the kernel's counters).
+        link and all of them, from the kernel's counters) and when the failures happened.
 
     Raises
     ------
@@ -204,22 +209,37 @@ def run_program(topology: Topology, command: Sequence[str], *, rate: float, queu
     find_mpiexec()
     say = progress or (lambda message: None)
     bed = Testbed(topology, rate=rate, queue=queue, name=name, offloads=offloads, congestion=congestion,
-                  progress=say)
+                  conditions=conditions, progress=say)
+    happened: list[str] = []
     with terminated_as_interrupt(), bed:
+        events = failure_events(bed)
+        if events:
+            bed.arm(bed.conditions.dead_links(topology))
         argv = mpiexec_argv(bed.layout, write_launcher(bed.layout, bed.state), range(topology.num_endpoints),
                             command)
         say(f"running {' '.join(command)} on {topology.num_endpoints} ranks, one per host")
         before = bed.counters()
         process = subprocess.Popen(argv, env=dict(os.environ, **MPI_ENVIRONMENT), start_new_session=True)
+        began = time.perf_counter()
         try:
+            for at, what, do in events:
+                try:
+                    process.wait(timeout=max(0.0, began + at - time.perf_counter()))
+                    break  # the program ended first
+                except subprocess.TimeoutExpired:
+                    do()
+                    happened.append(f"{what} at {time.perf_counter() - began:.2f} s")
+                    say(happened[-1])
             code = process.wait()
         except BaseException:
             kill_namespace_processes(bed.layout.namespaces[: topology.num_endpoints] + [bed.layout.control])
             process.wait()
             raise
+        finally:
+            bed.mend()
         carried = bed.counters() - before
     busiest = int(np.argmax(carried.bytes))
     line = (f"the data links carried {carried.bytes.sum() / 2**20:.1f} MiB in all, the busiest "
             f"{carried.bytes[busiest] / 2**20:.1f} MiB ({topology.link_label(busiest)}); {int(carried.drops.sum()):,} "
-            f"packets dropped")
+            f"packets dropped" + "".join(f"; {event}" for event in happened))
     return code, line

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import TestbedError
 from ..utils.resources import cpu_times
 from .conditions import fault_bound
-from .forwarding import all_pairs
+from .forwarding import Forwarding, all_pairs
 from .launch import describe, mpiexec_argv, start, write_launcher
 from .network import Counters
 
@@ -302,6 +302,30 @@ def measure_methods(bed: Testbed, methods: Sequence[Method], predicted_s: Sequen
     return results
 
 
+def network_after(bed: Testbed, dead: np.ndarray) -> Forwarding:
+    """The network's own forwarding once it has routed around the ``dead`` links
+    (:func:`~optiq.paths.failover.routes_after_failure` for every pair of hosts)."""
+    from ..paths.failover import routes_after_failure
+
+    src, dst = all_pairs(bed.topology.num_endpoints)
+    return Forwarding.of_routes(bed.layout, routes_after_failure(bed.topology, src, dst, dead).routes)
+
+
+def failure_events(bed: Testbed) -> list[tuple[float, str, Callable[[], None]]]:
+    """What happens to the network of ``bed`` (built with its own routes) under its conditions'
+    failures, in order: at each failure time its cables die, and a sweep later the network's
+    own routes without every cable dead by then are installed (``(seconds, what, do)``)."""
+    c, t = bed.conditions, bed.topology
+    out: list[tuple[float, str, Callable[[], None]]] = []
+    for at in sorted({at for _, at, _ in c.fail}):
+        names = ", ".join(name for _, when, name in c.fail if when == at)
+        dead = c.dead_links(t, at)
+        out.append((at, f"cable {names} failed", partial(bed.fail, dead)))
+        out.append((at + c.sweep_s, "the network's routes around the dead cables installed",
+                    partial(bed.install, network_after(bed, dead))))
+    return sorted(out, key=lambda event: event[0])
+
+
 class Faults:
     """The cables that fail in every measured round, and what the network does about them.
 
@@ -313,8 +337,7 @@ class Faults:
     """
 
     def __init__(self, bed: Testbed, methods: Sequence[Method]) -> None:
-        from ..paths.failover import crossing, routes_after_failure
-        from .forwarding import Forwarding
+        from ..paths.failover import crossing
         from .methods import rerouted
 
         self.bed = bed
@@ -324,7 +347,7 @@ class Faults:
         self.dead = {at: c.dead_links(t, at) for at in self.times}
         self.after: dict[tuple[str, float], Forwarding | None] = {}
         for at in self.times:
-            network = Forwarding.of_routes(bed.layout, routes_after_failure(t, src, dst, self.dead[at]).routes)
+            network = network_after(bed, self.dead[at])
             for m in methods:
                 self.after[m.name, at] = rerouted(m, network)
         every = c.dead_links(t)
