@@ -55,7 +55,7 @@ from .patterns import (
     names_needed,
     prepare,
 )
-from .watch import bound, review
+from .watch import bound, judge, review
 
 __all__ = ["Call", "Start", "begin", "agree", "resolve", "config_of", "agreement_words", "fingerprint_words",
            "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET", "DEFAULT_MAX_UNCHECKED"]
@@ -228,8 +228,8 @@ def _quick_counts(kind: Collective, local: int, blocks: int, sendbuf: Any,
 
 #: The words of a call's agreement (one ``Iallreduce``, summed over the ranks).
 _PATTERN, _SHAPE, _GENERATION, _FAILED, _UNREAD, _PAIRS, _LAST_S, _PLANNED_S, _AGREE, _AHEAD, _SKIPPED_S, \
-    _GROUPS, _CONSISTENT, _WATCHED, _WATCH_S, _WATCH_FAILED = (slice(0, 2), slice(2, 4), slice(4, 6), 6, 7, 8, 9, 10,
-                                                               slice(11, 15), 15, 16, 17, 18, 19, 20, 21)
+    _GROUPS, _CONSISTENT, _WATCHED, _WATCH_S, _WATCH_FAILED, _WATCH_SLOW = (
+        slice(0, 2), slice(2, 4), slice(4, 6), 6, 7, 8, 9, 10, slice(11, 15), 15, 16, 17, 18, 19, 20, 21, 22)
 
 
 @dataclass
@@ -375,10 +375,11 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
     quiet.skipped_s, quiet.skipped_n = 0.0, 0
     watched, watch_s, watch_failed = ctx.watch  # the last planned call's time, for every rank's review of its plan
     ctx.watch = (None, 0.0, False)
+    slow = watched is not None and not watch_failed and judge(watched, watch_s)
     vec = np.array([*words[:4], ctx.generation, ctx.generation ** 2, failure is not None, not readable, pairs,
                     round(last_s * 1e6), round(planned_s * 1e6), *words[4:], ahead, round(skipped_s * 1e6),
                     group.word(rank) if joint else 0, consistent, watched is not None, round(watch_s * 1e6),
-                    watch_failed], dtype=np.uint64)
+                    watch_failed, slow], dtype=np.uint64)
     agreement = c.Iallreduce(MPI.IN_PLACE, vec, op=MPI.SUM)
     return Start(kind, ctx, group, joint, config, send, recv, failure, vec, agreement, last_shape, row, ahead,
                  placing, timeout, skipped, own, predicted, consistent, go_ahead, watched=watched)
@@ -463,7 +464,8 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
     size = c.Get_size()
     _wait(start)
     if start.watched is not None and int(vec[_WATCHED]) == size:  # every rank's last call was of this plan
-        review(ctx, start.watched, int(vec[_WATCH_S]) / 1e6 / size, int(vec[_WATCH_FAILED]), f"comm.{kind.mpi_name}")
+        review(ctx, start.watched, int(vec[_WATCH_S]) / 1e6 / size, int(vec[_WATCH_FAILED]), int(vec[_WATCH_SLOW]),
+               f"comm.{kind.mpi_name}")
     if start.predicted is not None and not start.consistent and int(vec[_CONSISTENT]) \
             and start.predicted in ctx.entries.values():  # not if it has just failed
         # some rank runs the predicted plan: none waits for this one

@@ -47,7 +47,7 @@ last two before) runs it while the ranks agree (:meth:`~optiq.runtime.context.Co
 **When the network changes under a plan** (:mod:`optiq.runtime.watch`): each planned call's
 time, and whether it failed, rides the next agreement. A planned transfer gives up within five
 times the plan's fastest call plus 5 s (``timeout`` for its first); a plan that failed on any
-rank is replaced by MPI for the calls after; ``auto``'s plan measured much slower than its
+rank is replaced by MPI for the calls after; ``auto``'s plan measured 1.5 times slower than its
 fastest call is measured against MPI again, and the faster kept.
 
 **Exchanges at once** (``parent=``): several sub-communicators of one parent exchanging at

@@ -58,7 +58,7 @@ class Pattern:
     paths: PathSet | None = None
     #: this rank's own words of the pattern's fingerprint (its counts and the options), once agreed on
     own: tuple[int, int] | None = None
-    #: the ranks' mean time of the plan's fastest call so far (alike on every rank; :mod:`optiq.runtime.watch`)
+    #: this rank's fastest call of the plan so far (:mod:`optiq.runtime.watch`)
     fastest_s: float | None = None
     #: a call much slower than the fastest is measured against MPI again (auto, on real links)
     watched: bool = False

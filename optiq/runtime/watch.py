@@ -11,13 +11,15 @@ planned call took and whether it failed, so every rank reviews the plan alike
 
 - A plan whose transfer failed on some rank (it did not end within its bound) is replaced
   by MPI's own call for the calls after: ``comm.Alltoallv`` (``comm.Alltoallw``) moves them.
-- A plan of ``method="auto"`` on real links (``link_bw`` not given) whose call took more than
-  :data:`DRIFT_FACTOR` times its fastest call, and :data:`DRIFT_SLACK_S` more, is measured
+- A plan of ``method="auto"`` on real links (``link_bw`` not given) whose call took some rank
+  more than :data:`DRIFT_FACTOR` times its fastest, and :data:`DRIFT_SLACK_S` more, is measured
   against MPI again on its next call, and the faster is kept: MPI where the network no
   longer carries the plan as it did, the plan where it still wins.
 
-A planned transfer ends within :func:`bound`: :data:`FAULT_MULTIPLE` times the plan's
-fastest call so far and :data:`FAULT_GRACE_S` more, or ``timeout`` if that is sooner (the
+Each rank judges its own call against its own fastest call of the plan (:func:`judge`); the
+agreement counts the ranks that found theirs slow, so the verdict is alike everywhere. A
+planned transfer ends within :func:`bound`: :data:`FAULT_MULTIPLE` times this rank's
+fastest call of the plan so far and :data:`FAULT_GRACE_S` more, or ``timeout`` if that is sooner (the
 first call of a plan has no measured time, and waits ``timeout``).
 """
 
@@ -30,10 +32,11 @@ from .patterns import Pattern
 if TYPE_CHECKING:
     from .context import Context
 
-__all__ = ["bound", "review", "DRIFT_FACTOR", "DRIFT_SLACK_S", "FAULT_MULTIPLE", "FAULT_GRACE_S"]
+__all__ = ["bound", "judge", "review", "DRIFT_FACTOR", "DRIFT_SLACK_S", "FAULT_MULTIPLE", "FAULT_GRACE_S"]
 
-#: ``method="auto"``: a planned call this many times slower than the plan's fastest is measured against MPI again.
-DRIFT_FACTOR = 2.0
+#: ``method="auto"``: a planned call this many times slower than the plan's fastest is measured against MPI again
+#: (a measurement costs one call moved both ways: cheap beside a plan that no longer wins).
+DRIFT_FACTOR = 1.5
 #: ... and at least this many seconds slower (calls of a few milliseconds vary by more than twice).
 DRIFT_SLACK_S = 0.02
 #: A planned transfer gives up after this many times the plan's fastest call ...
@@ -59,26 +62,35 @@ def bound(pattern: Pattern, timeout: float) -> float:
     return min(timeout, FAULT_MULTIPLE * pattern.fastest_s + FAULT_GRACE_S)
 
 
-def review(ctx: Context, pattern: Pattern, mean_s: float, failed: int, api: str) -> None:
-    """Review ``pattern`` after a call of its plan (alike on every rank: ``mean_s``, the ranks'
-    mean time of it, and ``failed``, how many ranks' transfers failed, come from the agreement).
-    ``api``: MPI's call that takes over (``comm.Alltoallv``)."""
+def judge(pattern: Pattern, seconds: float) -> bool:
+    """Whether this rank's call of ``pattern``'s plan, ``seconds`` long, was much slower than its
+    fastest (module docstring); its fastest is kept, on this rank (told to the next agreement,
+    the ranks' verdicts then decide alike)."""
+    fastest = pattern.fastest_s
+    if fastest is None or seconds < fastest:
+        pattern.fastest_s = seconds
+    return fastest is not None and seconds > DRIFT_FACTOR * fastest + DRIFT_SLACK_S
+
+
+def review(ctx: Context, pattern: Pattern, mean_s: float, failed: int, slow: int, api: str) -> None:
+    """Review ``pattern`` after a call of its plan, alike on every rank: ``mean_s`` is the ranks'
+    mean time of it, ``failed`` how many ranks' transfers failed and ``slow`` how many were much
+    slower than their fastest (:func:`judge`), all from the agreement. ``api``: MPI's call that
+    takes over (``comm.Alltoallv``)."""
     key = next((k for k, entry in ctx.entries.items() if entry is pattern), None)
     if key is None:  # evicted meanwhile
         return
+    size = ctx.comm.Get_size()
     if failed:
         # its executor is not freed: a transfer that failed may still have messages pending on it
-        ctx.entries[key] = Pattern("mpi", f"the {pattern.method} plan's last call failed on {failed} of the "
-                                          f"{ctx.comm.Get_size()} ranks (its "
-                                          f"transfer did not end within its bound: a cable it uses may have failed): "
-                                          f"{api} moves these calls now", predicted_s=pattern.predicted_s,
-                                   default_s=pattern.default_s, own=pattern.own)
+        ctx.entries[key] = Pattern("mpi", f"the {pattern.method} plan's last call failed on {failed} of the {size} "
+                                          f"ranks (its transfer did not end within its bound: a cable it uses may "
+                                          f"have failed): {api} moves these calls now",
+                                   predicted_s=pattern.predicted_s, default_s=pattern.default_s, own=pattern.own)
         return
-    fastest = pattern.fastest_s
-    if fastest is None or mean_s < fastest:
-        pattern.fastest_s = mean_s
-    if pattern.watched and fastest is not None and mean_s > DRIFT_FACTOR * fastest + DRIFT_SLACK_S:
-        pattern.drifted = (f"its call took {mean_s:.4g} s, {mean_s / fastest:.1f}x its fastest ({fastest:.4g} s): "
-                           f"the network may no longer carry the plan as it did (a failed or slow cable)")
+    if pattern.watched and slow:
+        pattern.drifted = (f"its call took {slow} of the {size} ranks more than {DRIFT_FACTOR:g}x their fastest "
+                           f"(the ranks' mean {mean_s:.4g} s): the network may no longer carry the plan as it did "
+                           f"(a failed or slow cable)")
         pattern.reason = f"{pattern.reason}; then {pattern.drifted}"
         pattern.trial, pattern.fastest_s = True, None
