@@ -63,7 +63,7 @@ __all__ = ["Call", "Start", "begin", "agree", "resolve", "config_of", "agreement
 #: Patterns kept per communicator.
 DEFAULT_CACHE_SIZE = 16
 #: ``method="auto"`` plans a shape once planning costs at most this fraction of its calls' time.
-DEFAULT_PLAN_BUDGET = 0.05
+DEFAULT_PLAN_BUDGET = 0.02
 #: ``method="auto"``: at most this many calls in a row go to MPI without the ranks' agreement.
 DEFAULT_MAX_UNCHECKED = 127
 
