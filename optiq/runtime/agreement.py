@@ -467,7 +467,7 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
         review(ctx, start.watched, int(vec[_WATCH_S]) / 1e6 / size, int(vec[_WATCH_FAILED]), int(vec[_WATCH_SLOW]),
                f"comm.{kind.mpi_name}")
     if start.predicted is not None and not start.consistent and int(vec[_CONSISTENT]) \
-            and start.predicted in ctx.entries.values():  # not if it has just failed
+            and any(entry is start.predicted for entry in ctx.entries.values()):  # not if it has just failed
         # some rank runs the predicted plan: none waits for this one
         start.predicted.stand_in(bound(start.predicted, start.timeout))
     if start.joint and int(vec[_GROUPS]):
