@@ -455,7 +455,7 @@ def test_plan_a_fabric_by_host_list_from_the_command_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["-t", "torus:4x4", "--routes", "x.txt", "--pattern", "disjoint"], "--routes applies to InfiniBand fabrics"),
+    (["-t", "torus:4x4", "--routes", "x.txt", "--pattern", "disjoint"], "a tables file applies to InfiniBand fabrics"),
     (["-t", "torus:4x4", "--hosts", "H[1-20]", "--pattern", "disjoint"], "no node or host named 'H16'"),
     (["-t", "torus:4x4", "--pattern", "overlap"], "overlap: needs at least 2 sources"),
     (["-t", "torus:8x4", "--hosts", "H[0-15]", "--pattern", "overlap"], "overlap: needs at least 2 sources"),

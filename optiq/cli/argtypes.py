@@ -163,3 +163,25 @@ def size_list(text: str) -> list[int]:
     if not sizes:
         raise ValueError(f"{text!r} names no size")
     return sizes
+
+
+def routed_spec(spec: str, routes: str | None, seed: int = 0) -> str:
+    """The topology spec of ``-t SPEC --routes ROUTES``: ``ecmp`` (with the run's ``--seed``) or
+    ``ecmp:SEED`` on any network, a tables file on an InfiniBand fabric.
+
+    Examples
+    --------
+    >>> routed_spec("fattree:k=4,n=2", "ecmp", 3), routed_spec("ibnet:f.txt", "lfts.txt")
+    ('fattree:k=4,n=2,routes=ecmp:3', 'ibnet:f.txt,routes=lfts.txt')
+    """
+    if not routes:
+        return spec
+    word = routes.strip()
+    if word.lower() == "ecmp":
+        return f"{spec},routes=ecmp:{seed}"
+    if word.lower().startswith("ecmp:"):
+        return f"{spec},routes={word}"
+    if not spec.strip().lower().startswith("ibnet:"):
+        raise OptiqError(f"--routes {routes!r}: a tables file applies to InfiniBand fabrics (-t ibnet:FILE), not "
+                         f"{spec!r}; every network takes --routes ecmp")
+    return f"{spec},routes={routes}"

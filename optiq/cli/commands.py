@@ -35,6 +35,7 @@ from ..utils.progress import heartbeat
 from ..utils.units import format_seconds
 from ..workloads import WorkloadSpec, constant_ratio, read_jobs, read_qos, read_split
 from . import launcher
+from .argtypes import routed_spec
 
 if TYPE_CHECKING:
     from typing import Any
@@ -328,11 +329,7 @@ def _workload(args, say):
 
 def _topology(args, say) -> Topology:
     """The topology of ``-t`` (with ``--routes``), saying what it is when that took a while."""
-    spec = args.topology
-    if args.routes:
-        if not spec.strip().lower().startswith("ibnet:"):
-            raise OptiqError(f"--routes applies to InfiniBand fabrics (-t ibnet:FILE), not {spec!r}")
-        spec = f"{spec},routes={args.routes}"
+    spec = routed_spec(args.topology, args.routes, getattr(args, "seed", None) or 0)
     start = time.perf_counter()
     with heartbeat(say, f"building topology {spec}", every=5.0):
         topology = from_spec(spec)
@@ -341,7 +338,8 @@ def _topology(args, say) -> Topology:
         say(f"topology {topology.name}: {topology.num_nodes:,} nodes, {topology.num_links:,} links, "
             f"{capacity_classes(topology)}; default routes: {topology.default_routing} "
             f"({time.perf_counter() - start:.1f} s)")
-    if args.routes and args.command != "tables":  # optiq tables checks and reports them itself
+    if args.routes and topology.fabric is not None and topology.ecmp_seed is None and args.command != "tables":
+        # optiq tables checks and reports them itself
         _warn_tables(topology)
     return topology
 

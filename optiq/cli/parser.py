@@ -35,11 +35,15 @@ PATTERN_CHOICES = WORKLOAD_PATTERNS
 
 
 
+#: What ``--routes`` takes.
+ROUTES_HELP = ("the network's own routes, which the default row follows and forwarded plans' legs take: ecmp (each "
+               "flow hashed onto one of the equal-cost next hops, the hash seeded by --seed) or ecmp:SEED, on any "
+               "network; on ibnet, the fabric's linear forwarding tables (ibroute, dump_lfts.sh or opensm-lfts.dump "
+               "output; without: OpenSM minhop, emulated)")
+
 def add_workload(p: argparse.ArgumentParser, *, required: bool = True, jobs: bool = False) -> None:
     p.add_argument("--topology", "-t", required=required, help=SPEC_HELP)
-    p.add_argument("--routes", metavar="LFTS",
-                   help="ibnet: the fabric's linear forwarding tables (ibroute, dump_lfts.sh or opensm-lfts.dump "
-                        "output): the default routes follow them (without: OpenSM minhop, emulated)")
+    p.add_argument("--routes", metavar="ROUTES", help=ROUTES_HELP)
     p.add_argument("--hosts", metavar="HOSTLIST",
                    help="the hosts the pattern or trace runs on, in order: Slurm host-list syntax "
                         "(node[001-064,070],gpu[1-4]) or @FILE; names as the topology gives them (H<i> on the "
@@ -343,7 +347,7 @@ def add_testbed(sub: Any) -> None:
                                        "network, run the program under mpiexec with rank i in host i's namespace "
                                        "and its data on the data network, remove the network.")
     a.add_argument("--topology", "-t", required=True, help=SPEC_HELP)
-    a.add_argument("--routes", metavar="LFTS", help="ibnet: the fabric's forwarding tables (the kernel's routes)")
+    a.add_argument("--routes", metavar="ROUTES", help=ROUTES_HELP)
     add_network(a)
     add_conditions(a, "the program's run (from its start)")
     a.add_argument("program", nargs=argparse.REMAINDER, help="the program and its arguments, after --")

@@ -12,6 +12,7 @@ from ..testbed import run_program, run_testbed, sweep
 from ..testbed.conditions import Conditions, parse_fail, parse_slow
 from ..topology import Topology, from_spec
 from ..utils.jsonfile import check_writable, write_results
+from .argtypes import routed_spec
 from .commands import _planner_options, _progress, _workload
 
 __all__ = ["testbed"]
@@ -74,12 +75,7 @@ def _exec(args: argparse.Namespace) -> int:
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not command:
         raise OptiqError("give the program after --: optiq testbed exec -t SPEC -- python app.py")
-    spec = args.topology
-    if args.routes:
-        if not spec.strip().lower().startswith("ibnet:"):
-            raise OptiqError(f"--routes applies to InfiniBand fabrics (-t ibnet:FILE), not {spec!r}")
-        spec = f"{spec},routes={args.routes}"
-    topology = from_spec(spec)
+    topology = from_spec(routed_spec(args.topology, args.routes))
     code, carried = run_program(topology, command, rate=args.rate, queue=args.queue,
                                 congestion=args.congestion, name=args.name, offloads=args.offloads,
                                 conditions=_conditions(args, topology), progress=_progress(args))

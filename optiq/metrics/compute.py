@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..paths import FORWARDED
 from ..utils.checks import check_progress
 from .tables import metrics_table
 
@@ -52,6 +53,12 @@ class Metrics:
     the plan itself (a stored bound above the plan's own time is provably false; it is then
     ignored and ``bound_note`` says so). The larger of the two is reported.
 
+    On a network that routes by ECMP (``routes=ecmp``, :mod:`optiq.paths.ecmp`) the routes
+    differ from run to run: ``realized_time_s`` is then the mean over hash draws of the time
+    with every leg on its hashed route, and the default row's ``predicted_time_s`` is that
+    mean, with its 5th and 95th percentiles in ``predicted_p05_s`` and ``predicted_p95_s``
+    (None elsewhere).
+
     ``cut_bound_s`` is the workload's cut bound alone (:func:`optiq.lp.cut_lower_bound`): no
     plan of any routing beats it, and it is the same for every plan of the same workload,
     in every command (the tables' ``/cut`` column). ``lower_bound_time_s`` may be tighter: the
@@ -85,6 +92,8 @@ class Metrics:
     cut_bound_s: float = 0.0
     fair_time_s: float | None = None
     bound_note: str = ""
+    predicted_p05_s: float | None = None
+    predicted_p95_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -140,6 +149,15 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
     default = p.info.get("default_time_s") if default_time_s is None else default_time_s
     if not isinstance(default, (int, float)) or isinstance(default, bool):
         default = predicted if p.method == "default" else _default_time(p)
+    realized, p05, p95 = p.realized_time_s, None, None
+    if p.topology.ecmp_seed is not None:  # the routes are hashed: times over the draws
+        realized, p05, p95 = _ecmp_times(p)
+        if p.method == "default" and p.routing == FORWARDED:
+            predicted = realized
+            if default_time_s is None:
+                default = realized
+        else:
+            p05 = p95 = None
     return Metrics(
         method=p.method, routing=p.routing, jobs=p.demands.num_jobs, total_bytes=total, total_paths=ps.num_paths,
         paths_per_job_max=int(per_job.max()), paths_per_job_avg=float(per_job.mean()),
@@ -148,10 +166,19 @@ def plan_metrics(plan: Plan, *, check_bound: bool = True, fair: bool = True,
         copies_per_path_max=int(copies.max()), copies_per_path_avg=float(copies.mean()),
         paths_per_link_max=int(link_paths.max()), paths_per_link_avg=float(link_paths[used].mean()),
         bytes_per_link_max=float(link_bytes.max()), bytes_per_link_avg=float(link_bytes[used].mean()),
-        predicted_time_s=predicted, realized_time_s=p.realized_time_s,
+        predicted_time_s=predicted, realized_time_s=realized, predicted_p05_s=p05, predicted_p95_s=p95,
         throughput_Bps=total / predicted if predicted > 0 else float("inf"),
         lower_bound_time_s=bound, gap=max(0.0, 1.0 - bound / predicted) if predicted > 0 else 0.0,
         default_time_s=float(default), cut_bound_s=cut, fair_time_s=fair_s, bound_note=note)
+
+
+def _ecmp_times(plan: Plan) -> tuple[float, float, float]:
+    """Mean, 5th and 95th percentile of the plan's time with every leg on its ECMP route, over
+    hash draws (:func:`optiq.paths.ecmp.ecmp_leg_spread`)."""
+    from ..paths.ecmp import ecmp_leg_spread
+
+    spread = ecmp_leg_spread(plan.paths, plan.path_bytes, plan.topology, seed=int(plan.topology.ecmp_seed or 0))
+    return spread.mean_s, spread.p05_s, spread.p95_s
 
 
 def _default_time(plan: Plan) -> float:

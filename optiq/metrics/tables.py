@@ -25,7 +25,7 @@ _TIMES = ("time", "real", "fair")
 #: The cells of the time columns are seconds (or None), shown in one unit per table.
 _COLUMNS: list[tuple[str, str, Callable[[Metrics], str | float | None], bool]] = [
     ("method", "method", lambda m: m.method, True),
-    ("routing", "forwarded: legs of the network's routes; free: routed as planned", lambda m: m.routing, True),
+    ("routing", "forwarded: legs of the network's routes; free: routed as planned", lambda m: routing_label(m), True),
     ("GB/s", "predicted throughput", lambda m: f"{m.throughput_Bps / 1e9:.2f}", True),
     ("time", "predicted completion time", lambda m: m.predicted_time_s, True),
     ("real", "completion time with every leg on the network's own route", lambda m: m.realized_time_s, True),
@@ -67,10 +67,13 @@ def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None
     >>> from optiq.metrics import plan_metrics
     >>> m = plan_metrics(make_plan(torus((4, 4), bandwidth=1e9), Demands([0], [5], [2**20]), "default"))
     >>> print(metrics_table([m]))
-    method   routing    GB/s  time ms  real ms  fair ms   /cut  /default  paths  p/job avg
-    -------  ---------  ----  -------  -------  -------  -----  --------  -----  ---------
-    default  forwarded  1.00    1.049    1.049    1.049  4.000     1.000      1       1.00
+    method   routing         GB/s  time ms  real ms  fair ms   /cut  /default  paths  p/job avg
+    -------  --------------  ----  -------  -------  -------  -----  --------  -----  ---------
+    default  network routes  1.00    1.049    1.049    1.049  4.000     1.000      1       1.00
     cut bound on the completion time: 0.262 ms (throughput at most 4.00 GB/s)
+    real: every leg on its network route; fair: links shared max-min fairly; /cut: over the cut bound
+    /default: over the default row; network routes: the network's own
+    forwarded: chains of them between the ranks a path stops at; free: routed as planned
     """
     columns = [c for c in _COLUMNS if wide or c[3]]
     unit, scale = time_unit(max((m.predicted_time_s for m in rows), default=0.0))
@@ -90,7 +93,43 @@ def metrics_table(rows: list[Metrics], extra: dict[str, list[str]] | None = None
 
     out = [line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells]
     out.extend(_bound_lines(rows))
+    out.extend(_legend_lines(rows, [h for h, _, _, _ in columns]))
     return "\n".join(out)
+
+
+def routing_label(m: Metrics) -> str:
+    """The routing cell of a row: ``network routes`` (``ecmp`` where the network hashes) for the
+    default row, else the plan's routing.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as row
+    >>> [routing_label(row(method=m, routing=r, predicted_p05_s=None)) for m, r in (("default", "forwarded"),
+    ...                                                                              ("opt", "free"))]
+    ['network routes', 'free']
+    """
+    if m.method == "default" and m.routing == "forwarded":
+        return "ecmp" if m.predicted_p05_s is not None else "network routes"
+    return m.routing
+
+
+def _legend_lines(rows: list[Metrics], headers: list[str]) -> list[str]:
+    """What the columns mean, in one line, and on an ECMP network what its rows are."""
+    words = {"real": "every leg on its network route", "fair": "links shared max-min fairly",
+             "/cut": "over the cut bound", "/default": "over the default row"}
+    parts = [f"{h}: {w}" for h, w in words.items() if h in headers]
+    parts += ["network routes: the network's own", "forwarded: chains of them between the ranks a path stops at",
+              "free: routed as planned"]
+    spread = next((m for m in rows if m.predicted_p05_s is not None), None)
+    if spread is not None:
+        parts += [f"ECMP: the default row is the mean over hash draws (5%: {format_seconds(spread.predicted_p05_s or 0)}"
+                  f", 95%: {format_seconds(spread.predicted_p95_s or 0)})", "real with every leg hashed, the mean"]
+    lines = [""]
+    for part in parts:  # as many as fit in 100 columns a line
+        if lines[-1] and len(lines[-1]) + 2 + len(part) > 100:
+            lines.append("")
+        lines[-1] += ("; " if lines[-1] else "") + part
+    return lines
 
 
 #: What a tighter bound bounds, by the routing of the rows it was proven for.

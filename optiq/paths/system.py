@@ -28,6 +28,7 @@ from ..workloads import Demands
 from .kept import forget_candidates
 from .pathset import PathSet, csr_positions
 from .torus import bgq_dimension_order, dimension_order_walk
+from .walk import shortest_walk
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -119,10 +120,6 @@ def torus_routes(topology: Topology, demands: Demands) -> PathSet:
 def dmodk_routes(topology: Topology, demands: Demands) -> PathSet:
     """D-mod-K shortest-path routes (module docstring) for any topology.
 
-    All jobs walk together, one hop per step, over a padded table of every node's
-    out-links sorted by (next node, link id); distances to the targets come from one
-    breadth-first search per distinct target, 256 targets at a time.
-
     Examples
     --------
     >>> from optiq.topology import cluster
@@ -132,56 +129,27 @@ def dmodk_routes(topology: Topology, demands: Demands) -> PathSet:
     >>> [ps.nodes(p, t) for p in range(2)]  # 6 mod 2 = 0 -> core 24, 7 mod 2 = 1 -> core 25
     [[0, 20, 24, 21, 6], [0, 20, 25, 21, 7]]
     """
-    from scipy.sparse.csgraph import shortest_path
-
     demands.check_against(topology)
-    heads = topology.link_dst
-    order = np.lexsort((np.arange(topology.num_links), heads, topology.link_src))
-    degree = np.bincount(topology.link_src, minlength=topology.num_nodes)
-    out = np.full((topology.num_nodes, max(int(degree.max()), 1)), -1, dtype=np.int64)
-    first = np.concatenate(([0], np.cumsum(degree)[:-1]))
-    out[topology.link_src[order], np.arange(order.size) - first[topology.link_src[order]]] = order
-    reverse = topology.adjacency().T.tocsr()
-    targets, inverse = np.unique(demands.dst, return_inverse=True)
-    parts: list[tuple[np.ndarray, np.ndarray]] = []  # (jobs, their walked rows, -1 padded)
-    for start in range(0, targets.size, 256):
-        jobs = np.flatnonzero((inverse >= start) & (inverse < start + 256))
-        dist = np.atleast_2d(shortest_path(reverse, unweighted=True, indices=targets[start:start + 256]))
-        row = inverse[jobs] - start
-        v, t = demands.src[jobs].copy(), demands.dst[jobs]
-        unreachable = np.flatnonzero(~np.isfinite(dist[row, v]))
-        if unreachable.size:
-            j = jobs[unreachable[0]]
-            raise PathError(f"job {j}: destination {demands.dst[j]} is unreachable from {demands.src[j]}")
-        divisor = np.ones(jobs.size, dtype=np.int64)
-        steps = []
-        while True:
-            live = v != t
-            if not live.any():
-                break
-            cand = out[v]
-            on_shortest = (cand >= 0) & (dist[row[:, None], heads[np.maximum(cand, 0)]] == dist[row, v][:, None] - 1)
-            m = np.maximum(on_shortest.sum(axis=1), 1)
-            pick = (t // divisor) % m
-            rank = np.cumsum(on_shortest, axis=1) - 1
-            chosen = cand[np.arange(jobs.size), np.argmax(on_shortest & (rank == pick[:, None]), axis=1)]
-            link = np.where(live, chosen, -1)
-            steps.append(link)
-            divisor = np.where(live, divisor * m, divisor)
-            v = np.where(live, heads[np.maximum(link, 0)], v)
-        parts.append((jobs, np.stack(steps, axis=1) if steps else np.zeros((jobs.size, 0), np.int64)))
-    jobs = np.concatenate([j for j, _ in parts])
-    hops = np.concatenate([(w >= 0).sum(axis=1) for _, w in parts])
-    links = np.concatenate([w[w >= 0] for _, w in parts])  # row by row: each job's links in order
-    paths, _ = PathSet.from_csr(links, np.concatenate(([0], np.cumsum(hops))), jobs, demands.num_jobs)
-    return paths
+    divisor = np.ones(demands.num_jobs, dtype=np.int64)
+
+    def choose(jobs: np.ndarray, at: np.ndarray, m: np.ndarray) -> np.ndarray:
+        pick = (demands.dst[jobs] // divisor[jobs]) % m
+        divisor[jobs] *= m
+        return pick
+
+    return shortest_walk(topology, demands.src, demands.dst, choose)
 
 
 def system_routes(topology: Topology, demands: Demands, *, progress: Callable[[str], None] | None = None) -> PathSet:
     """The default route of every job, as the machine routes it (``topology.default_routing``):
     an InfiniBand fabric's forwarding tables, or OpenSM's minhop emulated
     (:mod:`optiq.paths.minhop`, reporting to ``progress``); a dragonfly's minimal routes
-    (:mod:`optiq.paths.dragonfly`); dimension order on tori and meshes; D-mod-K elsewhere."""
+    (:mod:`optiq.paths.dragonfly`); dimension order on tori and meshes; D-mod-K elsewhere;
+    ECMP with the topology's hash seed wherever it has one (:mod:`optiq.paths.ecmp`)."""
+    if topology.ecmp_seed is not None:
+        from .ecmp import ecmp_routes
+
+        return ecmp_routes(topology, demands, seed=topology.ecmp_seed)
     if topology.fabric is not None:
         from .fabric import forwarding_routes
         from .minhop import minhop_tables

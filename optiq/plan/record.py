@@ -45,6 +45,11 @@ class PlanRecord:
     lean: dict[str, Any] | None = None
     default_routing: str | None = None
     default_time_s: float | None = None
+    #: ECMP (``routes=ecmp``): the 5th and 95th percentiles of the default routes' time over
+    #: hash draws, whose mean is ``default_time_s``, and the number of draws
+    default_p05_s: float | None = None
+    default_p95_s: float | None = None
+    default_draws: int | None = None
     default_optimal: bool | None = None
     cut_bound_s: float | None = None
     qos_shares: dict[str, float] | None = None

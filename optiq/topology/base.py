@@ -91,6 +91,10 @@ class Topology:
         InfiniBand port numbers, LIDs and forwarding tables (:mod:`optiq.topology.ibnet`).
     dragonfly : DragonflyShape, optional
         Groups, routers and global links of a dragonfly (:mod:`optiq.topology.dragonfly`).
+    ecmp_seed : int, optional
+        The network hashes every flow onto one of its equal-cost next hops (ECMP,
+        :mod:`optiq.paths.ecmp`) with this seed, instead of its own static routes (spec
+        option ``routes=ecmp[:SEED]``).
 
     Raises
     ------
@@ -114,6 +118,7 @@ class Topology:
     host_names: list[str] | None = field(default=None, repr=False)
     fabric: Fabric | None = field(default=None, repr=False)
     dragonfly: DragonflyShape | None = field(default=None, repr=False)
+    ecmp_seed: int | None = None
 
     def __post_init__(self) -> None:
         self.link_src = np.asarray(self.link_src, dtype=np.int64)
@@ -296,6 +301,8 @@ class Topology:
     @property
     def default_routing(self) -> str:
         """How the machine routes by default, as :func:`optiq.paths.system_routes` follows it."""
+        if self.ecmp_seed is not None:
+            return f"ECMP (hash seed {self.ecmp_seed})"
         if self.fabric is not None:
             return self.fabric.routing
         if self.dragonfly is not None:

@@ -25,7 +25,8 @@ SPEC_HELP = (
     f"bgq:NODES ({', '.join(map(str, BGQ_SHAPES))}) | torus:AxBx.. | mesh:AxB.. | "
     "fattree:k=K[,n=N] | cluster:hosts=H,edges=E,cores=C[,core_bw=RATE] | dragonfly:p=P,a=A,h=H[,g=G][,global=relative] or "
     "dragonfly:HOSTS (balanced) | ibnet:FILE[,names=MAP][,routes=LFTS] (ibnetdiscover output) | "
-    "slurm:topology.conf | graphml:FILE; append ,bw=RATE (e.g. ,bw=1.8GB/s) to set the link bandwidth")
+    "slurm:topology.conf | graphml:FILE; append ,bw=RATE (e.g. ,bw=1.8GB/s) to set the link bandwidth, "
+    ",routes=ecmp[:SEED] for a network that hashes flows over its equal-cost next hops")
 
 
 def _options(text: str, spec: str, allowed: set[str]) -> dict[str, str]:
@@ -125,7 +126,9 @@ def from_spec(spec: str) -> Topology:
         :mod:`optiq.topology.dragonfly`), ``ibnet:FILE[,names=MAP][,routes=LFTS]
         [,SPEED=RATE]`` (``ibnetdiscover`` output, :mod:`optiq.topology.ibnet`),
         ``slurm:FILE`` (a tree-plugin ``topology.conf``, :mod:`optiq.topology.slurm`) or
-        ``graphml:FILE``. Every kind but graphml accepts ``,bw=RATE``.
+        ``graphml:FILE``. Every kind but graphml accepts ``,bw=RATE``, and every kind
+        ``,routes=ecmp[:SEED]``: the network hashes each flow onto one of its equal-cost
+        next hops (:mod:`optiq.paths.ecmp`; seed 0 by default).
 
     Returns
     -------
@@ -144,11 +147,37 @@ def from_spec(spec: str) -> Topology:
     32
     >>> from_spec("cluster:hosts=20,edges=4,cores=2").num_endpoints
     20
+    >>> from_spec("fattree:k=4,n=2,routes=ecmp:7").default_routing
+    'ECMP (hash seed 7)'
     """
     if not isinstance(spec, str) or ":" not in spec:
         raise TopologyError(f"topology spec {spec!r} is not KIND:ARGS; expected {SPEC_HELP}")
     kind, _, rest = spec.partition(":")
     kind = kind.strip().lower()
+    rest, seed = _ecmp_option(rest, spec)
+    topo = _build(kind, rest, spec if seed is None else f"{kind}:{rest}")
+    if seed is not None:
+        topo.ecmp_seed = seed
+        topo.spec = f"{topo.spec},routes=ecmp:{seed}"
+    return topo
+
+
+def _ecmp_option(rest: str, spec: str) -> tuple[str, int | None]:
+    """``rest`` without its ``routes=ecmp[:SEED]`` option, and the seed (None: no such option)."""
+    parts = rest.split(",")
+    found = [i for i, part in enumerate(parts) if i > 0 and part.replace(" ", "").lower().startswith("routes=ecmp")]
+    if not found:
+        return rest, None
+    value = parts[found[-1]].partition("=")[2].strip()
+    word, _, seed = value.partition(":")
+    if word.lower() != "ecmp" or (seed and not seed.strip().isdigit()):
+        raise TopologyError(f"topology {spec!r}: routes={value!r} is neither a tables file nor ecmp[:SEED] (a seed is "
+                            f"a non-negative integer)")
+    return ",".join(p for i, p in enumerate(parts) if i not in found), int(seed or 0)
+
+
+def _build(kind: str, rest: str, spec: str) -> Topology:
+    """The topology of ``kind:rest`` (``spec`` names it in errors)."""
     if kind == "graphml":
         return read_graphml(rest, spec=spec)
     if kind == "ibnet":
