@@ -374,6 +374,35 @@ class ColumnGeneration(Planner):
         return (lean.paths, lean.share) if kept else (cg.paths, cg.share)
 
 
+@dataclass(frozen=True)
+class AdaptiveBound(Planner):
+    """``adaptive``: the best a network with ideal adaptive routing could do, one that sprays
+    every pair's packets over all its minimal paths in the best proportions. It is the flow LP
+    over minimal paths, routing free (column generation with no hop over the shortest, within
+    ``gap`` of its optimum). No static route of minimal paths (D-mod-K, ECMP, a subnet
+    manager's engine, per-pair rules) beats it; what beats it is non-minimal forwarding, which
+    only a plan gives. It is a bound to compare with, not a plan to run: its plans split
+    pairs over paths no network routes as planned."""
+
+    gap: float = DEFAULT_GAP
+    time_limit: float | None = None
+    name: ClassVar[str] = "adaptive"
+    solves_lp: ClassVar[bool] = True
+    routing: ClassVar[str | None] = FREE
+
+    def __post_init__(self) -> None:
+        ColumnGeneration(gap=self.gap, time_limit=self.time_limit)  # the same checks
+
+    @property
+    def paths_per_job(self) -> int:
+        return OPT_PATHS_PER_JOB
+
+    def run(self, ctx: Context) -> PlannerResult:
+        result = ColumnGeneration(gap=self.gap, hop_slack=0, time_limit=self.time_limit, lean=False).run(ctx)
+        result.bound_s, result.bound_from = None, ""  # it bounds minimal-path plans only: not shared as every plan's
+        return result
+
+
 #: Candidate paths per job when ``k`` is not given...
 DEFAULT_K = 16
 #: ... and fewer (at least :data:`MIN_DEFAULT_K`) where ``DEFAULT_K`` for every job would
@@ -543,7 +572,8 @@ def _space_words(space: PathSpace) -> str:
 
 #: Planner classes by method name (the CLI's ``--method``), in the order the docs list them.
 PLANNERS: dict[str, type[Planner]] = {cls.name: cls for cls in
-                                      (ColumnGeneration, PathLP, MaxLoad, DemandAware, Dynamic, SystemRoutes)}
+                                      (ColumnGeneration, PathLP, MaxLoad, DemandAware, Dynamic, SystemRoutes,
+                                       AdaptiveBound)}
 
 
 def planner_named(name: str, **params: Any) -> tuple[Planner, list[str]]:
