@@ -294,3 +294,48 @@ def _demand_file(tmp_path, d) -> str:
     path = tmp_path / "job.csv"
     path.write_text("src,dst,bytes\n" + "".join(f"{s},{t},{n}\n" for s, t, n in zip(d.src, d.dst, d.nbytes)))
     return str(path)
+
+
+@pytest.mark.parametrize("engine", ["ftree", "updn", "dfsssp"])
+def test_routes_opensm_engine_are_the_tables_that_engine_of_the_real_opensm_gives_the_fabric(nets, tmp_path, monkeypatch,
+                                                                                          engine):
+    from optiq.paths.opensm import opensm_tables
+    from optiq.topology.lft import read_forwarding_tables
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    real, bare = _routed(nets, tmp_path, "tree", engine)   # the harness's own run of the engine, as discovered
+    dump = opensm_tables(bare, engine)
+    mine = read_forwarding_tables(dump, bare)
+    assert np.array_equal(mine.table, real.fabric.forwarding.table) and mine.remapped == 0
+    assert opensm_tables(bare, engine) == dump   # kept: the second call routes nothing
+    assert check_tables(read_ibnetdiscover(bare.fabric.source, routes=dump)).ok
+
+
+def test_compare_and_tables_take_opensm_engines_and_a_wrong_one_is_one_line(nets, tmp_path, monkeypatch, capsys):
+    from optiq.cli.main import main
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    _, bare = _routed(nets, tmp_path, "tree")
+    fabric = f"ibnet:{bare.fabric.source}"
+    job = ["--pattern", "permutation", "--size", "8MiB", "-q"]
+    assert main(["compare", "-t", fabric, "--routes", "opensm:ftree", *job, "--methods", "default,tables", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    ftree = read_ibnetdiscover(bare.fabric.source, routes=tmp_path / "cache" / "optiq" / "opensm"
+                               / f"{bare.fingerprint}-ftree.lfts")
+    from optiq.workloads import WorkloadSpec
+
+    demands = WorkloadSpec(pattern="permutation", size=2**23).make(ftree)
+    assert rows[0]["predicted_time_s"] == pytest.approx(
+        forwarding_routes(ftree, demands).busiest_link_time(demands.nbytes.astype(float), ftree.capacity))
+    report = tmp_path / "r.json"
+    assert main(["tables", "-t", fabric, *job, "--against", "ftree,minhop", "-o", str(tmp_path / "t.lfts"),
+                 "--json", str(report)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    got = json.loads(report.read_text())
+    assert first.startswith("the job tables: ") and "best engine for the job" in first
+    assert got["best_engine"] in ("ftree", "minhop") and got["time_s"] <= min(got["engines_s"].values()) * (1 + 1e-9)
+    for wrong in (["compare", "-t", fabric, "--routes", "opensm:ar_updn", *job],
+                  ["tables", "-t", fabric, *job, "--against", "fastest", "-o", str(tmp_path / "u.lfts")]):
+        assert main(wrong) != 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("optiq: error:") and "engine" in err[0]

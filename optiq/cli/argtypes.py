@@ -165,9 +165,11 @@ def size_list(text: str) -> list[int]:
     return sizes
 
 
-def routed_spec(spec: str, routes: str | None, seed: int = 0) -> str:
+def routed_spec(spec: str, routes: str | None, seed: int = 0, progress: Callable[[str], None] | None = None) -> str:
     """The topology spec of ``-t SPEC --routes ROUTES``: ``ecmp`` (with the run's ``--seed``) or
-    ``ecmp:SEED`` on any network, a tables file on an InfiniBand fabric.
+    ``ecmp:SEED`` on any network; on an InfiniBand fabric a tables file, or ``opensm:ENGINE``,
+    the tables the real OpenSM's engine gives it (:func:`optiq.paths.opensm.opensm_tables`,
+    which runs it on the fabric simulated, or takes them from its cache).
 
     Examples
     --------
@@ -184,4 +186,9 @@ def routed_spec(spec: str, routes: str | None, seed: int = 0) -> str:
     if not spec.strip().lower().startswith("ibnet:"):
         raise OptiqError(f"--routes {routes!r}: a tables file applies to InfiniBand fabrics (-t ibnet:FILE), not "
                          f"{spec!r}; every network takes --routes ecmp")
+    if word.lower().startswith("opensm:"):
+        from ..paths.opensm import opensm_tables
+        from ..topology import from_spec
+
+        return f"{spec},routes={opensm_tables(from_spec(spec), word.partition(':')[2], progress=progress)}"
     return f"{spec},routes={routes}"

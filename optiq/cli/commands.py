@@ -19,6 +19,7 @@ from ..metrics.tables import jobs_table, links_table, metrics_table, named_loads
 from ..mpi.launch import need_mpi, world
 from ..plan import load_plan
 from ..planner import COMPARE_METHODS, cluster_tables, compare_methods, job_tables, make_plan, split_plan
+from ..planner.engines import check_engines, engine_times
 from ..sim import (
     ChunkModel,
     fit_chunk_model,
@@ -149,6 +150,9 @@ def tables(args: argparse.Namespace) -> int:
     for path, option in ((split_path, "--split"), (args.json, "--json")):
         if path:
             check_writable(path, option)
+    engines = check_engines(args.against) if args.against else []
+    if engines and args.jobs:
+        raise OptiqError("--against applies to one job (--demands, --pattern or --traffic), not to --jobs")
     say = _progress(args)
     topology = _topology(args, say)
     if topology.fabric is None:
@@ -162,6 +166,10 @@ def tables(args: argparse.Namespace) -> int:
         made = job_tables(topology, demands, lmc=args.lmc, allow_credit_loops=args.allow_credit_loops,
                           rounds=args.rounds, progress=say)
         cluster, report = None, made.as_dict()
+        if engines:
+            against = engine_times(topology, demands, engines, progress=say)
+            report.update(engines_s=against.times_s, best_engine=against.best)
+            print(against.line(made.time_s))
     for line in made.warnings():
         print(f"optiq: warning: {line}", file=sys.stderr)
     made.write(args.output)
@@ -329,7 +337,7 @@ def _workload(args, say):
 
 def _topology(args, say) -> Topology:
     """The topology of ``-t`` (with ``--routes``), saying what it is when that took a while."""
-    spec = routed_spec(args.topology, args.routes, getattr(args, "seed", None) or 0)
+    spec = routed_spec(args.topology, args.routes, getattr(args, "seed", None) or 0, say)
     start = time.perf_counter()
     with heartbeat(say, f"building topology {spec}", every=5.0):
         topology = from_spec(spec)

@@ -39,7 +39,8 @@ PATTERN_CHOICES = WORKLOAD_PATTERNS
 ROUTES_HELP = ("the network's own routes, which the default row follows and forwarded plans' legs take: ecmp (each "
                "flow hashed onto one of the equal-cost next hops, the hash seeded by --seed) or ecmp:SEED, on any "
                "network; on ibnet, the fabric's linear forwarding tables (ibroute, dump_lfts.sh or opensm-lfts.dump "
-               "output; without: OpenSM minhop, emulated)")
+               "output; without: OpenSM minhop, emulated), or opensm:ENGINE (ftree, updn, dfsssp, ...: the real "
+               "OpenSM routes the fabric simulated by ibsim)")
 
 def add_workload(p: argparse.ArgumentParser, *, required: bool = True, jobs: bool = False) -> None:
     p.add_argument("--topology", "-t", required=required, help=SPEC_HELP)
@@ -222,6 +223,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"rounds of rip-up and reroute at most (default {REROUTE_ROUNDS}): they stop at the "
                         f"bound, or when neither a plain round nor one that pushes trees off the busiest links "
                         f"helps")
+    p.add_argument("--against", metavar="ENGINES", type=lambda text: text.split(","),
+                   help="OpenSM routing engines to report the job tables against (e.g. ftree,updn,dfsssp): the real "
+                        "OpenSM routes the fabric simulated by ibsim with each; the report's first line is the gain "
+                        "over the best of them")
     p.add_argument("--json", metavar="REPORT", help="also write the report as JSON: time_s, given_s, bound_s (one "
                                                    "job); jobs (name, alone_s, together_s, given_s), shared_links "
                                                    "(--jobs)")
