@@ -328,3 +328,19 @@ def test_optiq_alltoallv_completes_every_call_through_a_failed_cable_and_measure
     kept = calls[again[0]]["method"]
     assert kept in ("heu2", "mpi") and all(c["method"] in ("heu2", "mpi") for c in calls[again[0]:])
     print(line, f"calls {len(calls)}, flagged at call {first}, measured again at {again[0]}: {kept} kept")
+
+
+def test_on_ecmp_every_row_is_predicted_for_the_paths_its_connections_took():
+    """Multipath routes hashed by the flows' ports: the kernel's own choice, read back per
+    connection, predicts the counters and the time; per-pair rules hold their pairs."""
+    t = from_spec("fattree:k=4,n=2,routes=ecmp:5")
+    demands = permutation(t.num_endpoints, nbytes=2**19, seed=1)
+    report = run_testbed(t, demands, methods="default,dynamic,heu2", rate=RATE, repeat=2, name="optiq-ecmp")
+    rows = {r.method: r for r in report.rows}
+    assert rows["default"].routing == "ecmp" and rows["dynamic"].routing == "per-pair rules"
+    d = rows["default"]
+    assert d.model_p05_s <= d.model_mean_s <= d.model_p95_s and rows["heu2"].model_mean_s is None
+    for r in report.rows:
+        assert r.verified and r.link_bytes_deviation < 0.1, (r.method, r.link_bytes_deviation)
+        assert 0.9 < r.measured_over_predicted < 1.3, (r.method, r.measured_over_predicted)
+    assert "ECMP: every flow is hashed" in str(report) and left("optiq-ecmp") == []

@@ -121,7 +121,7 @@ def test_readback_names_the_pair_whose_hop_the_kernel_routes_elsewhere():
     node = 4  # S0: hosts 0 and 1 below, S2 and S3 above
     lines, expected = readback_queries(fwd, node)
     assert len(lines) == len(expected) > 0
-    answers = [{"dst": key[0], "from": key[1], "iif": key[2], "dev": dev} for key, dev, _, _ in expected]
+    answers = [{"dst": key[0], "from": key[1], "iif": key[2], "dev": want[0]} for key, want, _, _ in expected]
     assert check_readback(fwd, node, answers, expected) == ""
     answers[0]["dev"] = "p9"
     (_, _, s, d) = expected[0]
@@ -352,3 +352,18 @@ def test_a_failure_strands_the_pairs_whose_rules_cross_it_and_reroutes_the_rest(
     assert faults.crossed["default"] and not faults.stranded["default"]
     assert faults.stranded["dynamic"]  # two of its pinned paths cross the cable
     assert "pairs still route into the dead cable S2-S6: H" in faults.error(rows[-1], "it timed out")
+
+
+def test_ecmp_installs_a_multipath_route_over_every_equal_cost_link_and_rules_only_for_pinned_pairs():
+    from optiq import from_spec
+
+    t = from_spec("fattree:k=2,n=2,routes=ecmp:3")   # hosts 0-3, leaves S0 S1, spines S2 S3
+    fwd = Forwarding.network(Layout.of(t, "optiq-t"))
+    assert fwd.num_rules == 0   # hashed pairs follow the groups
+    line = next(x for x in fwd.route_lines(4) if x.startswith(f"route replace {fwd.layout.address(2)}/32"))
+    assert line.count("nexthop via") == 2   # S0 climbs to H2 by S2 or S3
+    lines, expected = readback_queries(fwd, 4)
+    assert all(len(want) == 2 for key, want, s, d in expected if d >= 2)   # either uplink is the route
+    pinned = fwd.with_routes(fwd.pair_index([0], [2]), [fwd.pair_route(0, 2)])
+    node, s, d, e = pinned.rules()
+    assert s.tolist() == [0] and d.tolist() == [2] and t.label(int(node[0])) == "S0"   # held where it would hash

@@ -47,7 +47,9 @@ from .layout import DATA_DEVICE, Layout
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-__all__ = ["Forwarding", "RULE_TABLE_BASE", "all_pairs", "readback_queries", "check_readback"]
+    from ..topology import Topology
+
+__all__ = ["Forwarding", "RULE_TABLE_BASE", "all_pairs", "readback_queries", "check_readback", "equal_cost_links"]
 
 #: A node's rule table for port ``k`` is ``RULE_TABLE_BASE + k``.
 RULE_TABLE_BASE = 1000
@@ -79,11 +81,20 @@ class Forwarding:
     table : ndarray of int, shape (nodes, hosts)
         The link each node's route to each host leaves by (-1: none; the node is the host, or
         no pair's route goes through it to that host).
+    groups : ndarray of int, shape (nodes, hosts, ways), optional
+        ECMP (the topology's ``ecmp_seed``): every equal-cost link a node's route to each host
+        may leave by (-1 padded), installed as a multipath route the kernel hashes each flow
+        over; :attr:`routes` is then one draw of that hash (the topology's own routes).
+    pinned : ndarray of bool, optional
+        ECMP: the pairs whose route was given (:meth:`with_routes`): rules hold them on it at
+        every hop where the table would hash.
     """
 
     layout: Layout
     routes: PathSet
     table: np.ndarray
+    groups: np.ndarray | None = None
+    pinned: np.ndarray | None = None
 
     # -- making --------------------------------------------------------------------------
     @classmethod
@@ -91,7 +102,12 @@ class Forwarding:
         """The network's own routes (:func:`optiq.paths.network_routes`) of ``layout``'s topology."""
         t = layout.topology
         src, dst = all_pairs(t.num_endpoints)
-        return cls.of_routes(layout, network_routes(t, src, dst))
+        fwd = cls.of_routes(layout, network_routes(t, src, dst))
+        if t.ecmp_seed is None:
+            return fwd
+        groups = equal_cost_links(t)
+        table = np.where((fwd.table < 0) & (groups[:, :, 0] >= 0), groups[:, :, 0], fwd.table)
+        return cls(layout, fwd.routes, table, groups, np.zeros(src.size, dtype=bool))
 
     @classmethod
     def of_routes(cls, layout: Layout, routes: PathSet) -> Forwarding:
@@ -147,7 +163,11 @@ class Forwarding:
             csr_positions(self.routes.offsets[kept], hops[kept])]
         links[csr_positions(offsets[pairs], hops[pairs])] = given.links
         routes_all = PathSet(np.arange(hops.size), offsets, links, hops.size)
-        return Forwarding(self.layout, routes_all, self.table)
+        pinned = None
+        if self.pinned is not None:
+            pinned = self.pinned.copy()
+            pinned[pairs] = True
+        return Forwarding(self.layout, routes_all, self.table, self.groups, pinned)
 
     def pair_index(self, src: ArrayLike, dst: ArrayLike | None = None) -> np.ndarray:
         """The index in :func:`all_pairs` of each ``(src, dst)`` pair (with one argument: of each
@@ -182,6 +202,10 @@ class Forwarding:
         """The hops whose link is not the node's table's: ``(node, src, dst, link)``."""
         node, s, d, _, out = self.hops()
         differs = self.table[node, d] != out
+        if self.groups is not None and self.pinned is not None:  # hashed pairs follow the table's groups;
+            hashed = self.groups[node, d, 1] >= 0                # a pinned pair is held at every group
+            pair = self.pair_index(s, d) if s.size else np.zeros(0, np.int64)
+            differs = np.where(self.pinned[pair], differs | hashed, False)
         return node[differs], s[differs], d[differs], out[differs]
 
     @property
@@ -197,8 +221,13 @@ class Forwarding:
         out = []
         for d in dests.tolist():
             e = int(row[d])
+            ways = [] if self.groups is None else [int(g) for g in self.groups[node, d] if g >= 0]
             if e < 0:
                 out.append(f"route delete {lay.address(d)}/32")
+            elif len(ways) > 1:
+                hops = " ".join(f"nexthop via {lay.address(int(lay.topology.link_dst[g]))} dev {lay.interface(g)} "
+                                f"onlink" for g in ways)
+                out.append(f"route replace {lay.address(d)}/32{src} {hops}")
             else:
                 out.append(f"route replace {lay.address(d)}/32 via {lay.address(int(lay.topology.link_dst[e]))} "
                            f"dev {lay.interface(e)} onlink{src}")
@@ -274,7 +303,10 @@ def readback_queries(fwd: Forwarding, node: int, hops: tuple | None = None) -> t
         else:
             iif = lay.interface(int(lay.peer[e_in]))
             lines.append(f"route get {da} from {sa} iif {iif}")
-        expected.append(((da, sa, iif), lay.interface(int(out[i])), int(s[i]), int(d[i])))
+        want: tuple[str, ...] = (lay.interface(int(out[i])),)
+        if fwd.groups is not None and (fwd.pinned is None or not fwd.pinned[fwd.pair_index([s[i]], [d[i]])[0]]):
+            want = tuple(lay.interface(int(g)) for g in fwd.groups[node, int(d[i])] if g >= 0) or want  # hashed
+        expected.append(((da, sa, iif), want, int(s[i]), int(d[i])))
     return lines, expected
 
 
@@ -287,8 +319,38 @@ def check_readback(fwd: Forwarding, node: int, answers: list[dict], expected: li
     got = {(a.get("dst"), a.get("from"), a.get("iif")): a.get("dev") for a in answers}
     for key, want, s, d in expected:
         dev = got.get(key)
-        if dev != want:
+        if dev not in want:
             said = "no route" if dev is None else ("local delivery" if dev in ("lo", DATA_DEVICE) else f"dev {dev}")
             return (f"pair {t.label(s)} -> {t.label(d)}: at {t.label(node)} the kernel routes it by {said}, the "
-                    f"route leaves by {want} ({lay.namespaces[node]})")
+                    f"route leaves by {' or '.join(want)} ({lay.namespaces[node]})")
     return ""
+
+
+def equal_cost_links(topology: Topology) -> np.ndarray:
+    """``(nodes, hosts, ways)``: the links out of each node that lie on a shortest path to each
+    host (by next node, then link id; -1 padded), where no host but the destination carries
+    transit: an ECMP network's multipath routes.
+
+    Examples
+    --------
+    >>> from optiq.topology import kary_ntree
+    >>> t = kary_ntree(2, 2)                     # hosts 0-3, leaves 4, 5, spines 6, 7
+    >>> [t.label(t.link_dst[e]) for e in equal_cost_links(t)[4, 2] if e >= 0]   # a leaf climbs by either spine
+    ['S2', 'S3']
+    """
+    from scipy.sparse.csgraph import shortest_path
+
+    hosts, n = topology.num_endpoints, topology.num_nodes
+    src, dst = topology.link_src, topology.link_dst
+    dist = shortest_path(topology.adjacency().T.tocsr(), unweighted=True, indices=np.arange(hosts))  # (hosts, nodes)
+    order = np.lexsort((np.arange(topology.num_links), dst, src))
+    ways = max(int(np.bincount(src, minlength=n).max(initial=1)), 1)
+    out = np.full((n, hosts, ways), -1, dtype=np.int64)
+    for d in range(hosts):
+        good = (dist[d, dst[order]] == dist[d, src[order]] - 1) & (src[order] != d) \
+            & ((dst[order] >= hosts) | (dst[order] == d) | (n == hosts))   # (a torus: every node routes)
+        links = order[good]
+        node = src[links]
+        rank = np.arange(links.size) - np.searchsorted(node, node)   # position among the node's links (sorted)
+        out[node, d, rank] = links
+    return out

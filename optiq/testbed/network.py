@@ -82,6 +82,13 @@ def state_root() -> Path:
     return Path(tempfile.gettempdir()) / "optiq-testbed"
 
 
+#: The header fields an ECMP testbed hashes: source and destination address, protocol, source
+#: and destination port (``fib_multipath_hash_fields`` bits 0, 1, 2, 4, 5).
+ECMP_FIELDS = 0x37
+#: Where the kernel takes the seed of its multipath hash (absent before Linux 6.11: a random one).
+ECMP_SEED_SYSCTL = Path("/proc/sys/net/ipv4/fib_multipath_hash_seed")
+
+
 @dataclass(frozen=True)
 class Counters:
     """What every link's sending interface counted: bytes sent and packets dropped by its queue.
@@ -261,8 +268,24 @@ class Testbed:
         # back for window updates (benchmarks/testbed_pairs.py times it)
         tcp = [f"net.ipv4.tcp_congestion_control={self.congestion}",
                f"net.ipv4.tcp_rmem=4096 {self.tcp_window} {self.tcp_window}"]
-        in_namespace(namespace, ["sysctl", "-qw", *SYSCTLS, *tcp],
+        in_namespace(namespace, ["sysctl", "-qw", *SYSCTLS, *tcp, *self.ecmp_settings()],
                      what=f"kernel settings of {namespace}")
+
+    def ecmp_settings(self) -> list[str]:
+        """ECMP (the topology's ``ecmp_seed``): hash each flow by its addresses, protocol and ports,
+        with the topology's seed where the kernel takes one (``fib_multipath_hash_seed``, Linux 6.11).
+
+        The fields are given (policy 3, ``fib_multipath_hash_fields``) rather than layer 4 (policy
+        1): policy 1 takes a forwarded packet's own hash where it has one, and a TCP packet carries
+        its socket's random hash across the emulated cables (which TCP draws again after a
+        timeout), so neither ``ip route get`` nor anything else could say which path a flow took."""
+        seed = self.topology.ecmp_seed
+        if seed is None:
+            return []
+        out = ["net.ipv4.fib_multipath_hash_policy=3", f"net.ipv4.fib_multipath_hash_fields={ECMP_FIELDS:#x}"]
+        if ECMP_SEED_SYSCTL.exists():
+            out.append(f"net.ipv4.fib_multipath_hash_seed={seed}")
+        return out
 
     def _cable_lines(self) -> list[str]:
         lay, t = self.layout, self.topology

@@ -11,6 +11,10 @@ acknowledgements coming back, that one flow measured per payload byte (a few per
 an acknowledgement crosses a link the other way: a host's uplink carries those of what it
 receives). ``predicted_at_link_rate_s`` is the plan's own time at the link rates, payload
 only. The gains are over the default routes: predicted over predicted, measured over measured.
+On a network that hashes flows (ECMP) the paths are those the job's connections took, read back
+from the kernels once they were open (:mod:`optiq.testbed.connections`), and the default row
+gives the model's spread over hash draws beside them (``model_mean_s``, ``model_p05_s``,
+``model_p95_s``).
 ``link_bytes_deviation``: over the links that carry at least a tenth of the busiest link's
 planned bytes, the largest relative difference between the bytes the kernel counted and the
 plan's bytes plus the header and acknowledgement bytes one flow measured.
@@ -33,7 +37,8 @@ __all__ = ["TestbedRow", "TestbedReport", "link_deviation", "ROW_KEYS", "REPORT_
 #: Keys of one row of the JSON report.
 ROW_KEYS = ("method", "routing", "moved_by", "predicted_time_s", "predicted_at_link_rate_s", "measured_time_s",
             "measured_times_s", "measured_over_predicted", "predicted_gain", "measured_gain", "link_bytes_deviation",
-            "drops", "verified", "cpu_idle", "outcome", "error", "rounds", "verified_rounds", "crossed_pairs", "stranded_pairs")
+            "drops", "verified", "cpu_idle", "outcome", "error", "rounds", "verified_rounds", "crossed_pairs", "stranded_pairs",
+            "model_mean_s", "model_p05_s", "model_p95_s")
 #: Top-level keys of the JSON report.
 REPORT_KEYS = ("topology", "workload", "hosts", "switches", "cables", "rate_bps", "goodput_bps", "queue_bytes",
                "congestion_control", "header_overhead", "ack_overhead", "repeat", "warmup", "cpu_idle",
@@ -86,6 +91,11 @@ class TestbedRow:
     crossed_pairs: tuple[str, ...] = ()
     #: of those, the pairs whose route still crosses it once the network has rerouted
     stranded_pairs: tuple[str, ...] = ()
+    #: ECMP, the default row: the model's time over hash draws at the testbed's rates (mean, 5th
+    #: and 95th percentiles); its ``predicted_time_s`` is that of the paths the connections took
+    model_mean_s: float | None = None
+    model_p05_s: float | None = None
+    model_p95_s: float | None = None
 
     @property
     def measured_time_s(self) -> float:
@@ -194,6 +204,14 @@ class TestbedReport:
                        else "; the network rerouted every one of them") + ".", 100))
         notes += [textwrap.fill(f"{r.method} FAILED {r.rounds.count('failed')} of {len(r.rounds)} rounds: {r.error}",
                                 100) for r in failed]
+        spread = next((r for r in self.rows if r.model_mean_s), None)
+        if spread is not None and spread.model_mean_s:
+            notes.append(textwrap.fill(
+                f"ECMP: every flow is hashed by its addresses and ports at every switch. pred is the time of the paths "
+                f"the job's connections took, read back from the kernels; over hash draws the model gives "
+                f"{spread.method} {spread.model_mean_s:.3f} s on average ({spread.model_p05_s or 0:.3f} to "
+                f"{spread.model_p95_s or 0:.3f} s from the 5th to the 95th percentile), and measured over that mean "
+                f"{spread.measured_time_s / spread.model_mean_s:.2f}.", 100))
         if self.conditions:
             notes.insert(0, textwrap.fill(f"{self.conditions} The plans and predictions are the healthy network's: "
                                           f"meas/pred is how much slower each method ran.", 100))

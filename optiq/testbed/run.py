@@ -12,6 +12,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from ..errors import TestbedError
 from .conditions import Conditions
 from .launch import find_mpiexec
-from .methods import REALIZED, Method, methods_of_plan, parse_methods, plan_methods
+from .methods import NETWORK, REALIZED, RULES, TABLE_ROUTES, Method, methods_of_plan, parse_methods, plan_methods
 from .network import DEFAULT_QUEUE, Testbed, terminated_as_interrupt
 from .report import TestbedReport, TestbedRow, link_deviation
 from .session import COMPLETED, FAILED, Faults, failure_events, measure_goodput, measure_methods
@@ -126,15 +127,64 @@ def run_testbed(topology: Topology, demands: Demands | None = None, *, plan: Pla
         rates = bed.layout.link_rates(bed.rate)
         expected = [m.link_bytes(goodput.header, goodput.ack) for m in rows]
         predicted = [float((e / rates).max(initial=0.0)) for e in expected]
+        hashed = HashedPaths(bed, say) if topology.ecmp_seed is not None else None
         steps = measure_methods(bed, rows, predicted, repeat=repeat, warmup=warmup, seed=seed, pace_paths=pace_paths,
-                                window=window, chunk_size=chunk_size, faults=faults, say=say)
+                                window=window, chunk_size=chunk_size, faults=faults, say=say,
+                                connected=None if hashed is None else hashed.read)
+    model = None
+    if hashed is not None:  # every row on the paths its connections took, the model's spread beside the default
+        model = hashed.model(rows[0], predicted[0])
+        rows = [hashed.realized(m) for m in rows]
+        expected = [m.link_bytes(goodput.header, goodput.ack) for m in rows]
+        predicted = [float((e / rates).max(initial=0.0)) for e in expected]
     return _report(bed, rows, steps, goodput, expected, predicted, workload, repeat, warmup, load,
-                   time.perf_counter() - started, faults)
+                   time.perf_counter() - started, faults, model)
+
+
+class HashedPaths:
+    """An ECMP testbed's paths: the routes the job's connections took, read once they are open."""
+
+    def __init__(self, bed: Testbed, say: Callable[[str], None]) -> None:
+        self.bed, self.say = bed, say
+        self.connections: list[tuple[int, int, int, int]] = []
+        self.paths: list[np.ndarray] = []  # of each connection direction
+
+    def read(self) -> None:
+        from .connections import connection_routes, list_connections
+
+        new = sorted(set(list_connections(self.bed.layout)) - set(self.connections))
+        if not new:
+            return
+        routes = connection_routes(self.bed.layout, new)
+        self.paths += [routes.path(i) for i in range(routes.num_paths)]
+        self.connections += new
+        self.say(f"ECMP: the paths of {len(new)} new connection directions read back ({len(self.connections)} in all)")
+
+    def realized(self, m: Method) -> Method:
+        """``m`` with its hashed pairs on the paths read back (rules and job tables stay)."""
+        if not self.paths or m.routing in (RULES, TABLE_ROUTES):
+            return m
+        fwd = m.forwarding
+        src = np.array([c[0] for c in self.connections], dtype=np.int64)
+        dst = np.array([c[1] for c in self.connections], dtype=np.int64)
+        pairs, first = np.unique(fwd.pair_index(src, dst), return_index=True)   # one connection a pair
+        return replace(m, forwarding=fwd.with_routes(pairs, [self.paths[i] for i in first.tolist()]))
+
+    def model(self, default: Method, predicted_s: float) -> tuple[float, float, float]:
+        """The default row's time over hash draws (:func:`optiq.paths.ecmp.ecmp_spread`), at the
+        testbed's scale (as the prediction of the topology's own draw is)."""
+        from ..paths.ecmp import ecmp_spread
+
+        t = self.bed.topology
+        spread = ecmp_spread(t, default.plan.demands, seed=int(t.ecmp_seed or 0))
+        scale = predicted_s / default.model_time_s if default.model_time_s > 0 else 0.0
+        return spread.mean_s * scale, spread.p05_s * scale, spread.p95_s * scale
 
 
 def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expected: list[np.ndarray],
             predicted: list[float], workload: str, repeat: int, warmup: int, load: float,
-            seconds: float, faults: Faults | None = None) -> TestbedReport:
+            seconds: float, faults: Faults | None = None,
+            model: tuple[float, float, float] | None = None) -> TestbedReport:
     t = bed.topology
     to_rate = bed.rate / float(t.capacity.max())  # plan capacities -> the testbed's link rates
     out_rows, links, notes = [], {}, []
@@ -147,8 +197,10 @@ def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expe
         counted = np.mean([s.counters.bytes for s in mine], axis=0)
         times = tuple(s.elapsed_s for s in completed)
         errors = [s.error for s in mine if s.outcome != COMPLETED]
+        spread = model if model is not None and m is methods[0] else (None, None, None)
         out_rows.append(TestbedRow(
-            method=m.name, routing=m.routing, moved_by="MPI_Ialltoallv" if m.runner == "alltoallv" else "executor",
+            model_mean_s=spread[0], model_p05_s=spread[1], model_p95_s=spread[2],
+            method=m.name, routing="ecmp" if model is not None and m.routing == NETWORK else m.routing, moved_by="MPI_Ialltoallv" if m.runner == "alltoallv" else "executor",
             predicted_time_s=pred, predicted_at_link_rate_s=m.model_time_s / to_rate,
             measured_times_s=times, predicted_gain=predicted[0] / pred,
             measured_gain=baseline_meas / statistics.median(times) if times else float("nan"),

@@ -210,7 +210,8 @@ def measure_goodput(bed: Testbed, *, rounds: int = 2, say: Callable[[str], None]
 def measure_methods(bed: Testbed, methods: Sequence[Method], predicted_s: Sequence[float], *, repeat: int = 5,
                     warmup: int = 1, seed: int = 0, pace_paths: bool = True, window: int | None = None,
                     chunk_size: int | None = None, faults: Faults | None = None,
-                    say: Callable[[str], None] | None = None) -> list[StepResult]:
+                    say: Callable[[str], None] | None = None,
+                    connected: Callable[[], None] | None = None) -> list[StepResult]:
     """Run ``warmup`` unmeasured rounds and ``repeat`` measured rounds of every method in turn.
 
     Where cables fail (``bed.conditions.fail``), every measured round fails them and reroutes
@@ -230,6 +231,9 @@ def measure_methods(bed: Testbed, methods: Sequence[Method], predicted_s: Sequen
         default window, follow the testbed's links); its bound follows from it.
     pace_paths, window, chunk_size
         The executor's options (:class:`~optiq.runtime.Executor`).
+    connected : callable, optional
+        Called after each method's first step in the first job, while its connections are open
+        (an ECMP network's paths are read back then).
     faults : Faults, optional
         The failures of ``bed.conditions`` worked out for ``methods`` (default: worked out here).
 
@@ -283,7 +287,7 @@ def measure_methods(bed: Testbed, methods: Sequence[Method], predicted_s: Sequen
         try:
             waits = [STARTUP_S] + [runners[runner_of[m.name]]["timeout_s"] + ABORT_WAIT_S for m, _ in (lead + rest)[1:]]
             done = _run_steps(bed, job, lead + rest, [measured for _, measured in lead + rest], waits, say=say,
-                              faults=faults)
+                              faults=faults, connected=connected if jobs == 1 else None)
             results += done[len(lead):]
             if done[-1].outcome == COMPLETED and len(done) == len(lead + rest):
                 job.finish()
@@ -394,7 +398,8 @@ def _demands_plan(m: Method) -> Any:
 
 
 def _run_steps(bed: Testbed, job: _Job, order: Sequence[Any], measured: Sequence[bool], waits: Sequence[float], *,
-               say: Callable[[str], None] | None, faults: Faults | None = None) -> list[StepResult]:
+               say: Callable[[str], None] | None, faults: Faults | None = None,
+               connected: Callable[[], None] | None = None) -> list[StepResult]:
     """The steps of ``job`` in order; under ``faults`` every measured round fails its cables and
     reroutes, and the list ends early with the first failed round (the job is then broken)."""
     results = []
@@ -434,4 +439,6 @@ def _run_steps(bed: Testbed, job: _Job, order: Sequence[Any], measured: Sequence
         if say is not None:
             say(f"step {k + 1}/{len(order)}: {name} {out['elapsed_s']:.3f} s"
                 + ("" if counted else " (warm-up)") + ("" if out["verified"] else ", NOT VERIFIED"))
+        if connected is not None and k < len({m.name for m, _ in order if m is not None}):
+            connected()  # each method's first round opens the connections it needs (MPI opens them lazily)
     return results
