@@ -261,3 +261,23 @@ def test_the_permutation_pattern_pairs_every_host_once_and_takes_no_ratio(tmp_pa
     assert main(["plan", "-t", "fattree:k=4,n=2", "--pattern", "permutation", "--ratio", "2", "-m", "default",
                  "-o", str(out), "-q"]) == 1
     assert "takes no --ratio" in capsys.readouterr().err
+
+
+def test_a_terminal_gets_one_progress_line_that_is_cleared_before_the_table(monkeypatch):
+    import io
+    import sys
+
+    from optiq.cli import live
+
+    out, err = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    line = live.LiveLine.start(0.0)
+    line("planning with opt")
+    line("x" * 500)   # longer than the terminal: cut
+    print("method  time")
+    print("warning", file=sys.stderr)
+    assert out.getvalue() == "method  time\n"
+    shown = err.getvalue().split("\r\033[K")
+    assert shown[1].endswith("planning with opt") and shown[2].endswith("...") and len(shown[2]) < 500
+    assert len(shown) == 4 and shown[-1] == "warning\n"   # cleared once, by the table, before the warning

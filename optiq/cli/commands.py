@@ -37,6 +37,7 @@ from ..utils.units import format_seconds
 from ..workloads import WorkloadSpec, constant_ratio, read_jobs, read_qos, read_split
 from . import launcher
 from .argtypes import routed_spec
+from .live import LiveLine
 
 if TYPE_CHECKING:
     from typing import Any
@@ -375,17 +376,25 @@ def _warn_tables(topology: Topology) -> None:
 def _routing_line(plan, m) -> str:
     """What the plan's routing means for its time, in one line."""
     if plan.routing == "forwarded":
+        used = plan.used().paths
+        stopping = int((used.copies > 0).sum())
+        copies = round(m.copies_per_path_avg * m.total_paths)
         return (f"forwarded: every leg is the network's own route ({plan.topology.default_routing}), so the plan "
-                f"holds as the network routes; a path's chunks are copied {m.copies_per_path_avg:.2f} times on "
-                f"average (received and sent on by the ranks between its legs)")
+                f"holds as the network routes; {stopping} of its {used.num_paths} paths stop at ranks on the way, "
+                f"which receive and send on {copies:,} chunks of {plan.chunk_size:,} bytes in all")
     return (f"free: the network must route every path as planned; routed by its own rule it takes "
             f"{format_seconds(m.realized_time_s)} ({m.realized_time_s / m.predicted_time_s:.2f}x the predicted time)")
 
 
 def _progress(args):
+    """The progress printer of a command: none with ``--quiet``; on a terminal without
+    ``--verbose``, one line that updates in place (:class:`~optiq.cli.live.LiveLine`); else
+    a line per message, with its time."""
     if getattr(args, "quiet", False):
         return None
     start = time.perf_counter()
+    if not getattr(args, "verbose", False) and sys.stderr.isatty():
+        return LiveLine.start(start)
     return lambda msg: print(f"[{time.perf_counter() - start:7.2f}s] {msg}", file=sys.stderr, flush=True)
 
 

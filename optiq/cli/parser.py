@@ -35,6 +35,10 @@ PATTERN_CHOICES = WORKLOAD_PATTERNS
 
 
 
+#: What ``--verbose`` does.
+VERBOSE_HELP = ("every progress line, with its time; without it, a terminal shows one line that updates in place "
+                "(output that is not a terminal gets every line)")
+
 #: What ``--routes`` takes.
 ROUTES_HELP = ("the network's own routes, which the default row follows and forwarded plans' legs take: ecmp (each "
                "flow hashed onto one of the equal-cost next hops, the hash seeded by --seed) or ecmp:SEED, on any "
@@ -123,6 +127,7 @@ def add_planning(p: argparse.ArgumentParser) -> None:
                    help="opt: then the plan of fewest hop-bytes at the same time (default on, within a budget "
                         "of about what column generation cost; skipped where it cannot pay)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument("--verbose", "-v", action="store_true", help=VERBOSE_HELP)
 
 
 def add_wide(p: argparse.ArgumentParser) -> None:
@@ -179,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "by name (--links, --jobs).")
     p.add_argument("plan")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument("--verbose", "-v", action="store_true", help=VERBOSE_HELP)
     p.add_argument("--links", type=types.non_negative_int, default=0, metavar="N",
                    help="also list the N busiest links by name")
     p.add_argument("--jobs", type=types.non_negative_int, default=0, metavar="N",
@@ -231,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "job); jobs (name, alone_s, together_s, given_s), shared_links "
                                                    "(--jobs)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument("--verbose", "-v", action="store_true", help=VERBOSE_HELP)
     p = sub.add_parser("demo", help="the main job: compare methods on Blue Gene/Q 1024, disjoint, 8 MiB")
     p.add_argument("--topology", "-t", default="bgq:1024", help="default bgq:1024")
     add_wide(p)
@@ -251,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"flow: fraction of the moving flows that may end before rates are recomputed (default "
                         f"{DEFAULT_BATCH}; 0 = exact)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument("--verbose", "-v", action="store_true", help=VERBOSE_HELP)
     p.add_argument("--hop-latency", type=types.non_negative_float,
                    help=f"chunk/direct: seconds per hop (default {ChunkModel.hop_latency_s})")
     p.add_argument("--header", type=types.non_negative_int,
@@ -279,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=types.non_negative_int, help="fattree: seed of the random selection (default 0)")
     add_trace_options(p, placement=False)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument("--verbose", "-v", action="store_true", help=VERBOSE_HELP)
     add_collectives(sub)
     add_testbed(sub)
     p = sub.add_parser("run", help="replay a plan under mpiexec (same as python -m optiq.runtime)",
@@ -302,6 +311,7 @@ def add_collectives(sub: Any) -> None:
                                                      "spec): the contention model then counts every step's busiest "
                                                      "link on its own routes, in the fit and in the file's predictions")
     a.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    a.add_argument("--verbose", "-v", action="store_true", help=VERBOSE_HELP)
     a = actions.add_parser("predict", help="rank the algorithms by predicted time under both models")
     a.add_argument("--params", required=True, help="file from optiq collectives fit")
     a.add_argument("--ranks", type=types.int_at_least(2), required=True, help="number of ranks N")
@@ -317,6 +327,7 @@ def add_collectives(sub: Any) -> None:
                                                    "apart in time and write when each ran on each rank (JSON; "
                                                    "optiq testbed collectives counts drops per step with it)")
     a.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    a.add_argument("--verbose", "-v", action="store_true", help=VERBOSE_HELP)
 
 
 def add_testbed(sub: Any) -> None:
@@ -411,3 +422,4 @@ def add_network(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
     p.add_argument("--name", help="the testbed's name, optiq-<letters or digits> (default optiq-<pid>)")
     if quiet:
         p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+        p.add_argument("--verbose", "-v", action="store_true", help=VERBOSE_HELP)
