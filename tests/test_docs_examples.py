@@ -83,7 +83,7 @@ def _as_run_here(code: str) -> str:
     out = []
     for line in code.splitlines():
         line = INSTALL.sub("", line)
-        if line.strip() == THE_TESTS:
+        if line.strip() == THE_TESTS or line.strip().startswith(THE_TESTS + " "):
             continue
         out.append(line)
     return "\n".join(out) + "\n"
