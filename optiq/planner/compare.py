@@ -12,7 +12,7 @@ from ..errors import PlanError
 from ..paths import FORWARDED, FREE
 from ..paths.space import PathSpace
 from ..plan import DEFAULT_CHUNK_SIZE
-from .make import METHODS, default_routes_optimal, make_plan
+from .make import METHODS, default_routes_optimal, make_plan, record_ecmp_spread
 from .methods import CandidatePlanner, make_candidates, planner_named, resolved_kind
 from .tables import job_tables, split_plan
 
@@ -156,7 +156,10 @@ def _tables_plan(topology: Topology, demands: Demands, progress: Callable[[str],
     if made.bound_s > plan.lower_bound_time_s:
         plan.lower_bound_time_s = made.bound_s
         plan.lower_bound_cut = "the best any tables of one LID per port can do (each pair on one path)"
-    plan.record.default_time_s = made.given_time_s  # against the tables it replaces
+    if topology.ecmp_seed is None:
+        plan.record.default_time_s = made.given_time_s  # against the tables it replaces
+    else:  # against the network's hashed routes, as every row
+        record_ecmp_spread(plan.record, topology, demands)
     plan.record.warnings.extend(made.report.problems())
     return plan
 

@@ -232,7 +232,10 @@ def with_tables(topology: Topology, tables: ForwardingTables, spec: str | None =
     e.g. with ``routes=`` the file the tables were written to)."""
     if topology.fabric is None:
         raise TopologyError(f"{topology.name} is not an InfiniBand fabric")
-    return replace(topology, fabric=topology.fabric.with_forwarding(tables), spec=spec or topology.spec)
+    given = topology.spec
+    if given is not None and topology.ecmp_seed is not None:  # the tables route it, not a hash
+        given = given.replace(f",routes=ecmp:{topology.ecmp_seed}", "")
+    return replace(topology, fabric=topology.fabric.with_forwarding(tables), spec=spec or given, ecmp_seed=None)
 
 
 def _lid_routes(topology: Topology, demands: Demands, tables: ForwardingTables, lids: int) -> tuple[PathSet, np.ndarray]:
