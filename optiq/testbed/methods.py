@@ -147,7 +147,10 @@ def parse_methods(text: str | Sequence[str], topology: Topology) -> list[str]:
     names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
     if not names:
         raise PlanError("no methods given (e.g. default,heu2,opt)")
-    known = list(COMPARE_METHODS)
+    if "adaptive" in names:
+        raise PlanError("adaptive is the bound of ideal adaptive routing, not a plan a network runs: optiq compare "
+                        "--methods ...,adaptive shows it beside the plans")
+    known = [m for m in COMPARE_METHODS if m != "adaptive"]
     for name in names:
         base, free, _ = name.partition(FREE_SUFFIX)
         if name not in known and not (free and base in known and base not in ("default", "dynamic", TABLES)):
