@@ -45,12 +45,16 @@ class ExactTables:
         (pair, route) variables of the integer program.
     optimal : bool
         Proven optimal; else the best tables found within the limits.
+    bound_s : float
+        HiGHS's proven lower bound on the busiest link of any such tables (``time_s`` where
+        optimal).
     """
 
     time_s: float
     routes: list[np.ndarray] = field(repr=False)
     variables: int
     optimal: bool = True
+    bound_s: float = 0.0
 
 
 def exact_tables(topology: Topology, demands: Demands, *, time_limit: float | None = 60.0,
@@ -149,7 +153,9 @@ def exact_tables(topology: Topology, demands: Demands, *, time_limit: float | No
     load = fixed.copy()  # the optimum's busiest link from its routes, not HiGHS's rounded objective
     for i in pick:
         np.add.at(load, flat[i], size[owner[i]])
-    return ExactTables(float((load / cap).max(initial=0.0)), chosen, count, optimal)
+    time_s = float((load / cap).max(initial=0.0))
+    proven = time_s if optimal else min(time_s, max(0.0, float(h.getInfo().mip_dual_bound)))
+    return ExactTables(time_s, chosen, count, optimal, proven)
 
 
 def _reverse(topology: Topology, link: int) -> int:

@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import OptiqError, PathError, PlanError, TopologyError
 from ..heuristics.clos import clos_routes
 from ..heuristics.tables import REROUTE_ROUNDS, ColumnTraffic, TreeRouter
-from ..lp import LPStatus, round_to_bytes, solve_lp
+from ..lp import LPStatus, cut_lower_bound, round_to_bytes, solve_lp
 from ..paths import FREE, PathSet, forwarding_routes, minhop_tables
 from ..paths.tablecheck import TableReport, check_tables
 from ..topology.lft import ForwardingTables, write_forwarding_tables
@@ -51,8 +51,9 @@ if TYPE_CHECKING:
     from ..topology import Topology
     from ..topology.ibnet import Fabric
     from ..workloads import Demands
+    from .exact_tables import ExactTables
 
-__all__ = ["JobTables", "job_tables", "with_tables", "single_path_bound", "split_plan"]
+__all__ = ["JobTables", "job_tables", "with_tables", "single_path_bound", "host_cable_bound", "split_plan"]
 
 #: Rounds of the LMC split: trees for the split, then the LP's split for the trees.
 LMC_ROUNDS = 3
@@ -94,6 +95,9 @@ class JobTables:
         without ``lmc``, the cut bound of any plan with it).
     seconds, memory_mib : float
         Time to make them, and the process's peak memory after.
+    exact : ExactTables, optional
+        Where the integer program over every pair's legal shortest routes ran: its best tables'
+        busiest link and its proven bound (over tables on those routes).
     """
 
     topology: Topology
@@ -112,6 +116,7 @@ class JobTables:
     bound_s: float = 0.0
     seconds: float = 0.0
     memory_mib: float = 0.0
+    exact: ExactTables | None = None
 
     def __repr__(self) -> str:
         return (f"JobTables({self.topology.name!r}, busiest link {self.time_s * 1e3:.4g} ms, given "
@@ -141,8 +146,10 @@ class JobTables:
     def as_dict(self) -> dict[str, object]:
         """The figures of the report: busiest link on these tables, on the given ones, the bound."""
         given = self.given_time_s if np.isfinite(self.given_time_s) else None  # None: they do not carry the job
+        exact = None if self.exact is None else {"time_s": self.exact.time_s, "bound_s": self.exact.bound_s,
+                                                  "optimal": self.exact.optimal, "variables": self.exact.variables}
         return {"time_s": self.time_s, "given_s": given, "bound_s": self.bound_s, "gap": self.gap,
-                "changed": self.changed, "kept_given": self.kept_given, "seconds": self.seconds}
+                "changed": self.changed, "kept_given": self.kept_given, "seconds": self.seconds, "exact": exact}
 
     def __str__(self) -> str:
         fabric = self.topology.fabric
@@ -155,6 +162,12 @@ class JobTables:
                   f"the job's busiest link: {self.time_s * 1e3:.4f} ms on the job tables; the given tables do not "
                   f"carry the job (they route some of its pairs into a dead end)")
                  + (", the given tables kept" if self.kept_given else "")]
+        if self.exact is not None:
+            e = self.exact
+            lines.append(f"the integer program over every pair's legal shortest routes: best tables "
+                         f"{e.time_s * 1e3:.4f} ms, " + ("proven optimal among them" if e.optimal else
+                                                          f"proven bound {e.bound_s * 1e3:.4f} ms")
+                         + ("; these are as good" if self.time_s <= e.time_s * (1 + 1e-9) else ""))
         if self.bound_s:
             where = "optimal" if self.gap <= 1e-9 else f"{self.gap:.2%} above it"
             lines.append(f"no tables of one LID per port can do better than {self.bound_s * 1e3:.4f} ms (each pair on "
@@ -320,7 +333,9 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
     lids = (1 << fabric.lmc) if lmc else 1
     share = np.full((demands.num_jobs, lids), 1.0 / lids)
     best: tuple[float, np.ndarray, np.ndarray | None] | None = None
-    bound = single_path_bound(topology, demands) if not lmc else 0.0
+    exact = None
+    # any tables are routes, so the cut bound holds for them too
+    bound = max(single_path_bound(topology, demands), cut_lower_bound(topology, demands).time_s) if not lmc else 0.0
     clos = None if lmc else clos_routes(topology, demands)  # where it applies, rip-up and reroute is not needed
     for _ in range(LMC_ROUNDS if lmc else 1):
         traffic = _column_traffic(fabric, demands, entry_switch, share, given)
@@ -338,7 +353,7 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
                     with_clos = (routes.busiest_s(topology.capacity), routes.table, None)
                 best = with_clos
             if best[0] > bound * (1 + 1e-9) and exact_routes > 0:
-                best = _with_exact_routes(topology, demands, given, best, exact_routes, say)
+                best, exact = _with_exact_routes(topology, demands, given, best, exact_routes, say)
             break
         paths, offset = _lid_routes(topology, demands, tables, lids)
         say(f"LMC split: the LP over {paths.num_paths:,} routes ({lids} LIDs per destination)")
@@ -370,22 +385,24 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
         raise OptiqError(f"the tables made do not reach every LID: {'; '.join(report.problems())}")
     changed = int((tables.table != given.table).sum())
     return JobTables(topology, demands, tables, given, time_s, given_time, report, given_report, kept, longer,
-                     changed, minimal_loop, split, bound, time.perf_counter() - start, peak_memory_mib())
+                     changed, minimal_loop, split, bound, time.perf_counter() - start, peak_memory_mib(), exact)
 
 
 def _with_exact_routes(topology: Topology, demands: Demands, given: ForwardingTables,
                        best: tuple[float, np.ndarray, np.ndarray | None], max_routes: int,
-                       say: Callable[[str], None]) -> tuple[float, np.ndarray, np.ndarray | None]:
+                       say: Callable[[str], None]) -> tuple[tuple[float, np.ndarray, np.ndarray | None],
+                                                             ExactTables | None]:
     """The tables of the integer program (:func:`optiq.planner.exact_tables`) where it has at
-    most ``max_routes`` variables, within :data:`EXACT_NODES` nodes, if faster."""
+    most ``max_routes`` variables, within :data:`EXACT_NODES` nodes, if faster; and what the
+    program found (None: too big)."""
     from .exact_tables import exact_tables
 
     try:
         exact = exact_tables(topology, demands, time_limit=None, max_routes=max_routes, node_limit=EXACT_NODES)
     except OptiqError:
-        return best
+        return best, None
     what = "the integer program over every pair's legal routes" + ("" if exact.optimal else " (not proven optimal)")
-    return _with_routes(topology, demands, given, best, exact.routes, say, what)
+    return _with_routes(topology, demands, given, best, exact.routes, say, what), exact
 
 
 def _with_routes(topology: Topology, demands: Demands, given: ForwardingTables,
@@ -425,7 +442,8 @@ def single_path_bound(topology: Topology, demands: Demands) -> float:
     one size, placing them one by one on the link they would finish earliest on is optimal
     (identical jobs on machines of different speeds), so that finish is a bound; where the
     sizes differ, the bound is the largest pair on the fastest link or the bytes over the
-    links' total capacity, whichever is more. The host cables count whole.
+    links' total capacity, whichever is more. And every host's own cable carries all it sends
+    and all it receives (:func:`host_cable_bound`).
 
     Examples
     --------
@@ -444,7 +462,7 @@ def single_path_bound(topology: Topology, demands: Demands) -> float:
     host_out = np.flatnonzero(topology.link_src < E)
     leaf_of = np.full(E, -1)
     leaf_of[topology.link_src[host_out]] = topology.link_dst[host_out]
-    bound = float((demands.nbytes / cap[host_out].max(initial=1)).max(initial=0.0))
+    bound = host_cable_bound(topology, demands)
     for side, ends in (("out", demands.src), ("in", demands.dst)):
         leaf = leaf_of[ends]
         other = leaf_of[demands.dst if side == "out" else demands.src]
@@ -466,6 +484,37 @@ def single_path_bound(topology: Topology, demands: Demands) -> float:
                 worst = float(max(mine.max() / c.max(), mine.sum() / c.sum()))
             bound = max(bound, worst)
     return bound
+
+
+def host_cable_bound(topology: Topology, demands: Demands) -> float:
+    """The busiest host cable's time, a bound no routing beats: every byte a host sends leaves
+    by its cable (a fabric's host: the port it sends from) and every byte it receives comes in
+    by its cable (the port of the LID it is addressed by), each at that cable's rate. On other
+    networks a host's cables count together.
+
+    Examples
+    --------
+    >>> from optiq.topology import kary_ntree
+    >>> from optiq.workloads import Demands
+    >>> host_cable_bound(kary_ntree(2, 2, bandwidth=1.0), Demands([0, 1, 3], [2, 2, 2], [1, 1, 1]))   # 3 into host 2
+    3.0
+    """
+    E, cap = topology.num_endpoints, topology.capacity
+    sent = np.bincount(demands.src, weights=demands.nbytes.astype(float), minlength=E)
+    got = np.bincount(demands.dst, weights=demands.nbytes.astype(float), minlength=E)
+    fabric = topology.fabric
+    if fabric is not None:
+        row = {int(lid): i for i, lid in enumerate(fabric.lids.tolist()) if lid > 0}
+        into = fabric.lid_link[[row[int(lid)] for lid in fabric.endpoint_lid.tolist()]]
+        out_cap, in_cap = cap[fabric.egress], np.where(into >= 0, cap[np.maximum(into, 0)], np.inf)
+    else:
+        ups = topology.link_src < E
+        downs = topology.link_dst < E
+        out_cap = np.bincount(topology.link_src[ups], weights=cap[ups], minlength=E)
+        in_cap = np.bincount(topology.link_dst[downs], weights=cap[downs], minlength=E)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        times = np.concatenate((np.where(sent > 0, sent / out_cap, 0.0), np.where(got > 0, got / in_cap, 0.0)))
+    return float(times.max(initial=0.0))
 
 
 def _column_traffic(fabric: Fabric, demands: Demands, entry_switch: np.ndarray, share: np.ndarray,
