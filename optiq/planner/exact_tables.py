@@ -20,12 +20,14 @@ import numpy as np
 from ..errors import OptiqError, TopologyError
 from ..heuristics.tables import TreeRouter
 from ..lp.solution import silent_highs
+from ..workloads import Demands
 
 if TYPE_CHECKING:
-    from ..topology import Topology
-    from ..workloads import Demands
+    from collections.abc import Callable
 
-__all__ = ["ExactTables", "exact_tables", "MAX_ROUTES"]
+    from ..topology import Topology
+
+__all__ = ["ExactTables", "exact_tables", "search_tables", "MAX_ROUTES", "SEARCH_ROUNDS", "SEARCH_DESTINATIONS"]
 
 #: The integer program is refused above this many (pair, route) variables.
 MAX_ROUTES = 20_000
@@ -58,7 +60,8 @@ class ExactTables:
 
 
 def exact_tables(topology: Topology, demands: Demands, *, time_limit: float | None = 60.0,
-                 max_routes: int = MAX_ROUTES, node_limit: int | None = None) -> ExactTables:
+                 max_routes: int = MAX_ROUTES, node_limit: int | None = None,
+                 base_load: np.ndarray | None = None, router: TreeRouter | None = None) -> ExactTables:
     """The least busiest link of any destination-based tables for ``demands`` (module docstring).
 
     Parameters
@@ -74,6 +77,11 @@ def exact_tables(topology: Topology, demands: Demands, *, time_limit: float | No
         Branch-and-bound nodes for HiGHS: a limit in work, so the result is the same on a
         busy machine. Past either limit the best tables found are returned, not proven
         optimal (``optimal`` false).
+    base_load : ndarray, optional
+        Bytes every link carries besides ``demands`` (other pairs' routes, fixed): the program
+        then routes ``demands`` around them (:func:`search_tables`).
+    router : TreeRouter, optional
+        The fabric's legal routes, made once by a caller that solves many programs.
 
     Returns
     -------
@@ -89,13 +97,13 @@ def exact_tables(topology: Topology, demands: Demands, *, time_limit: float | No
     """
     import highspy
 
-    router = TreeRouter(topology)
+    router = router or TreeRouter(topology)
     fabric = topology.fabric
     assert fabric is not None
     E = topology.num_endpoints
     cap = topology.capacity
     size = demands.nbytes.astype(float)
-    fixed = np.zeros(topology.num_links)
+    fixed = np.zeros(topology.num_links) if base_load is None else np.asarray(base_load, dtype=float).copy()
     np.add.at(fixed, fabric.egress[demands.src], size)
     src_switch = topology.link_dst[fabric.egress[demands.src]] - E
     dst_link = fabric.egress[demands.dst]  # the host's cable out; its reverse carries the bytes in
@@ -156,6 +164,94 @@ def exact_tables(topology: Topology, demands: Demands, *, time_limit: float | No
     time_s = float((load / cap).max(initial=0.0))
     proven = time_s if optimal else min(time_s, max(0.0, float(h.getInfo().mip_dual_bound)))
     return ExactTables(time_s, chosen, count, optimal, proven)
+
+
+#: Rounds of :func:`search_tables` at most (work, not seconds: the same tables on any machine)...
+SEARCH_ROUNDS = 60
+#: ... each re-routing the pairs to at most this many destinations of the busiest link's pairs...
+SEARCH_DESTINATIONS = 6
+#: ... by a program of at most this many (pair, route) variables, within this many nodes.
+SEARCH_ROUTES, SEARCH_NODES = 3_000, 200
+
+
+def search_tables(topology: Topology, demands: Demands, routes: list[np.ndarray], *, rounds: int = SEARCH_ROUNDS,
+                  destinations: int = SEARCH_DESTINATIONS,
+                  progress: Callable[[str], None] | None = None) -> list[np.ndarray]:
+    """Tables for ``demands`` from ``routes`` (per job, its switch links) by a large neighbourhood
+    search: each round takes the busiest link, the destinations whose pairs cross it (the
+    heaviest first, at most ``destinations``, skipping sets tried there before), and routes
+    every pair to them again by the integer program (:func:`exact_tables`) around the rest
+    of the traffic, fixed. A round's routes are kept where the busiest link drops, or stays
+    and fewer links are that busy. Deterministic: rounds and nodes, not seconds, bound it.
+
+    Returns
+    -------
+    list of ndarray
+        Per job, its switch links: destination based, as the program keeps them (all pairs to
+        one destination re-routed together, one port per switch for them).
+    """
+    fabric = topology.fabric
+    assert fabric is not None
+    cap = topology.capacity
+    size = demands.nbytes.astype(float)
+    router = TreeRouter(topology)
+    routes = [np.asarray(r, dtype=np.int64) for r in routes]
+    load = np.zeros(topology.num_links)
+    np.add.at(load, fabric.egress[demands.src], size)
+    np.add.at(load, np.array([_reverse(topology, int(e)) for e in fabric.egress[demands.dst]], dtype=np.int64), size)
+    for j, links in enumerate(routes):
+        np.add.at(load, links, size[j])
+
+    def score(ld: np.ndarray) -> tuple[float, int]:
+        t = ld / cap
+        top = float(t.max(initial=0.0))
+        return top, int((t >= top * (1 - 1e-9)).sum())
+
+    tried: set[tuple[int, tuple[int, ...]]] = set()
+    for r in range(rounds):
+        now = score(load)
+        busy = np.flatnonzero(load / cap >= now[0] * (1 - 1e-9))
+        chosen = None
+        for e in busy.tolist():
+            crossing = [j for j, links in enumerate(routes) if e in links]
+            weight: dict[int, float] = {}
+            for j in crossing:
+                weight[int(demands.dst[j])] = weight.get(int(demands.dst[j]), 0.0) + size[j]
+            order = sorted(weight, key=lambda d: (-weight[d], d))
+            for skip in range(max(1, len(order) - destinations + 1)):
+                pick = tuple(sorted(order[skip:skip + destinations]))
+                if pick and (e, pick) not in tried:
+                    chosen = (e, pick)
+                    break
+            if chosen:
+                break
+        if chosen is None:
+            break
+        tried.add(chosen)
+        jobs = np.flatnonzero(np.isin(demands.dst, chosen[1]))
+        base = load.copy()
+        for j in jobs.tolist():
+            np.subtract.at(base, routes[j], size[j])
+        sub = Demands(demands.src[jobs], demands.dst[jobs], demands.nbytes[jobs])
+        host_base = base.copy()  # the program adds the subset's host cables itself
+        np.subtract.at(host_base, fabric.egress[sub.src], sub.nbytes.astype(float))
+        np.subtract.at(host_base, np.array([_reverse(topology, int(e)) for e in fabric.egress[sub.dst]],
+                                           dtype=np.int64), sub.nbytes.astype(float))
+        try:
+            found = exact_tables(topology, sub, time_limit=None, max_routes=SEARCH_ROUTES, node_limit=SEARCH_NODES,
+                                 base_load=host_base, router=router)
+        except OptiqError:
+            continue
+        trial = base.copy()
+        for j, links in zip(jobs.tolist(), found.routes):
+            np.add.at(trial, links, size[j])
+        if score(trial) < now:
+            for j, links in zip(jobs.tolist(), found.routes):
+                routes[j] = np.asarray(links, dtype=np.int64)
+            load = trial
+            if progress:
+                progress(f"table search round {r + 1}: busiest link {score(load)[0] * 1e3:.4f} ms")
+    return routes
 
 
 def _reverse(topology: Topology, link: int) -> int:

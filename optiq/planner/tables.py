@@ -43,6 +43,7 @@ from ..paths import FREE, PathSet, forwarding_routes, minhop_tables
 from ..paths.tablecheck import TableReport, check_tables
 from ..topology.lft import ForwardingTables, write_forwarding_tables
 from ..utils.resources import peak_memory_mib
+from .exact_tables import SEARCH_ROUNDS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -264,7 +265,7 @@ def _busiest(topology: Topology, paths: PathSet, nbytes: np.ndarray) -> float:
 
 
 def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow_credit_loops: bool = False,
-               rounds: int = REROUTE_ROUNDS, exact_routes: int = EXACT_ROUTES,
+               rounds: int = REROUTE_ROUNDS, exact_routes: int = EXACT_ROUTES, search_rounds: int = SEARCH_ROUNDS,
                progress: Callable[[str], None] | None = None) -> JobTables:
     """Forwarding tables that carry ``demands`` on ``topology``'s fabric with the least busy
     busiest link (module docstring).
@@ -286,6 +287,11 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
         Where the tables are above :func:`single_path_bound` after that, solve the integer
         program of :func:`optiq.planner.exact_tables` if it has at most this many (pair,
         route) variables (``0``: never), within :data:`EXACT_NODES` branch-and-bound nodes.
+    search_rounds : int
+        Where a gap is left after that (and the program did not prove its tables optimal),
+        rounds of the large neighbourhood search of :func:`optiq.planner.exact_tables.search_tables`
+        (``0``: none): the destinations of the busiest link's pairs routed again by the
+        integer program around the rest.
     progress : callable, optional
 
     Returns
@@ -354,6 +360,8 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
                 best = with_clos
             if best[0] > bound * (1 + 1e-9) and exact_routes > 0:
                 best, exact = _with_exact_routes(topology, demands, given, best, exact_routes, say)
+            if best[0] > bound * (1 + 1e-9) and search_rounds > 0 and not (exact is not None and exact.optimal):
+                best = _with_search(topology, demands, given, best, search_rounds, say, progress)
             break
         paths, offset = _lid_routes(topology, demands, tables, lids)
         say(f"LMC split: the LP over {paths.num_paths:,} routes ({lids} LIDs per destination)")
@@ -403,6 +411,21 @@ def _with_exact_routes(topology: Topology, demands: Demands, given: ForwardingTa
         return best, None
     what = "the integer program over every pair's legal routes" + ("" if exact.optimal else " (not proven optimal)")
     return _with_routes(topology, demands, given, best, exact.routes, say, what), exact
+
+
+def _with_search(topology: Topology, demands: Demands, given: ForwardingTables,
+                 best: tuple[float, np.ndarray, np.ndarray | None], search_rounds: int, say: Callable[[str], None],
+                 progress: Callable[[str], None] | None) -> tuple[float, np.ndarray, np.ndarray | None]:
+    """The tables of the neighbourhood search from ``best``'s routes, if faster."""
+    from .exact_tables import search_tables
+
+    E = topology.num_endpoints
+    paths = forwarding_routes(topology, demands, given.with_table(best[1], "job tables"))
+    inner = (topology.link_src[paths.links] >= E) & (topology.link_dst[paths.links] >= E)
+    starts = paths.offsets
+    routes = [paths.links[starts[p]:starts[p + 1]][inner[starts[p]:starts[p + 1]]] for p in range(paths.num_paths)]
+    found = search_tables(topology, demands, routes, rounds=search_rounds, progress=progress)
+    return _with_routes(topology, demands, given, best, found, say, "the neighbourhood search over the busiest links")
 
 
 def _with_routes(topology: Topology, demands: Demands, given: ForwardingTables,
