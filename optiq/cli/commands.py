@@ -19,7 +19,7 @@ from ..metrics.tables import jobs_table, links_table, metrics_table, named_loads
 from ..mpi.launch import need_mpi, world
 from ..plan import load_plan
 from ..planner import COMPARE_METHODS, cluster_tables, compare_methods, job_tables, make_plan, split_plan
-from ..planner.engines import check_engines, engine_times
+from ..planner.engines import check_engines, tables_against_engines
 from ..sim import (
     ChunkModel,
     fit_chunk_model,
@@ -164,11 +164,13 @@ def tables(args: argparse.Namespace) -> int:
         made, report = cluster.made, cluster.as_dict()
     else:
         demands = _demands(args, topology, say)
-        made = job_tables(topology, demands, lmc=args.lmc, allow_credit_loops=args.allow_credit_loops,
-                          rounds=args.rounds, progress=say)
+        options = dict(lmc=args.lmc, allow_credit_loops=args.allow_credit_loops, rounds=args.rounds)
+        if engines:
+            made, against = tables_against_engines(topology, demands, engines, progress=say, **options)
+        else:
+            made = job_tables(topology, demands, progress=say, **options)
         cluster, report = None, made.as_dict()
         if engines:
-            against = engine_times(topology, demands, engines, progress=say)
             report.update(engines_s=against.times_s, best_engine=against.best)
             print(against.line(made.time_s))
     for line in made.warnings():
