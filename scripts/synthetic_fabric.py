@@ -30,6 +30,8 @@ import argparse
 import random
 from dataclasses import dataclass, field
 
+import numpy as np
+
 LANE_GBPS = {"SDR": 2.0, "DDR": 4.0, "QDR": 8.0, "FDR10": 10.0, "FDR": 13.64, "EDR": 25.0, "HDR": 50.0,
              "NDR": 100.0}
 SWITCH_GUID, CA_GUID = 0x0002C90300A00000, 0x0002C90300B00000
@@ -183,58 +185,73 @@ def write_ibnetdiscover(model: FabricModel, path: str, *, grouped: bool = False)
         fh.write("\n".join(lines) + "\n")
 
 
-def _distances(model: FabricModel, target: Node) -> dict[int, int]:
-    """Hops from every switch to ``target`` (breadth-first search through switches)."""
-    dist = {id(target): 0}
-    frontier = [target]
-    while frontier:
-        nxt = []
-        for node in frontier:
-            for peer, _, _ in node.cables.values():
-                if peer.kind == "S" and id(peer) not in dist:
-                    dist[id(peer)] = dist[id(node)] + 1
-                    nxt.append(peer)
-        frontier = nxt
-    return dist
+def _switch_distances(model: FabricModel) -> np.ndarray:
+    """Hops between every two switches, through switches (breadth-first, by scipy)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
 
-
-def route_port(model: FabricModel, switch: Node, target: Node, dist: dict[int, int], offset: int = 0) -> int:
-    """This script's rule (D-mod-K): among ``switch``'s ports on a shortest path to ``target``,
-    in port order, number ``(t // k**level + offset) % count``, with ``t`` the target host's
-    slot (a switch's own word for switch targets) and ``offset`` the LID's past the port's
-    base LID; port 0 for the switch itself."""
-    if target is switch:
-        return 0
-    closer = [p for p, (peer, _, _) in sorted(switch.cables.items())
-              if peer is target or dist.get(id(peer), -9) == dist[id(switch)] - 1]
-    if not closer:
-        raise SystemExit(f"{switch.name} cannot reach {target.name}")
-    t = target.slot if target.kind == "H" else target.word
-    return closer[(t // model.k ** switch.level + offset) % len(closer)]
+    index = {id(s): i for i, s in enumerate(model.switches)}
+    pairs = [(i, index[id(peer)]) for i, s in enumerate(model.switches) for peer, _, _ in s.cables.values()
+             if peer.kind == "S"]
+    rows, cols = (np.array(c, dtype=np.int64) for c in zip(*pairs)) if pairs else (np.zeros(0, int),) * 2
+    n = len(model.switches)
+    graph = csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    return shortest_path(graph, unweighted=True)
 
 
 def write_lfts(model: FabricModel, path: str, fmt: str = "ibroute") -> None:
-    """Every switch's table: a line per LID of the fabric, switches' and hosts'."""
-    nodes = sorted(model.switches + model.hosts, key=lambda n: n.lid)
-    dists = {id(n): _distances(model, n) for n in nodes}
+    """Every switch's table: a line per LID of the fabric, switches' and hosts'.
+
+    The rule (D-mod-K): among a switch's ports on a shortest path to the target, in port
+    order, number ``(t // k**level + offset) % count``, with ``t`` the target host's slot (a
+    switch's own word for switch targets) and ``offset`` the LID's past the port's base LID;
+    port 0 for the switch itself. A host is one hop below its leaf, so the ports towards it
+    are those towards its leaf (or the host's own, on its leaf). The tables are written a
+    switch at a time, from arrays, so a 10,000-host fabric fits in memory.
+    """
+    switches = model.switches
+    index = {id(s): i for i, s in enumerate(switches)}
+    dist = _switch_distances(model)
+    nodes = sorted(switches + model.hosts, key=lambda n: n.lid)
     targets = [(n, o) for n in nodes for o in range(1 << n.lmc)]
     top = max(n.lid + o for n, o in targets)
-    lines = []
-    for s in model.switches:
-        if fmt == "ibroute":
-            lines += [f"Unicast lids [0x0-0x{top:x}] of switch Lid {s.lid} guid 0x{s.guid:016x} ({s.description}):",
-                      "  Lid  Out   Destination", "       Port     Info "]
-        else:
-            lines.append(f"Unicast lids [0-{top}] of switch Lid {s.lid} guid 0x{s.guid:016x} ('{s.description}'):")
-        for n, o in targets:
-            port = route_port(model, s, n, dists[id(n)], o)
-            kind = "Switch" if n.kind == "S" else "Channel Adapter"
-            info = f"{kind} portguid 0x{n.guid + (n.kind == 'H'):016x}: '{n.description}'"
-            lines.append(f"0x{n.lid + o:04x} {port:03d} : ({info})" if fmt == "ibroute" else
-                         f"0x{n.lid + o:04x} {port:03d} # {info}")
-        lines.append(f"{len(targets)} valid lids dumped " if fmt == "ibroute" else f"{top} lids dumped")
+    host_leaf = {id(h): index[id(peer)] for h in model.hosts for peer, _, _ in h.cables.values()}
+    leaf = np.array([index[id(n)] if n.kind == "S" else host_leaf[id(n)] for n, _ in targets], dtype=np.int64)
+    is_host = np.array([n.kind == "H" for n, _ in targets])
+    word = np.array([n.slot if n.kind == "H" else n.word for n, _ in targets], dtype=np.int64)
+    offset = np.array([o for _, o in targets], dtype=np.int64)
+    ids = [id(n) for n, _ in targets]
+    heads, tails = [], []
+    for n, o in targets:
+        kind = "Switch" if n.kind == "S" else "Channel Adapter"
+        info = f"{kind} portguid 0x{n.guid + (n.kind == 'H'):016x}: '{n.description}'"
+        heads.append(f"0x{n.lid + o:04x} ")
+        tails.append(f" : ({info})" if fmt == "ibroute" else f" # {info}")
+    text = [f"{p:03d}" for p in range(256)]
     with open(path, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+        for i, s in enumerate(switches):
+            ports = sorted(s.cables)
+            peer_switch = np.array([index.get(id(s.cables[p][0]), -1) for p in ports], dtype=np.int64)
+            number = np.array(ports, dtype=np.int64)
+            towards = (peer_switch[:, None] >= 0) & (dist[np.maximum(peer_switch, 0)] == dist[i] - 1)[:, leaf]
+            count = towards.sum(axis=0)
+            pick = (word // model.k ** s.level + offset) % np.maximum(count, 1)
+            rank = np.cumsum(towards, axis=0) - 1
+            port = number[np.argmax(towards & (rank == pick), axis=0)]
+            own = np.flatnonzero(leaf == i)   # this switch itself (port 0), and its own hosts
+            by_host = {id(s.cables[p][0]): p for p in ports if s.cables[p][0].kind == "H"}
+            for t in own.tolist():
+                port[t] = by_host[ids[t]] if is_host[t] else 0
+            stuck = np.flatnonzero((count == 0) & (leaf != i))
+            if stuck.size:
+                raise SystemExit(f"{s.name} cannot reach {targets[int(stuck[0])][0].name}")
+            if fmt == "ibroute":
+                fh.write(f"Unicast lids [0x0-0x{top:x}] of switch Lid {s.lid} guid 0x{s.guid:016x} ({s.description}):\n"
+                         "  Lid  Out   Destination\n       Port     Info \n")
+            else:
+                fh.write(f"Unicast lids [0-{top}] of switch Lid {s.lid} guid 0x{s.guid:016x} ('{s.description}'):\n")
+            fh.write("\n".join([h + text[p] + t for h, p, t in zip(heads, port.tolist(), tails)]) + "\n")
+            fh.write(f"{len(targets)} valid lids dumped \n" if fmt == "ibroute" else f"{top} lids dumped\n")
 
 
 def write_names(model: FabricModel, path: str) -> None:
