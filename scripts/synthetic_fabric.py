@@ -110,7 +110,7 @@ def build(k: int, levels: int, *, hosts: int | None = None, parallel: int = 1, s
     for i, t in enumerate(filled):
         name = f"node{i + 1:0{width}d}"
         desc = "MT4123 ConnectX6 Mellanox Technologies" if anonymous else f"{name} HCA-1"
-        host_nodes.append(Node("H", CA_GUID + i, desc, 1, slot=t, host=name))
+        host_nodes.append(Node("H", CA_GUID + 2 * i, desc, 1, slot=t, host=name))  # its port: the GUID + 1
     for leaf in range(per_level):
         mine = [h for h in host_nodes if h.slot // k == leaf]
         ports = list(range(1, k + 1))
@@ -183,6 +183,37 @@ def write_ibnetdiscover(model: FabricModel, path: str, *, grouped: bool = False)
                          f'"{peer.description}" lid {peer.lid} 4x{speed}')
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
+
+
+def _distances(model: FabricModel, target: Node) -> dict[int, int]:
+    """Hops from every switch to ``target`` (breadth-first search through switches)."""
+    dist = {id(target): 0}
+    frontier = [target]
+    while frontier:
+        nxt = []
+        for node in frontier:
+            for peer, _, _ in node.cables.values():
+                if peer.kind == "S" and id(peer) not in dist:
+                    dist[id(peer)] = dist[id(node)] + 1
+                    nxt.append(peer)
+        frontier = nxt
+    return dist
+
+
+def route_port(model: FabricModel, switch: Node, target: Node, dist: dict[int, int], offset: int = 0) -> int:
+    """This script's rule (D-mod-K), one entry at a time (:func:`write_lfts` applies it to
+    whole tables at once, and the tests hold the two alike): among ``switch``'s ports on a shortest path to ``target``,
+    in port order, number ``(t // k**level + offset) % count``, with ``t`` the target host's
+    slot (a switch's own word for switch targets) and ``offset`` the LID's past the port's
+    base LID; port 0 for the switch itself."""
+    if target is switch:
+        return 0
+    closer = [p for p, (peer, _, _) in sorted(switch.cables.items())
+              if peer is target or dist.get(id(peer), -9) == dist[id(switch)] - 1]
+    if not closer:
+        raise SystemExit(f"{switch.name} cannot reach {target.name}")
+    t = target.slot if target.kind == "H" else target.word
+    return closer[(t // model.k ** switch.level + offset) % len(closer)]
 
 
 def _switch_distances(model: FabricModel) -> np.ndarray:

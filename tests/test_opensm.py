@@ -320,8 +320,9 @@ def test_compare_and_tables_take_opensm_engines_and_a_wrong_one_is_one_line(nets
     job = ["--pattern", "permutation", "--size", "8MiB", "-q"]
     assert main(["compare", "-t", fabric, "--routes", "opensm:ftree", *job, "--methods", "default,tables", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    ftree = read_ibnetdiscover(bare.fabric.source, routes=tmp_path / "cache" / "optiq" / "opensm"
-                               / f"{bare.fingerprint}-ftree.lfts")
+    from optiq.paths.opensm import opensm_tables
+
+    ftree = read_ibnetdiscover(bare.fabric.source, routes=opensm_tables(bare, "ftree"))   # the cached file
     from optiq.workloads import WorkloadSpec
 
     demands = WorkloadSpec(pattern="permutation", size=2**23).make(ftree)

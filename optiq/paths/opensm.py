@@ -12,8 +12,8 @@ not the ``minhop`` optiq emulates, so a gain is stated over the best of them. Gi
 3. runs ``opensm -o -R ENGINE`` once (``ibsim-run`` preloads the simulator's library) and checks
    its log says that engine configured every switch (OpenSM falls back to minhop, and exits 0,
    when an engine refuses a fabric);
-4. runs ``dump_lfts``, stops ibsim by its process id, and keeps the dump in a cache directory,
-   named by the fabric's fingerprint and the engine, for the next call.
+4. runs ``dump_lfts``, stops ibsim by its process id, checks every host's LID is in it, and keeps
+   the dump in a cache directory, named by a hash of the fabric file and the engine, for the next call.
 
 Where the tools are absent it says how to get them, or how to give the tables another way: a
 ``dump_lfts`` of the real fabric as ``--routes FILE``.
@@ -116,7 +116,7 @@ def opensm_tables(topology: Topology, engine: str, *, progress: Callable[[str], 
         raise TopologyError(f"{fabric.source}: port {int((fabric.lids <= 0).argmax())} of the fabric has no LID; "
                             f"OpenSM's tables would name LIDs the file does not: discover the fabric once its "
                             f"subnet manager has run")
-    cache = opensm_cache_dir() / f"{topology.fingerprint}-{engine}.lfts"
+    cache = opensm_cache_dir() / f"{_file_digest(Path(fabric.source))}-{engine}.lfts"
     if cache.exists() and not refresh:
         return cache
     missing = missing_opensm_tools()
@@ -127,11 +127,24 @@ def opensm_tables(topology: Topology, engine: str, *, progress: Callable[[str], 
                             f"(dump_lfts of a fabric {engine} routes)")
     with tempfile.TemporaryDirectory(prefix="optiq-opensm-") as work:
         dump = _route(Path(fabric.source), Path(work), engine, _guid2lid(topology), progress)
+        _check_every_host(topology, dump, engine)
         cache.parent.mkdir(parents=True, exist_ok=True)
         partial = cache.with_suffix(f".{os.getpid()}.part")
         partial.write_text(dump)
         partial.replace(cache)  # whole or not at all, for a concurrent reader
     return cache
+
+
+def _file_digest(path: Path) -> str:
+    """A short hash of the fabric file's bytes: its GUIDs and LIDs name the tables, and the
+    topology's fingerprint does not hold them."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
 
 
 def _route(net: Path, work: Path, engine: str, guid2lid: str, progress: Callable[[str], None] | None) -> str:
@@ -170,6 +183,20 @@ def _route(net: Path, work: Path, engine: str, guid2lid: str, progress: Callable
     if "Unicast lids" not in dump:
         raise TopologyError(f"dump_lfts printed no tables of {net.name}")
     return dump
+
+
+def _check_every_host(topology: Topology, dump: str, engine: str) -> None:
+    """Refuse tables that leave out a host's LID (the simulated fabric lost it, as ibsim does
+    with two ports of one GUID), naming the first such host."""
+    fabric = topology.fabric
+    assert fabric is not None
+    listed = {int(line[2:6], 16) for line in dump.splitlines() if line.startswith("0x") and len(line) > 6}
+    missing = [h for h, lid in enumerate(fabric.endpoint_lid.tolist()) if lid not in listed]
+    if missing:
+        h = missing[0]
+        raise TopologyError(f"OpenSM's {engine} tables have no entry for {topology.endpoint_names[h]} (LID "
+                            f"0x{int(fabric.endpoint_lid[h]):04x}) nor {len(missing) - 1} other hosts: the simulated "
+                            f"fabric lost them (ibsim drops a node whose GUID another port has)")
 
 
 def _run(argv: list[str], env: dict[str, str], work: Path) -> str:

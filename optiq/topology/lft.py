@@ -37,6 +37,8 @@ import numpy as np
 from ..errors import TopologyError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from .base import Topology
     from .ibnet import Fabric
 
@@ -121,29 +123,61 @@ def read_forwarding_tables(path: str | Path, topology: Topology) -> ForwardingTa
     space = fabric.lid_space
     switch_of = {int(name[2:], 16): v for v, name in enumerate(topology.node_names) if v >= E}
     where = f"forwarding tables {str(p)!r}"
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise TopologyError(f"cannot read {where}: {exc.strerror or exc}") from None
-    seen, rows, lids, guid_of, ports = _entries(data, where, switch_of, topology.name, E)
-    if not seen:
-        raise TopologyError(f"{where}: no 'Unicast lids ... of switch ... guid 0x...' table")
     # the port (its index among the fabric's LIDs) each line's port GUID names, -1: none or unknown
     order = np.argsort(fabric.lid_guid, kind="stable")
     known = fabric.lid_guid[order]
-    at = np.minimum(np.searchsorted(known, guid_of), max(known.size - 1, 0))
-    owner = np.where((guid_of > 0) & (known[at] == guid_of), order[at], -1) if known.size else np.full(lids.size, -1)
-    moved = _remap(fabric, lids, owner)
-    columns = space.columns(moved)
-    ok = columns >= 0
-    tables.table[rows[ok], columns[ok]] = ports[ok].astype(np.uint8)
+    seen: dict[int, int] = {}
+    entries = foreign = remapped = 0
+    for data, first_line in _pieces(p, where):  # a piece at a time: memory grows with a piece, not the file
+        rows, lids, guid_of, ports = _entries(data, where, switch_of, topology.name, E, seen, first_line)
+        at = np.minimum(np.searchsorted(known, guid_of), max(known.size - 1, 0))
+        owner = np.where((guid_of > 0) & (known[at] == guid_of), order[at], -1) if known.size else \
+            np.full(lids.size, -1)
+        moved = _remap(fabric, lids, owner)
+        columns = space.columns(moved)
+        ok = columns >= 0
+        tables.table[rows[ok], columns[ok]] = ports[ok].astype(np.uint8)
+        entries, foreign, remapped = entries + ok.size, foreign + int((~ok).sum()), remapped + int((moved != lids).sum())
+    if not seen:
+        raise TopologyError(f"{where}: no 'Unicast lids ... of switch ... guid 0x...' table")
     listed = np.array([switch_of[g] - E for g in seen])
-    foreign = int((~ok).sum())
-    if foreign * 2 > ok.size and (tables.table[listed][:, tables.endpoint_column] == NO_PORT).any():
-        raise TopologyError(f"{where}: {foreign:,} of its {ok.size:,} entries are for LIDs {fabric.source} does not "
+    if foreign * 2 > entries and (tables.table[listed][:, tables.endpoint_column] == NO_PORT).any():
+        raise TopologyError(f"{where}: {foreign:,} of its {entries:,} entries are for LIDs {fabric.source} does not "
                             f"have, and its hosts' LIDs are missing: the tables are of another sweep (the LIDs "
                             f"moved); dump them with their port GUIDs (dump_lfts) or discover the fabric again")
-    return ForwardingTables(str(p), tables.table, tables.lids, tables.endpoint_column, int((moved != lids).sum()))
+    return ForwardingTables(str(p), tables.table, tables.lids, tables.endpoint_column, remapped)
+
+
+#: Bytes of the file read at once (cut where a table starts), so a dump of any size fits.
+PIECE_BYTES = 64 << 20
+
+
+def _pieces(path: Path, where: str) -> Iterator[tuple[bytes, int]]:
+    """The file in pieces of whole tables of about :data:`PIECE_BYTES`, each with the number
+    of its first line."""
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise TopologyError(f"cannot read {where}: {exc.strerror or exc}") from None
+    with fh:
+        carry, line = b"", 1
+        while True:
+            try:
+                block = fh.read(PIECE_BYTES)
+            except OSError as exc:
+                raise TopologyError(f"cannot read {where}: {exc.strerror or exc}") from None
+            data = carry + block
+            if not block:
+                if data:
+                    yield data, line
+                return
+            cut = max(data.rfind(b"\nUnicast lids"), data.rfind(b"\nMulticast"))
+            if cut <= 0:  # no table starts in it: read on
+                carry = data
+                continue
+            piece, carry = data[:cut + 1], data[cut + 1:]
+            yield piece, line
+            line += piece.count(b"\n")
 
 
 _HEX = np.full(256, 255, dtype=np.uint8)
@@ -235,10 +269,11 @@ def _lid_and_port(arr: np.ndarray, entry: np.ndarray) -> tuple[np.ndarray, np.nd
     return lid, port, valid
 
 
-def _entries(data: bytes, where: str, switch_of: dict[int, int], name: str,
-             E: int) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Every unicast entry of the file, read from its bytes at once: the switches' GUIDs in
-    file order, and per entry its switch row, LID, port GUID (0: none on the line) and port.
+def _entries(data: bytes, where: str, switch_of: dict[int, int], name: str, E: int, seen: dict[int, int],
+             first_line: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every unicast entry of a piece of the file (starting at line ``first_line``), read from
+    its bytes at once: per entry its switch row, LID, port GUID (0: none on the line) and port;
+    the switches' GUIDs go into ``seen`` (GUID -> line of its table), in file order.
 
     Raises TopologyError naming the line of an entry outside a table, a header without a
     switch GUID, a switch not in the fabric or listed twice, or a port beyond 254."""
@@ -248,13 +283,12 @@ def _entries(data: bytes, where: str, switch_of: dict[int, int], name: str,
     starts = np.concatenate(([0], np.flatnonzero(arr == 10) + 1))
     starts = starts[starts < arr.size]
 
-    def line_of(pos: int) -> int:  # 1-based
-        return int(np.searchsorted(starts, pos, side="right"))
+    def line_of(pos: int) -> int:  # 1-based, in the file
+        return int(np.searchsorted(starts, pos, side="right")) + first_line - 1
 
     # tables: "Unicast lids" starts one, "Multicast" starts one whose entries are skipped
     heads = sorted([(int(pos), b"Unicast lids") for pos in _find(arr, b"Unicast lids", starts)]
                    + [(int(pos), b"Multicast") for pos in _find(arr, b"Multicast", starts)])
-    seen: dict[int, int] = {}
     section_row = []
     for pos, kind in heads:
         if kind == b"Multicast":
@@ -311,7 +345,7 @@ def _entries(data: bytes, where: str, switch_of: dict[int, int], name: str,
         value = _guids(arr, marks)
         first = np.unique(owner, return_index=True)[1]  # the first on a line
         port_guid[owner[first]] = value[first]
-    return list(seen), row, lid.astype(np.int64), port_guid, port.astype(np.int64)
+    return row, lid.astype(np.int64), port_guid, port.astype(np.int64)
 
 
 def _remap(fabric: Fabric, lid: np.ndarray, port: np.ndarray) -> np.ndarray:
@@ -359,17 +393,16 @@ def write_forwarding_tables(tables: ForwardingTables, topology: Topology, path: 
     top = int(tables.lids.max(initial=0))
     own = {int(node): int(fabric.lids[i]) for i, node in enumerate(fabric.lid_node.tolist())
            if fabric.lid_link[i] < 0}
-    lines = []
-    for row in range(tables.table.shape[0]):
-        v = row + E
-        lines.append(f"Unicast lids [0x0-0x{top:x}] of switch Lid {own.get(v, 0)} guid "
-                     f"0x{int(fabric.node_guid[v]):016x} ({fabric.descriptions[v]}):")
-        lines.append("  Lid  Out   Destination")
-        lines.append("       Port     Info ")
-        ports = tables.table[row]
-        lines.extend(f"{lid}{int(port):03d}{text}" for lid, port, text in zip(lid_text, ports, info))
-        lines.append(f"{tables.lids.size} valid lids dumped ")
+    port_text = [f"{p:03d}" for p in range(256)]
     try:
-        Path(path).write_text("\n".join(lines) + "\n")
+        with open(path, "w") as fh:  # a switch at a time: the text of all of them may be gigabytes
+            for row in range(tables.table.shape[0]):
+                v = row + E
+                fh.write(f"Unicast lids [0x0-0x{top:x}] of switch Lid {own.get(v, 0)} guid "
+                         f"0x{int(fabric.node_guid[v]):016x} ({fabric.descriptions[v]}):\n"
+                         "  Lid  Out   Destination\n       Port     Info \n")
+                fh.write("\n".join([lid + port_text[port] + text for lid, port, text in
+                                    zip(lid_text, tables.table[row].tolist(), info)]))
+                fh.write(f"\n{tables.lids.size} valid lids dumped \n")
     except OSError as exc:
         raise TopologyError(f"cannot write forwarding tables {str(path)!r}: {exc.strerror or exc}") from None
