@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import time
+import weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -317,7 +318,7 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
                             f"(opensm -l 2) and discover it again to give each destination several LIDs")
     say = progress or (lambda message: None)
     given = fabric.forwarding or minhop_tables(topology, progress=progress)
-    given_report = check_tables(topology, given)
+    given_report = _checked(topology, given)
     try:
         given_routes = forwarding_routes(topology, demands, given)
         given_time = _busiest(topology, given_routes, demands.nbytes.astype(float))
@@ -394,6 +395,23 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
     changed = int((tables.table != given.table).sum())
     return JobTables(topology, demands, tables, given, time_s, given_time, report, given_report, kept, longer,
                      changed, minimal_loop, split, bound, time.perf_counter() - start, peak_memory_mib(), exact)
+
+
+#: The check of tables given again (``id`` -> (the tables, their topology, the report)): the
+#: cluster's tables make tables for every job from the same given ones.
+_CHECKED: dict[int, tuple[weakref.ref[ForwardingTables], weakref.ref[Topology], TableReport]] = {}
+
+
+def _checked(topology: Topology, tables: ForwardingTables) -> TableReport:
+    """:func:`~optiq.paths.tablecheck.check_tables` of ``tables``, once per tables object."""
+    kept = _CHECKED.get(id(tables))
+    if kept is not None and kept[0]() is tables and kept[1]() is topology:
+        return kept[2]
+    report = check_tables(topology, tables)
+    for key in [k for k, (t, g, _) in _CHECKED.items() if t() is None or g() is None]:
+        del _CHECKED[key]
+    _CHECKED[id(tables)] = (weakref.ref(tables), weakref.ref(topology), report)
+    return report
 
 
 def _with_exact_routes(topology: Topology, demands: Demands, given: ForwardingTables,
