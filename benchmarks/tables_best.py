@@ -6,8 +6,10 @@ OpenSM's own engines (the real OpenSM on the fabric simulated by ibsim), in one 
 
 Fabrics: the ibsim 4-ary 3-tree (64 hosts, a quarter of its switch cables at DDR), a 192-host
 leaf-spine (12 leaves of 16 hosts, 4 spines, 2 cables each) and the synthetic 8-ary 3-tree
-(512 hosts, hosts at NDR so that the switch cables bind), each discovered by the real
-``ibnetdiscover`` after OpenSM's minhop. Jobs: random pairs (3 seeds: half the hosts each
+(500 of its 512 host slots filled: ibsim drops a 512th host; hosts at NDR so that the switch
+cables bind); the first two as the real
+``ibnetdiscover`` prints them after OpenSM's minhop, the third as the script writes it (ibsim
+simulates SDR to QDR only; the engines' tables are made on it all the same). Jobs: random pairs (3 seeds: half the hosts each
 send to one other, 1-3 MiB), many-to-few (16 hosts to 4, 4 each, 8 MiB), a 12-host
 all-to-all (1 MiB), a shift by 5 and a random permutation (8 MiB). "best known" is the least
 of the tables, the program's incumbent and the engines; the last column is the tables over
@@ -66,9 +68,9 @@ def fabrics(work: Path, quick: bool) -> list[tuple[str, Path]]:
         if quick:
             return out
     sf = _script("synthetic_fabric")
-    model = sf.build(8, 3, seed=1, host_speed="NDR")
-    sf.write_ibnetdiscover(model, str(work / "k8.txt"))
-    out.append(("synthetic 8-ary 3-tree, hosts at NDR", discovered(work / "k8.txt", work / "k8")))
+    model = sf.build(8, 3, hosts=500, seed=1, host_speed="NDR")  # ibsim loses a 512th host
+    sf.write_ibnetdiscover(model, str(work / "k8.txt"))  # as written: ibsim would slow its NDR cables to QDR
+    out.append(("synthetic 8-ary 3-tree, 500 hosts at NDR", work / "k8.txt"))
     return out
 
 
