@@ -22,16 +22,14 @@ Part 2 needs Debian's opensm, ibsim-utils and infiniband-diags (skipped, saying 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import random
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
+from _scripts import discovered
 
 from optiq import Demands, from_spec, make_plan
 from optiq.paths import dmodk_routes, forwarding_routes
@@ -42,7 +40,6 @@ from optiq.topology import kary_ntree, read_ibnetdiscover
 from optiq.topology.lft import read_forwarding_tables
 from optiq.workloads import permutation
 
-ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ("minhop", "updn", "ftree", "dfsssp")
 
 
@@ -80,26 +77,6 @@ def part1(draws: int) -> None:
                                 .predicted_time_s / 2**20)
         print(f"  {f'fattree:k={k},n=2':16} {np.mean(dmodk):8.3f} {np.mean(ecmp):8.3f} {np.mean(brute):8.3f} "
               f"{np.mean(ecmp) / np.mean(brute):10.3f} {np.mean(adaptive):9.3f}")
-
-
-def _ibsim():
-    spec = importlib.util.spec_from_file_location("ibsim_fabrics", ROOT / "scripts" / "ibsim_fabrics.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ibsim_fabrics"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def discovered(kind: str, args: list[str], work: Path) -> Path:
-    """The ibnetdiscover file of an ibsim fabric once OpenSM has given it LIDs."""
-    sim = _ibsim()
-    net = work / f"{kind}.net"
-    subprocess.run([sys.executable, ROOT / "scripts" / "ibsim_fabrics.py", kind, net, *args], check=True,
-                   capture_output=True)
-    with sim.Simulator(net, work / kind) as running:
-        running.route("minhop")
-        fabric, _ = running.discover()
-    return fabric
 
 
 def jobs(n: int, seed: int) -> dict[str, Demands]:

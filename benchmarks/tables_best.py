@@ -19,14 +19,12 @@ it. Needs Debian's opensm, ibsim-utils and infiniband-diags.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from _scripts import discovered, load_script
 
 from optiq import Demands
 from optiq.errors import OptiqError
@@ -37,37 +35,15 @@ from optiq.topology import read_ibnetdiscover
 from optiq.topology.lft import read_forwarding_tables
 from optiq.workloads import permutation
 
-ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ("minhop", "updn", "ftree", "dfsssp")
 
 
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def discovered(net: Path, work: Path) -> Path:
-    """ibnetdiscover's file of an ibsim net file once OpenSM's minhop has given it LIDs."""
-    with _script("ibsim_fabrics").Simulator(net, work) as sim:
-        sim.route("minhop")
-        fabric, _ = sim.discover()
-    return fabric
-
-
 def fabrics(work: Path, quick: bool) -> list[tuple[str, Path]]:
-    out = []
-    for kind, args, label in (("tree", ["--k", "4", "--levels", "3"], "ibsim 4-ary 3-tree"),
-                              ("leaf-spine", ["--leaves", "12", "--hosts-per-leaf", "16"], "192-host leaf-spine")):
-        net = work / f"{kind}.net"
-        subprocess.run([sys.executable, ROOT / "scripts" / "ibsim_fabrics.py", kind, net, *args], check=True,
-                       capture_output=True)
-        out.append((label, discovered(net, work / kind)))
-        if quick:
-            return out
-    sf = _script("synthetic_fabric")
+    out = [("ibsim 4-ary 3-tree", discovered("tree", ["--k", "4", "--levels", "3"], work))]
+    if quick:
+        return out
+    out.append(("192-host leaf-spine", discovered("leaf-spine", ["--leaves", "12", "--hosts-per-leaf", "16"], work)))
+    sf = load_script("synthetic_fabric")
     model = sf.build(8, 3, hosts=500, seed=1, host_speed="NDR")  # ibsim loses a 512th host
     sf.write_ibnetdiscover(model, str(work / "k8.txt"))  # as written: ibsim would slow its NDR cables to QDR
     out.append(("synthetic 8-ary 3-tree, 500 hosts at NDR", work / "k8.txt"))
