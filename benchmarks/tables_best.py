@@ -11,7 +11,8 @@ cables bind); the first two as the real
 ``ibnetdiscover`` prints them after OpenSM's minhop, the third as the script writes it (ibsim
 simulates SDR to QDR only; the engines' tables are made on it all the same). Jobs: random pairs (3 seeds: half the hosts each
 send to one other, 1-3 MiB), many-to-few (16 hosts to 4, 4 each, 8 MiB), a 12-host
-all-to-all (1 MiB), a shift by 5 and a random permutation (8 MiB). "best known" is the least
+all-to-all (1 MiB), a shift by 5, a random permutation (8 MiB) and the seeds' disjoint,
+overlap and subset patterns (P/16 sources, 8 destinations each, 8 MiB). "best known" is the least
 of the tables, the program's incumbent and the engines; the last column is the tables over
 it. Needs Debian's opensm, ibsim-utils and infiniband-diags.
 """
@@ -33,16 +34,18 @@ from optiq.paths.opensm import missing_opensm_tools, opensm_tables
 from optiq.planner import exact_tables, job_tables
 from optiq.topology import read_ibnetdiscover
 from optiq.topology.lft import read_forwarding_tables
-from optiq.workloads import permutation
+from optiq.workloads import constant_ratio, permutation
 
 ENGINES = ("minhop", "updn", "ftree", "dfsssp")
 
 
-def fabrics(work: Path, quick: bool) -> list[tuple[str, Path]]:
+def fabrics(work: Path, quick: bool, ibsim_only: bool = False) -> list[tuple[str, Path]]:
     out = [("ibsim 4-ary 3-tree", discovered("tree", ["--k", "4", "--levels", "3"], work))]
     if quick:
         return out
     out.append(("192-host leaf-spine", discovered("leaf-spine", ["--leaves", "12", "--hosts-per-leaf", "16"], work)))
+    if ibsim_only:
+        return out
     sf = load_script("synthetic_fabric")
     model = sf.build(8, 3, hosts=500, seed=1, host_speed="NDR")  # ibsim loses a 512th host
     sf.write_ibnetdiscover(model, str(work / "k8.txt"))  # as written: ibsim would slow its NDR cables to QDR
@@ -65,19 +68,22 @@ def jobs(n: int) -> dict[str, Demands]:
     out["12-host all-to-all"] = Demands(a[keep], b[keep], [1 << 20] * int(keep.sum()))
     out["shift by 5"] = Demands(np.arange(n), (np.arange(n) + 5) % n, [8 << 20] * n)
     out["permutation"] = permutation(n, nbytes=8 << 20, seed=1)
+    for pattern in ("disjoint", "overlap", "subset"):   # the seeds' patterns: P/16 sources, 8 destinations each
+        out[f"{pattern} {n // 16}x8"] = constant_ratio(n, pattern, num_sources=max(2, n // 16), ratio=8)
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the 64-host tree only")
+    ap.add_argument("--ibsim-only", action="store_true", help="the two ibsim fabrics, not the 8-ary 3-tree")
     args = ap.parse_args()
     missing = missing_opensm_tools()
     if missing:
         raise SystemExit(f"needs {', '.join(missing)}: apt-get install opensm ibsim-utils infiniband-diags")
     worst = 1.0
     with tempfile.TemporaryDirectory(prefix="optiq-best-") as tmp:
-        for label, fabric in fabrics(Path(tmp), args.quick):
+        for label, fabric in fabrics(Path(tmp), args.quick, args.ibsim_only):
             t = read_ibnetdiscover(fabric)
             engines = {e: read_forwarding_tables(opensm_tables(t, e), t) for e in ENGINES}
             print(f"== {label}: {t.num_endpoints} hosts, {t.num_nodes - t.num_endpoints} switches; busiest links in ms")
