@@ -184,8 +184,9 @@ def routed_spec(spec: str, routes: str | None, seed: int = 0, progress: Callable
     if word.lower().startswith("ecmp:"):
         return f"{spec},routes={word}"
     if not spec.strip().lower().startswith("ibnet:"):
-        raise OptiqError(f"--routes {routes!r}: a tables file applies to InfiniBand fabrics (-t ibnet:FILE), not "
-                         f"{spec!r}; every network takes --routes ecmp")
+        what = "OpenSM's engines route" if word.lower().startswith("opensm:") else "a tables file applies to"
+        raise OptiqError(f"--routes {routes!r}: {what} InfiniBand fabrics (-t ibnet:FILE), not {spec!r}; every "
+                         f"network takes --routes ecmp")
     if word.lower().startswith("opensm:"):
         from ..paths.opensm import opensm_tables
         from ..topology import from_spec

@@ -194,9 +194,11 @@ def _check_every_host(topology: Topology, dump: str, engine: str) -> None:
     missing = [h for h, lid in enumerate(fabric.endpoint_lid.tolist()) if lid not in listed]
     if missing:
         h = missing[0]
+        others = f" and {len(missing) - 1} other hosts" if len(missing) > 1 else ""
         raise TopologyError(f"OpenSM's {engine} tables have no entry for {topology.endpoint_names[h]} (LID "
-                            f"0x{int(fabric.endpoint_lid[h]):04x}) nor {len(missing) - 1} other hosts: the simulated "
-                            f"fabric lost them (ibsim drops a node whose GUID another port has)")
+                            f"0x{int(fabric.endpoint_lid[h]):04x}){others}: the simulated fabric lost "
+                            f"{'them' if others else 'it'} (ibsim drops a node whose GUID another port has, and "
+                            f"hosts past its 511th)")
 
 
 def _run(argv: list[str], env: dict[str, str], work: Path) -> str:

@@ -13,7 +13,7 @@ from ..errors import TopologyError
 from ..paths import forwarding_routes
 from ..paths.opensm import OPENSM_ENGINES, opensm_tables
 from ..topology import Topology
-from ..topology.lft import read_forwarding_tables
+from ..topology.lft import ForwardingTables, read_forwarding_tables
 from ..workloads import Demands
 from .tables import JobTables, job_tables, with_tables
 
@@ -71,14 +71,20 @@ def engine_times(topology: Topology, demands: Demands, engines: Sequence[str], *
     TopologyError
         As :func:`optiq.paths.opensm.opensm_tables` does.
     """
-    times = {}
+    return _engine_runs(topology, demands, engines, progress)[0]
+
+
+def _engine_runs(topology: Topology, demands: Demands, engines: Sequence[str],
+                 progress: Callable[[str], None] | None) -> tuple[EngineTimes, dict[str, ForwardingTables]]:
+    """:func:`engine_times`, and every engine's tables."""
+    times, tables = {}, {}
     for engine in check_engines(engines):
-        tables = read_forwarding_tables(opensm_tables(topology, engine, progress=progress), topology)
-        routes = forwarding_routes(topology, demands, tables)
+        tables[engine] = read_forwarding_tables(opensm_tables(topology, engine, progress=progress), topology)
+        routes = forwarding_routes(topology, demands, tables[engine])
         times[engine] = routes.busiest_link_time(demands.nbytes.astype(float), topology.capacity)
         if progress:
             progress(f"OpenSM {engine}: the job's busiest link {times[engine] * 1e3:.4f} ms")
-    return EngineTimes({e: float(t) for e, t in times.items() if np.isfinite(t)} or times)
+    return EngineTimes({e: float(t) for e, t in times.items() if np.isfinite(t)} or times), tables
 
 
 def tables_against_engines(topology: Topology, demands: Demands, engines: Sequence[str], *,
@@ -95,13 +101,13 @@ def tables_against_engines(topology: Topology, demands: Demands, engines: Sequen
     TopologyError
         As :func:`engine_times` does.
     """
-    against = engine_times(topology, demands, engines, progress=progress)
+    against, tables = _engine_runs(topology, demands, engines, progress)
     made = job_tables(topology, demands, progress=progress, **options)  # type: ignore[arg-type]
     if against.best_s < made.time_s * (1 - 1e-9):
         if progress:
             progress(f"OpenSM {against.best} carries the job in {against.best_s * 1e3:.4f} ms, the job tables in "
                      f"{made.time_s * 1e3:.4f} ms: job tables again, from {against.best}'s")
-        best = with_tables(topology, read_forwarding_tables(opensm_tables(topology, against.best), topology))
+        best = with_tables(topology, tables[against.best])
         again = job_tables(best, demands, progress=progress, **options)  # type: ignore[arg-type]
         if again.time_s < made.time_s:
             made = again

@@ -198,7 +198,8 @@ def search_tables(topology: Topology, demands: Demands, routes: list[np.ndarray]
     routes = [np.asarray(r, dtype=np.int64) for r in routes]
     load = np.zeros(topology.num_links)
     np.add.at(load, fabric.egress[demands.src], size)
-    np.add.at(load, np.array([_reverse(topology, int(e)) for e in fabric.egress[demands.dst]], dtype=np.int64), size)
+    into = np.array([_reverse(topology, int(e)) for e in fabric.egress[demands.dst]], dtype=np.int64)  # once
+    np.add.at(load, into, size)
     for j, links in enumerate(routes):
         np.add.at(load, links, size[j])
 
@@ -211,13 +212,14 @@ def search_tables(topology: Topology, demands: Demands, routes: list[np.ndarray]
     for r in range(rounds):
         now = score(load)
         busy = np.flatnonzero(load / cap >= now[0] * (1 - 1e-9))
+        flat = np.concatenate(routes) if routes else np.zeros(0, np.int64)
+        owner = np.repeat(np.arange(len(routes)), [r.size for r in routes])
         chosen = None
         for e in busy.tolist():
-            crossing = [j for j, links in enumerate(routes) if e in links]
-            weight: dict[int, float] = {}
-            for j in crossing:
-                weight[int(demands.dst[j])] = weight.get(int(demands.dst[j]), 0.0) + size[j]
-            order = sorted(weight, key=lambda d: (-weight[d], d))
+            crossing = np.unique(owner[flat == e])
+            dsts, inverse = np.unique(demands.dst[crossing], return_inverse=True)
+            weight = np.bincount(inverse, weights=size[crossing], minlength=dsts.size)
+            order = dsts[np.lexsort((dsts, -weight))].tolist()   # the heaviest first, ties by destination
             for skip in range(max(1, len(order) - destinations + 1)):
                 pick = tuple(sorted(order[skip:skip + destinations]))
                 if pick and (e, pick) not in tried:
@@ -235,8 +237,7 @@ def search_tables(topology: Topology, demands: Demands, routes: list[np.ndarray]
         sub = Demands(demands.src[jobs], demands.dst[jobs], demands.nbytes[jobs])
         host_base = base.copy()  # the program adds the subset's host cables itself
         np.subtract.at(host_base, fabric.egress[sub.src], sub.nbytes.astype(float))
-        np.subtract.at(host_base, np.array([_reverse(topology, int(e)) for e in fabric.egress[sub.dst]],
-                                           dtype=np.int64), sub.nbytes.astype(float))
+        np.subtract.at(host_base, into[jobs], sub.nbytes.astype(float))
         try:
             found = exact_tables(topology, sub, time_limit=None, max_routes=SEARCH_ROUTES, node_limit=SEARCH_NODES,
                                  base_load=host_base, router=router)
