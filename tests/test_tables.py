@@ -387,6 +387,35 @@ def test_tables_for_three_jobs_report_each_alone_together_and_given(tmp_path, ca
     assert "unknown pattern 'shuffle'" in capsys.readouterr().err
 
 
+def test_cluster_tables_route_alone_only_the_jobs_above_their_bound(tmp_path):
+    """A job at its own bound under the tables made together is not routed again alone (its
+    alone figure is that bound); one above it is, and gets what tables made for it alone give."""
+    from optiq.planner import cluster_tables
+    from optiq.planner.tables import host_cable_bound, tables_bound
+    from optiq.workloads.jobs import ClusterJob
+
+    t = _fabric(tmp_path, k=4, levels=3, seed=5)
+    rng = np.random.default_rng(6)
+    hosts = rng.permutation(t.num_endpoints)
+    # many-to-few into four hosts (their cables decide) and random pairs crowding the same fabric
+    few = Demands(hosts[4:20], np.repeat(hosts[:4], 4), [8 << 20] * 16)
+    pairs = hosts[20:].reshape(-1, 2)
+    crowd = Demands(np.concatenate([pairs[:, 0], pairs[:, 1]]), np.concatenate([pairs[:, 1], pairs[:, 0]]),
+                    rng.integers(1, 9, 2 * len(pairs)) << 20)
+    jobs = [ClusterJob("few", hosts[:20], few), ClusterJob("crowd", hosts[20:], crowd)]
+    made = cluster_tables(t, jobs)
+    for job, row in zip(jobs, made.jobs):
+        bound = tables_bound(t, job.demands)
+        assert row.alone_s >= bound * (1 - 1e-9)
+        at_bound = row.together_s <= bound * (1 + 1e-9)
+        if at_bound:
+            assert row.alone_s == pytest.approx(row.together_s)
+        else:
+            assert row.alone_s == pytest.approx(job_tables(t, job.demands).time_s)
+    assert any(row.together_s > tables_bound(t, job.demands) * (1 + 1e-9) for job, row in zip(jobs, made.jobs))
+    assert made.jobs[0].together_s == pytest.approx(host_cable_bound(t, few))
+
+
 def test_lmc_tables_are_checked_with_their_split_by_compare_and_eval(tmp_path, capsys):
     """After optiq tables --lmc, compare and eval of the written tables with --split show the
     tables' own figure (the base LIDs alone are slower); a wrong split is named by its line."""

@@ -1,7 +1,8 @@
 """The bound ``optiq tables`` prints against brute force: on small fat-trees with uneven links, the
-least busiest link of *any* routing that sends each pair on one path (a superset of what
-destination-based tables can do) is never below the bound, for every kind of traffic, and the
-bound is that optimum wherever the hosts' own cables decide it."""
+least busiest link of any destination-based routing (one simple path per pair, and wherever two
+pairs to one destination meet, the same next link, as tables of one LID per port route them) is
+never below the bound, for every kind of traffic, and the bound is that optimum wherever the
+hosts' own cables decide it."""
 
 import itertools
 
@@ -47,12 +48,25 @@ def traffic(kind: str, seed: int) -> Demands:
     return Demands(np.arange(n)[keep], perm[keep], rng.integers(1, 3, int(keep.sum())))
 
 
+def _by_destination(t: Topology, pick, dsts) -> bool:
+    """Whether the paths are one tree per destination: one next link at every node they cross."""
+    next_link: dict[tuple[int, int], int] = {}
+    for links, dst in zip(pick, dsts):
+        for link in links.tolist():
+            if next_link.setdefault((dst, int(t.link_src[link])), link) != link:
+                return False
+    return True
+
+
 def single_path_optimum(t: Topology, d: Demands) -> float:
-    """The least busiest link over every choice of one simple path per pair (brute force)."""
+    """The least busiest link of destination-based routes over every choice of one simple path
+    per pair (brute force)."""
     every = all_simple_paths(t, d)
     choices = [[every.path(p) for p in np.flatnonzero(every.job == j)] for j in range(d.num_jobs)]
     best = np.inf
     for pick in itertools.product(*choices):
+        if not _by_destination(t, pick, d.dst.tolist()):
+            continue
         load = np.zeros(t.num_links)
         for links, size in zip(pick, d.nbytes.tolist()):
             load[links] += size
@@ -76,6 +90,21 @@ def test_a_host_that_receives_from_many_is_bounded_by_its_own_cable():
     t = cluster(8, 2, 2, bandwidth=1.0)
     d = Demands([1, 2, 3, 4], [0, 0, 0, 0], [5, 5, 5, 5])   # many-to-one: 20 bytes into host 0
     assert single_path_bound(t, d) == host_cable_bound(t, d) == 20.0 == single_path_optimum(t, d)
+
+
+def test_pairs_from_one_switch_to_one_host_count_as_one_on_its_uplinks():
+    """Two hosts of one edge switch send to one host elsewhere: their switch has one port for that
+    LID, so both cross one uplink (2 at rate 1), though each alone and the hosts' cables (rate 4)
+    would allow 1."""
+    base = cluster(8, 2, 2)
+    E = base.num_endpoints
+    cap = np.where((base.link_src < E) | (base.link_dst < E), 4.0, 1.0)
+    t = Topology("slow uplinks", base.num_nodes, base.link_src, base.link_dst, cap, num_endpoints=E)
+    d = Demands([0, 1], [4, 4], [1, 1])
+    assert host_cable_bound(t, d) == 0.5
+    assert single_path_bound(t, d) == 2.0 == single_path_optimum(t, d)
+    assert single_path_bound(t, Demands([0, 1], [4, 5], [1, 1])) == 1.0 == single_path_optimum(
+        t, Demands([0, 1], [4, 5], [1, 1]))
 
 
 def test_job_tables_for_an_aggregation_are_reported_optimal_at_the_aggregators_cables(tmp_path):

@@ -9,6 +9,9 @@ then as fast as alone). The tables kept have the least busy busiest link over al
 then the least slowdown of any job against its tables alone, then the fewest links shared
 between jobs. Each job's busiest link is reported three ways:
 under tables made for it alone, under the cluster's tables, and under the given tables.
+A job whose busiest link under the tables made together is already at its own lower bound
+(:func:`optiq.planner.tables.tables_bound`) is not routed again
+alone: no tables carry it faster, so those are its tables alone too.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 from ..heuristics.tables import REROUTE_ROUNDS
 from ..paths import forwarding_routes
 from ..paths.tablecheck import check_tables
-from .tables import JobTables, job_tables
+from .tables import JobTables, job_tables, tables_bound
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -118,32 +121,45 @@ def cluster_tables(topology: Topology, jobs: list[ClusterJob], *, rounds: int = 
     merged, _ = merge_jobs(jobs)
     say(f"cluster tables: {len(jobs)} jobs, {merged.num_jobs:,} pairs together")
     together = job_tables(topology, merged, rounds=rounds, progress=progress)
-    alone = [job_tables(topology, job.demands, rounds=rounds) for job in jobs]
+    alone: list[float] = []
+    own_tables: list[JobTables | None] = []
+    for job in jobs:
+        time_s = _busiest(topology, job, together.tables)
+        if time_s <= tables_bound(topology, job.demands) * (1 + 1e-9):
+            say(f"cluster tables: job {job.name} is at its bound under the tables made together")
+            alone.append(time_s)
+            own_tables.append(None)
+        else:
+            own = job_tables(topology, job.demands, rounds=rounds)
+            alone.append(own.time_s)
+            own_tables.append(own)
     # the other candidate: each job's destinations routed as in its own tables
     fabric = together.topology.fabric
     assert fabric is not None
     table = together.tables.table.copy()
-    for job, own in zip(jobs, alone):
-        columns = fabric.lid_space.columns(fabric.endpoint_lid[np.unique(job.demands.dst)])
-        table[:, columns] = own.tables.table[:, columns]
+    for job, made_alone in zip(jobs, own_tables):
+        if made_alone is not None:
+            columns = fabric.lid_space.columns(fabric.endpoint_lid[np.unique(job.demands.dst)])
+            table[:, columns] = made_alone.tables.table[:, columns]
     candidates = [together]
-    report = check_tables(topology, together.tables.with_table(table, "job tables"))
-    if report.ok and report.deadlock_free:
+    changed_any = any(made_alone is not None for made_alone in own_tables)
+    report = check_tables(topology, together.tables.with_table(table, "job tables")) if changed_any else None
+    if report is not None and report.ok and report.deadlock_free:
         tables = together.tables.with_table(table, "job tables")
         time_s = _busiest_of(topology, merged, tables)
         candidates.append(replace(together, tables=tables, time_s=time_s, report=report, kept_given=False,
                                   changed=int((table != together.given.table).sum())))
 
     def score(made: JobTables) -> tuple[float, float, int]:
-        worst = max(_busiest(topology, job, made.tables) / max(own.time_s, 1e-300) for job, own in zip(jobs, alone))
+        worst = max(_busiest(topology, job, made.tables) / max(own_s, 1e-300) for job, own_s in zip(jobs, alone))
         return (round(made.time_s / together.time_s, 9), round(worst, 9), _shared(topology, jobs, made.tables))
 
     made = min(candidates, key=score)
     rows = []
-    for job, own in zip(jobs, alone):
-        rows.append(JobUnderTables(job.name, own.time_s, _busiest(topology, job, made.tables),
+    for job, own_s in zip(jobs, alone):
+        rows.append(JobUnderTables(job.name, own_s, _busiest(topology, job, made.tables),
                                    _busiest(topology, job, made.given)))
-        say(f"cluster tables: job {job.name}: alone {own.time_s * 1e3:.4f} ms, together {rows[-1].together_s * 1e3:.4f} "
+        say(f"cluster tables: job {job.name}: alone {own_s * 1e3:.4f} ms, together {rows[-1].together_s * 1e3:.4f} "
             f"ms, given tables {rows[-1].given_s * 1e3:.4f} ms")
     return ClusterTables(made, rows, _shared(topology, jobs, made.tables), _shared(topology, jobs, made.given),
                          [j.name for j in jobs])

@@ -55,7 +55,8 @@ if TYPE_CHECKING:
     from ..workloads import Demands
     from .exact_tables import ExactTables
 
-__all__ = ["JobTables", "job_tables", "with_tables", "single_path_bound", "host_cable_bound", "split_plan"]
+__all__ = ["JobTables", "job_tables", "with_tables", "tables_bound", "single_path_bound", "host_cable_bound",
+           "split_plan"]
 
 #: Rounds of the LMC split: trees for the split, then the LP's split for the trees.
 LMC_ROUNDS = 3
@@ -342,7 +343,7 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
     best: tuple[float, np.ndarray, np.ndarray | None] | None = None
     exact = None
     # any tables are routes, so the cut bound holds for them too
-    bound = max(single_path_bound(topology, demands), cut_lower_bound(topology, demands).time_s) if not lmc else 0.0
+    bound = tables_bound(topology, demands) if not lmc else 0.0
     clos = None if lmc else clos_routes(topology, demands)  # where it applies, rip-up and reroute is not needed
     for _ in range(LMC_ROUNDS if lmc else 1):
         traffic = _column_traffic(fabric, demands, entry_switch, share, given)
@@ -381,7 +382,7 @@ def job_tables(topology: Topology, demands: Demands, *, lmc: bool = False, allow
     assert best is not None
     time_s, table, split = best
     tables = given.with_table(table, "job tables")
-    report = check_tables(topology, tables)
+    report = _checked_table(topology, tables)
     kept = False
     if time_s > given_time * (1 + 1e-9) and given_report.ok and not lmc:
         tables, time_s, report, kept = given, given_time, given_report, True
@@ -411,6 +412,26 @@ def _checked(topology: Topology, tables: ForwardingTables) -> TableReport:
     for key in [k for k, (t, g, _) in _CHECKED.items() if t() is None or g() is None]:
         del _CHECKED[key]
     _CHECKED[id(tables)] = (weakref.ref(tables), weakref.ref(topology), report)
+    return report
+
+
+#: The last few tables checked by content (digest of the table, the topology, the report): the
+#: tables a step makes are checked there and again as the job's tables.
+_CHECKED_TABLES: list[tuple[bytes, weakref.ref[Topology], TableReport]] = []
+
+
+def _checked_table(topology: Topology, tables: ForwardingTables) -> TableReport:
+    """:func:`~optiq.paths.tablecheck.check_tables` of ``tables``, once per table content."""
+    import hashlib
+
+    hashed = hashlib.blake2b(np.ascontiguousarray(tables.table).tobytes(), digest_size=20)
+    hashed.update(np.ascontiguousarray(tables.lids).tobytes())
+    digest = hashed.digest()
+    for key, topo, report in _CHECKED_TABLES:
+        if key == digest and topo() is topology:
+            return report
+    report = check_tables(topology, tables)
+    _CHECKED_TABLES[:] = [*_CHECKED_TABLES[-3:], (digest, weakref.ref(topology), report)]
     return report
 
 
@@ -464,7 +485,7 @@ def _with_routes(topology: Topology, demands: Demands, given: ForwardingTables,
     on_switch = topology.link_src[links] >= E
     table[topology.link_src[links[on_switch]] - E, cols[on_switch]] = fabric.link_port[links[on_switch]]
     tables = given.with_table(table, "job tables")
-    report = check_tables(topology, tables)
+    report = _checked_table(topology, tables)
     if not (report.ok and report.deadlock_free):
         return best
     time_s = _busiest(topology, forwarding_routes(topology, demands, tables), demands.nbytes.astype(float))
@@ -474,17 +495,25 @@ def _with_routes(topology: Topology, demands: Demands, given: ForwardingTables,
     return time_s, table, None
 
 
+def tables_bound(topology: Topology, demands: Demands) -> float:
+    """The lower bound :func:`job_tables` reports: the most of :func:`single_path_bound` and
+    the cut bound (:func:`optiq.lp.cut_lower_bound`; tables are routes, so it holds for them)."""
+    return max(single_path_bound(topology, demands), cut_lower_bound(topology, demands).time_s)
+
+
 def single_path_bound(topology: Topology, demands: Demands) -> float:
-    """A lower bound on the busiest link of any routes that send each pair on one path, as
-    destination-based tables with one LID per port do.
+    """A lower bound on the busiest link of any destination-based tables with one LID per
+    port: each pair on one path, and the pairs to one destination on one tree.
 
     Every pair between two switches crosses one of the links out of its source's switch and
-    one of the links into its destination's switch, whole. Where a switch's pairs all have
-    one size, placing them one by one on the link they would finish earliest on is optimal
-    (identical jobs on machines of different speeds), so that finish is a bound; where the
-    sizes differ, the bound is the largest pair on the fastest link or the bytes over the
-    links' total capacity, whichever is more. And every host's own cable carries all it sends
-    and all it receives (:func:`host_cable_bound`).
+    one of the links into its destination's switch, whole. And the pairs from one switch to
+    one destination go together: that switch has one port for the destination's LID, and from
+    there on their route is one, so they count as one piece on both sides. Where a switch's
+    pieces all have one size, placing them one by one on the link they would finish earliest
+    on is optimal (identical jobs on machines of different speeds), so that finish is a bound;
+    where the sizes differ, the bound is the largest piece on the fastest link or the bytes
+    over the links' total capacity, whichever is more. And every host's own cable carries all
+    it sends and all it receives (:func:`host_cable_bound`).
 
     Examples
     --------
@@ -504,12 +533,14 @@ def single_path_bound(topology: Topology, demands: Demands) -> float:
     leaf_of = np.full(E, -1)
     leaf_of[topology.link_src[host_out]] = topology.link_dst[host_out]
     bound = host_cable_bound(topology, demands)
-    for side, ends in (("out", demands.src), ("in", demands.dst)):
-        leaf = leaf_of[ends]
-        other = leaf_of[demands.dst if side == "out" else demands.src]
-        cross = leaf != other
-        for sw in np.unique(leaf[cross]):
-            mine = demands.nbytes[cross & (leaf == sw)].astype(float)
+    # one piece per (source's switch, destination): its pairs share every link from that switch on
+    cross = leaf_of[demands.src] != leaf_of[demands.dst]
+    keys, piece = np.unique(np.stack([leaf_of[demands.src][cross], demands.dst[cross]]), axis=1,
+                            return_inverse=True)
+    piece_bytes = np.bincount(piece.ravel(), weights=demands.nbytes[cross].astype(float), minlength=keys.shape[1])
+    for side, leaf in (("out", keys[0]), ("in", leaf_of[keys[1]])):
+        for sw in np.unique(leaf):
+            mine = piece_bytes[leaf == sw]
             links = np.flatnonzero((topology.link_src == sw) & (topology.link_dst >= E)) if side == "out" else \
                 np.flatnonzero((topology.link_dst == sw) & (topology.link_src >= E))
             c = cap[links]
