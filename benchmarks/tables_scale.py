@@ -6,7 +6,9 @@ the tables for a job, each in a process of its own.
 For each size: ``scripts/synthetic_fabric.py`` writes a fat-tree fabric and its tables (4,096
 hosts: ``--k 16 --levels 3``; 10,000: ``--k 22 --levels 3 --hosts 10000``, 1,452 switches), then
 ``optiq tables -t ibnet:FABRIC --routes TABLES`` writes job tables for random pairs (half the
-hosts send, each to one other host, 8 MiB: 5,000 pairs at 10,000 hosts). ``--old-writer`` times
+hosts send, each to one other host, 8 MiB: 5,000 pairs at 10,000 hosts), then ``--jobs`` for
+four jobs of a quarter of the hosts each (two permutations, two of random pairs of 1-3 MiB).
+``--old-writer`` times
 another version of the writer on the same fabric (e.g. the one before a change), side by side.
 Peak memory is each process's own maximum resident set (``getrusage`` as it exits).
 """
@@ -74,6 +76,32 @@ def main() -> None:
                                                   "--demands", str(demands), "-o", str(work / "job.lfts"), "-q"])
             print(f"  {hosts:,} hosts, {half:,} random pairs: optiq tables {s:.1f} s, peak {mib:,.0f} MiB; {first}",
                   flush=True)
+            jobs = write_jobs(work, hosts)
+            s, mib, first = measured("-m:optiq", ["tables", "-t", f"ibnet:{fabric}", "--routes", str(lfts),
+                                                  "--jobs", str(jobs), "-o", str(work / "jobs.lfts"), "-q"])
+            print(f"  {hosts:,} hosts, 4 jobs of {hosts // 4:,}: optiq tables --jobs {s:.1f} s, peak {mib:,.0f} MiB; "
+                  f"{first}", flush=True)
+
+
+def write_jobs(work: Path, hosts: int) -> Path:
+    """Four jobs on consecutive quarters of the hosts (named as the writer names them): two
+    permutations and two of random pairs."""
+    width = max(3, len(str(hosts)))
+    quarter = hosts // 4
+    lines = []
+    for i in range(4):
+        first, last = i * quarter + 1, (i + 1) * quarter
+        traffic = "pattern:permutation:8MiB"
+        if i % 2:
+            rng = np.random.default_rng(i)
+            pairs = rng.permutation(quarter)[:quarter - quarter % 2].reshape(-1, 2)
+            traffic = str(work / f"job{i}.csv")
+            Path(traffic).write_text("src,dst,bytes\n" + "".join(f"{a},{b},{int(rng.integers(1, 4)) << 20}\n"
+                                                                for a, b in pairs))
+        lines.append(f"job{i} node[{first:0{width}d}-{last:0{width}d}] {traffic}\n")
+    path = work / "jobs.txt"
+    path.write_text("".join(lines))
+    return path
 
 
 if __name__ == "__main__":
