@@ -174,7 +174,7 @@ class JobTables:
         if self.bound_s:
             where = "optimal" if self.gap <= 1e-9 else f"{self.gap:.2%} above it"
             lines.append(f"no tables of one LID per port can do better than {self.bound_s * 1e3:.4f} ms (each pair on "
-                         f"one path): these are {where}" + ("" if self.gap <= 1e-9 or lmc == 0 else
+                         f"one path, a destination's pairs on one tree): these are {where}" + ("" if self.gap <= 1e-9 or lmc == 0 else
                                                             "; --lmc splits pairs over each destination's LIDs"))
         lines.append(f"checks: {self.report}")
         lines.append(f"{self.changed:,} of {self.tables.table.size:,} entries changed ({self.tables.table.shape[0]} "
