@@ -14,12 +14,15 @@ the edge of a complex128 cube):
 - the plan's prediction for one transpose with every group at once (every transfer's
   ``predicted_s`` against its ``default_s``, the default routes' time);
 - ``auto`` first runs ``--loop`` transforms from an empty cache, each in turn with the
-  library's own (the application's loop with the same counts): the loop's time over the
-  library's, and the transform at which ``auto`` first moved bytes by a plan.
+  library's own, each of the two first every other time (the application's loop with the
+  same counts): the loop's time over the library's, the median of the transforms' own
+  ratios, and the transform at which ``auto`` first moved bytes by a plan. The methods'
+  rounds rotate which way goes first.
 
 On the torus, the application loop with *drifting* counts follows: every row of the grid an
 all-to-all-v at once (``optiq.alltoallv`` with ``parent=``), the counts of each call a seeded
-draw within 10% of a base, ``auto`` in turn with ``comm.Alltoallv``.
+draw within 10% of a base, ``auto`` in turn with ``comm.Alltoallv`` (each first every other
+call).
 
     python benchmarks/application.py [--setups torus,slabs,tree] [--sizes N,N] [--rate 20Mb/s]
         [--repeat 5] [--methods auto,heu2,opt] [--loop 40]
@@ -77,11 +80,13 @@ def driver(args: argparse.Namespace) -> int:
 
 def describe(row: dict) -> str:
     if row["kind"] == "drifting":
-        return (f"  drifting counts, {row['calls']} calls: auto {row['auto_over_mpi']:.3f}x comm.Alltoallv's loop, "
-                f"first plan at call {row['first_plan']}, {row['plans']} plans")
+        return (f"  drifting counts, {row['calls']} calls: auto {row['auto_over_mpi']:.3f}x comm.Alltoallv's loop "
+                f"(median call {row['median_over_mpi']:.3f}x), first plan at call {row['first_plan']}, "
+                f"{row['plans']} plans")
     return (f"  {row['size']}^3: transposes {row['transposes_s']['own'] * 1e3:.1f} ms (own), "
-            f"loop of {row['loop']['transforms']} with auto {row['loop']['over_own']:.3f}x the library's, "
-            f"first plan at transform {row['loop']['first_plan']}")
+            f"loop of {row['loop']['transforms']} with auto {row['loop']['over_own']:.3f}x the library's "
+            f"(median transform {row['loop']['median_over_own']:.3f}x), first plan at transform "
+            f"{row['loop']['first_plan']}")
 
 
 def table(rows: list[dict], methods: list[str]) -> str:
@@ -171,10 +176,9 @@ def worker(args: argparse.Namespace) -> int:
         clear_cache()
         loop_own, loop_auto, first_plan, identical = [], [], None, True
         for i in range(args.loop):
-            use("own")
-            loop_own.append(timed(transform))
-            use("auto")
-            loop_auto.append(timed(transform))
+            for way in ("own", "auto") if i % 2 == 0 else ("auto", "own"):  # in turn, each first every other time
+                use(way)
+                (loop_own if way == "own" else loop_auto).append(timed(transform))
             identical &= (u_hat.tobytes(), back.tobytes()) == reference
             moved = [c.last.method for c in optiq_comms()]
             if first_plan is None and any(m not in ("mpi", "local") for m in moved):
@@ -187,8 +191,8 @@ def worker(args: argparse.Namespace) -> int:
             identical &= (u_hat.tobytes(), back.tobytes()) == reference
         total = {w: [] for w in ways}
         alone = {w: [] for w in ways}
-        for _ in range(args.repeat):
-            for way in ways:
+        for r in range(args.repeat):
+            for way in ways[r % len(ways):] + ways[:r % len(ways)]:  # each round begins one way later
                 use(way)
                 total[way].append(timed(transform))
                 alone[way].append(timed(transposes))
@@ -213,6 +217,7 @@ def worker(args: argparse.Namespace) -> int:
                 "opt_transfers": [{"predicted_s": r.predicted_s, "default_s": r.default_s} for r in opt_last],
                 "auto_reason": [c.last.reason for c in optiq_comms()],
                 "loop": {"transforms": args.loop, "over_own": float(sum(loop_auto) / sum(loop_own)),
+                         "median_over_own": float(np.median(np.array(loop_auto) / np.array(loop_own))),
                          "first_plan": first_plan},
                 "identical": same}), flush=True)
         restore(fft)
@@ -249,12 +254,13 @@ def drifting(comm, args, host) -> None:
         sd, rd = (np.concatenate(([0], np.cumsum(c)[:-1])) for c in (sc, rc))
         send = np.arange(int(sc.sum()), dtype=np.float64) + comm.rank
         want, got = np.zeros(int(rc.sum())), np.zeros(int(rc.sum()))
-        start = start_together(comm, host=host)
-        row.Alltoallv([send, (sc, sd)], [want, (rc, rd)])
-        times["mpi"].append(allreduce_asleep(comm, time.perf_counter() - start, MPI.MAX))
-        start = start_together(comm, host=host)
-        result = optiq.alltoallv(row, [send, (sc, sd)], [got, (rc, rd)], network=args.network, parent=comm)
-        times["auto"].append(allreduce_asleep(comm, time.perf_counter() - start, MPI.MAX))
+        for way in ("mpi", "auto") if call % 2 == 0 else ("auto", "mpi"):  # each first every other call
+            start = start_together(comm, host=host)
+            if way == "mpi":
+                row.Alltoallv([send, (sc, sd)], [want, (rc, rd)])
+            else:
+                result = optiq.alltoallv(row, [send, (sc, sd)], [got, (rc, rd)], network=args.network, parent=comm)
+            times[way].append(allreduce_asleep(comm, time.perf_counter() - start, MPI.MAX))
         ok &= bool(np.array_equal(got, want))
         plans = result.plans_made
         if first_plan is None and result.method not in ("mpi", "local"):
@@ -262,7 +268,9 @@ def drifting(comm, args, host) -> None:
     same = bool(comm.allreduce(int(ok), op=MPI.MIN))
     if comm.rank == 0:
         print(json.dumps({"kind": "drifting", "calls": args.drifting, "plans": plans, "first_plan": first_plan,
-                          "auto_over_mpi": float(sum(times["auto"]) / sum(times["mpi"])), "identical": same}),
+                          "auto_over_mpi": float(sum(times["auto"]) / sum(times["mpi"])),
+                          "median_over_mpi": float(np.median(np.array(times["auto"]) / np.array(times["mpi"]))),
+                          "identical": same}),
               flush=True)
     row.Free()
     cart.Free()
