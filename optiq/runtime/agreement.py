@@ -526,7 +526,7 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
         if start.data is None and group.comm is not None and group.members.size:
             # a group with no duplicate before this call (none of it went ahead): MPI moves its bytes now
             begun = time.perf_counter()
-            kind.mpi(group.comm, sendbuf, recvbuf)
+            kind.mpi(group.caller, sendbuf, recvbuf)
             moved_s = time.perf_counter() - begun
         ctx.learn(key)
         return Call(kind, c, group, sendbuf, recvbuf, send, recv, _after(ctx, network, hosts, link_bw, config,

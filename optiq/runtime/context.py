@@ -53,12 +53,17 @@ class Group:
         Where a call handed to MPI goes: the context's duplicate for a call without
         ``parent=``; else a duplicate of the call's communicator, made at the first call the
         ranks agreed on (collective over it: every member is in that call), None before and
-        for a relay.
+        for a relay. MPI's non-blocking and persistent calls go there.
+    caller : mpi4py.MPI.Comm or None
+        The call's own communicator (None for a relay): a blocking call handed to MPI goes
+        there, as the application's own call would have gone (in MPICH a duplicate's blocking
+        all-to-alls measured slower on the emulated torus: ``benchmarks/RESULTS.md``).
     serial : int
         Tells groups apart in memos (never reused).
     """
 
-    def __init__(self, members: np.ndarray, size: int, comm: Any = None, source: Any = None) -> None:
+    def __init__(self, members: np.ndarray, size: int, comm: Any = None, source: Any = None,
+                 caller: Any = None) -> None:
         self.members = np.asarray(members, dtype=np.int64)
         self.size = size
         self.local = np.full(size, -1, dtype=np.int64)
@@ -66,6 +71,7 @@ class Group:
         self.whole = self.members.size == size and bool((self.members == np.arange(size)).all())
         self.comm = comm
         self.source = source
+        self.caller = source if caller is None else caller
         self.serial = next(_SERIALS)
         self._words: dict[int, np.uint64] = {}
 
@@ -155,7 +161,7 @@ class Context:
                                f"only relays); calls with this parent are refused from now on")
         self._parent = comm
         self._side: Any = None
-        self.whole = Group(np.arange(comm.Get_size()), comm.Get_size(), self.comm)
+        self.whole = Group(np.arange(comm.Get_size()), comm.Get_size(), self.comm, caller=comm)
         self.entries: OrderedDict[tuple[int, int], Pattern] = OrderedDict()
         self.entry_shapes: dict[tuple[int, int], tuple[int, int]] = {}  # method="auto": each entry's shape
         self.generation = 0  # changes with every insertion and clearing, alike on every rank

@@ -28,11 +28,11 @@ __all__ = ["move", "trial", "run_plan"]
 
 def move(call: Call, pattern: Pattern, timeout: float) -> None:
     """One transfer of the call's bytes as ``pattern`` says: MPI with the caller's own arguments
-    (on the group's duplicate; a relay has none), or the plan (``send`` None: ``MPI.IN_PLACE``,
+    (on the call's own communicator, as the application's call; a relay has none), or the plan (``send`` None: ``MPI.IN_PLACE``,
     the parts are read from ``recv`` before any is overwritten)."""
     if pattern.method == "mpi":
-        if call.group.comm is not None and call.group.members.size:
-            call.kind.mpi(call.group.comm, call.sendbuf, call.recvbuf)
+        if call.group.caller is not None and call.group.members.size:
+            call.kind.mpi(call.group.caller, call.sendbuf, call.recvbuf)
         return
     run_plan(call.comm.Get_rank(), pattern, call.send, call.received, timeout)
 
