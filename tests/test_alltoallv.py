@@ -468,18 +468,30 @@ def _reviewed(calls, *, watched=True, failed_at=None, ranks=4):
     return plan, ctx.entries[(5, 6)]
 
 
-def test_a_plan_is_measured_again_only_after_a_call_much_slower_than_its_fastest():
-    from optiq.runtime.watch import DRIFT_FACTOR, DRIFT_SLACK_S
+def test_a_plan_is_measured_again_only_after_a_call_much_slower_than_its_usual():
+    from optiq.runtime.watch import DRIFT_FACTOR, DRIFT_SLACK_S, RECENT_CALLS, RECENT_MIN
 
-    fastest = 0.2
-    plan, entry = _reviewed([0.3, fastest, 0.25, DRIFT_FACTOR * fastest + DRIFT_SLACK_S * 0.9])
-    assert entry is plan and not plan.trial and plan.fastest_s == fastest and not plan.drifted
-    slow = DRIFT_FACTOR * fastest + DRIFT_SLACK_S * 1.1
-    plan, entry = _reviewed([0.3, fastest, slow])
-    assert entry is plan and plan.trial and plan.fastest_s is None
+    first = [0.3, 0.2, 0.25]  # the usual call: their median, 0.25
+    assert len(first) == RECENT_MIN
+    plan, entry = _reviewed(first + [DRIFT_FACTOR * 0.25 + DRIFT_SLACK_S * 0.9])
+    assert entry is plan and not plan.trial and plan.fastest_s == 0.2 and not plan.drifted
+    slow = DRIFT_FACTOR * 0.25 + DRIFT_SLACK_S * 1.1
+    plan, entry = _reviewed(first + [slow])
+    assert entry is plan and plan.trial and plan.fastest_s is None and not plan.recent_s
     assert "1 of the 4 ranks" in plan.drifted and f"{slow:.4g} s" in plan.drifted and plan.drifted in plan.reason
-    plan, entry = _reviewed([0.3, fastest, slow], watched=False)  # a method the caller named: kept as it is
-    assert entry is plan and not plan.trial and plan.fastest_s == fastest
+    plan, entry = _reviewed(first + [slow], watched=False)  # a method the caller named: kept as it is
+    assert entry is plan and not plan.trial and plan.fastest_s == 0.2
+    # before its usual is known, no call is judged: the second of a plan varies most
+    plan, entry = _reviewed([0.2, 1.0, 0.2])
+    assert not plan.trial and not plan.drifted
+    # calls that vary: past 1.5x the fastest, but not past 1.5x the median of the last ones
+    fastest, usual = 0.2, 0.4
+    noisy = [fastest] + [usual] * (RECENT_CALLS - 1) + [DRIFT_FACTOR * usual + DRIFT_SLACK_S * 0.9]
+    plan, entry = _reviewed(noisy)
+    assert entry is plan and not plan.trial and plan.fastest_s == fastest and not plan.drifted
+    assert plan.recent_s == noisy[-RECENT_CALLS:]  # the last calls only
+    plan, entry = _reviewed(noisy[:-1] + [DRIFT_FACTOR * usual + DRIFT_SLACK_S * 1.1])
+    assert entry is plan and plan.trial
 
 
 def test_a_plan_that_failed_on_a_rank_is_replaced_by_mpi_with_its_prediction_kept():

@@ -48,7 +48,7 @@ last two before) runs it while the ranks agree (:meth:`~optiq.runtime.context.Co
 time, and whether it failed, rides the next agreement. A planned transfer gives up within five
 times the plan's fastest call plus 5 s (``timeout`` for its first); a plan that failed on any
 rank is replaced by MPI for the calls after; ``auto``'s plan measured 1.5 times slower than its
-fastest call is measured against MPI again, and the faster kept.
+usual call (the median of the last few) is measured against MPI again, and the faster kept.
 
 **Exchanges at once** (``parent=``): several sub-communicators of one parent exchanging at
 the same time (the rows of a process grid, the components of a coupler) are one exchange over

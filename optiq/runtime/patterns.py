@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -60,7 +60,9 @@ class Pattern:
     own: tuple[int, int] | None = None
     #: this rank's fastest call of the plan so far (:mod:`optiq.runtime.watch`)
     fastest_s: float | None = None
-    #: a call much slower than the fastest is measured against MPI again (auto, on real links)
+    #: this rank's last calls of the plan (seconds, the newest last; :mod:`optiq.runtime.watch`)
+    recent_s: list[float] = field(default_factory=list)
+    #: a call much slower than the usual is measured against MPI again (auto, on real links)
     watched: bool = False
     #: why it is measured again, once it was
     drifted: str = ""

@@ -12,12 +12,16 @@ planned call took and whether it failed, so every rank reviews the plan alike
 - A plan whose transfer failed on some rank (it did not end within its bound) is replaced
   by MPI's own call for the calls after: ``comm.Alltoallv`` (``comm.Alltoallw``) moves them.
 - A plan of ``method="auto"`` on real links (``link_bw`` not given) whose call took some rank
-  more than :data:`DRIFT_FACTOR` times its fastest, and :data:`DRIFT_SLACK_S` more, is measured
+  more than :data:`DRIFT_FACTOR` times its usual, and :data:`DRIFT_SLACK_S` more, is measured
   against MPI again on its next call, and the faster is kept: MPI where the network no
   longer carries the plan as it did, the plan where it still wins.
 
-Each rank judges its own call against its own fastest call of the plan (:func:`judge`); the
-agreement counts the ranks that found theirs slow, so the verdict is alike everywhere. A
+Each rank judges its own call against its own usual call of the plan (:func:`judge`): the
+median of its last :data:`RECENT_CALLS` calls, once it has :data:`RECENT_MIN` of them (a
+plan's first calls are not judged). The fastest call would be the extreme of every call's
+noise: on ranks that share cores, calls of one plan vary by more than 1.5 times, and a
+measurement (a call moved twice) followed every few calls. The agreement counts the ranks that found theirs
+slow, so the verdict is alike everywhere. A
 planned transfer ends within :func:`bound`: :data:`FAULT_MULTIPLE` times this rank's
 fastest call of the plan so far and :data:`FAULT_GRACE_S` more, or ``timeout`` if that is sooner (the
 first call of a plan has no measured time, and waits ``timeout``).
@@ -32,13 +36,18 @@ from .patterns import Pattern
 if TYPE_CHECKING:
     from .context import Context
 
-__all__ = ["bound", "judge", "review", "DRIFT_FACTOR", "DRIFT_SLACK_S", "FAULT_MULTIPLE", "FAULT_GRACE_S"]
+__all__ = ["bound", "judge", "review", "DRIFT_FACTOR", "DRIFT_SLACK_S", "RECENT_CALLS", "RECENT_MIN",
+           "FAULT_MULTIPLE", "FAULT_GRACE_S"]
 
-#: ``method="auto"``: a planned call this many times slower than the plan's fastest is measured against MPI again
+#: ``method="auto"``: a planned call this many times slower than the plan's usual is measured against MPI again
 #: (a measurement costs one call moved both ways: cheap beside a plan that no longer wins).
 DRIFT_FACTOR = 1.5
 #: ... and at least this many seconds slower (calls of a few milliseconds vary by more than twice).
 DRIFT_SLACK_S = 0.02
+#: A rank's usual call of a plan: the median of its last this many calls ...
+RECENT_CALLS = 8
+#: ... once it has this many (before, its fastest).
+RECENT_MIN = 3
 #: A planned transfer gives up after this many times the plan's fastest call ...
 FAULT_MULTIPLE = 5.0
 #: ... and this many seconds more.
@@ -64,18 +73,30 @@ def bound(pattern: Pattern, timeout: float) -> float:
 
 def judge(pattern: Pattern, seconds: float) -> bool:
     """Whether this rank's call of ``pattern``'s plan, ``seconds`` long, was much slower than its
-    fastest (module docstring); its fastest is kept, on this rank (told to the next agreement,
-    the ranks' verdicts then decide alike)."""
-    fastest = pattern.fastest_s
+    usual (module docstring); its fastest and last calls are kept, on this rank (told to the
+    next agreement, the ranks' verdicts then decide alike).
+
+    Examples
+    --------
+    >>> p = Pattern("heu2", "")
+    >>> [judge(p, s) for s in (0.05, 0.09, 0.08, 0.09)]  # 0.09 > 1.5 x 0.05 + 0.02, but usual
+    [False, False, False, False]
+    >>> judge(p, 0.2), p.fastest_s  # 0.2 > 1.5 x 0.09 (the median of the last) + 0.02
+    (True, 0.05)
+    """
+    fastest, recent = pattern.fastest_s, pattern.recent_s
+    usual = float(sorted(recent)[len(recent) // 2]) if len(recent) >= RECENT_MIN else None
     if fastest is None or seconds < fastest:
         pattern.fastest_s = seconds
-    return fastest is not None and seconds > DRIFT_FACTOR * fastest + DRIFT_SLACK_S
+    recent.append(seconds)
+    del recent[:-RECENT_CALLS]
+    return usual is not None and seconds > DRIFT_FACTOR * usual + DRIFT_SLACK_S
 
 
 def review(ctx: Context, pattern: Pattern, mean_s: float, failed: int, slow: int, api: str) -> None:
     """Review ``pattern`` after a call of its plan, alike on every rank: ``mean_s`` is the ranks'
     mean time of it, ``failed`` how many ranks' transfers failed and ``slow`` how many were much
-    slower than their fastest (:func:`judge`), all from the agreement. ``api``: MPI's call that
+    slower than their usual (:func:`judge`), all from the agreement. ``api``: MPI's call that
     takes over (``comm.Alltoallv``)."""
     key = next((k for k, entry in ctx.entries.items() if entry is pattern), None)
     if key is None:  # evicted meanwhile
@@ -89,8 +110,9 @@ def review(ctx: Context, pattern: Pattern, mean_s: float, failed: int, slow: int
                                    predicted_s=pattern.predicted_s, default_s=pattern.default_s, own=pattern.own)
         return
     if pattern.watched and slow:
-        pattern.drifted = (f"its call took {slow} of the {size} ranks more than {DRIFT_FACTOR:g}x their fastest "
+        pattern.drifted = (f"its call took {slow} of the {size} ranks more than {DRIFT_FACTOR:g}x their usual "
                            f"(the ranks' mean {mean_s:.4g} s): the network may no longer carry the plan as it did "
                            f"(a failed or slow cable)")
         pattern.reason = f"{pattern.reason}; then {pattern.drifted}"
         pattern.trial, pattern.fastest_s = True, None
+        pattern.recent_s.clear()
