@@ -225,9 +225,10 @@ class Context:
         return entry if entry is not None and entry.runs_ahead() else None
 
     def holds_own(self, own: tuple[int, int]) -> bool:
-        """Whether a cached pattern has this rank's own counts and options ``own`` (the call may be
-        that pattern: it does not go ahead to MPI)."""
-        return any(entry.own == own for entry in self.entries.values())
+        """Whether a cached plan has this rank's own counts and options ``own`` (the call may be
+        that plan: it does not go ahead to MPI). A cached pattern that MPI moves does not hold
+        the call back: going ahead to MPI is what it would do."""
+        return any(entry.own == own and entry.method != "mpi" for entry in self.entries.values())
 
     def has_plan(self, shape: tuple[int, int]) -> bool:
         """Whether the cache holds a plan (not MPI) for counts of ``shape``."""
