@@ -63,12 +63,18 @@ def run_plan(rank: int, pattern: Pattern, send: Message | SpreadMessage | None, 
         step()
 
 
+#: Runs of each way when a plan is measured against MPI, in turn: on ranks that share cores one
+#: run of each decides by noise (``benchmarks/RESULTS.md``, the application's call, 2026-12-03).
+TRIAL_ROUNDS = 2
+
+
 def trial(call: Call, pattern: Pattern, timeout: float, mpi_s: float | None = None) -> Pattern:
     """The measured crossover: the plan's first call against MPI, each from an agreed start
     (over the whole context: every group exchanges at once), and the faster kept for the
     pattern. With ``mpi_s``, the mean time of the pattern's shape's calls by MPI so far (the
     same on every rank), the plan alone moves the bytes and its ranks' mean time is compared
-    with it; else MPI moves them too, and the slowest rank's times are compared."""
+    with it; else MPI moves them too, :data:`TRIAL_ROUNDS` times each in turn (MPI, the plan,
+    the plan, MPI, ...), and the means of the slowest rank's times are compared."""
     MPI = mpi_module()
 
     size = call.comm.Get_size()
@@ -78,13 +84,16 @@ def trial(call: Call, pattern: Pattern, timeout: float, mpi_s: float | None = No
         t_plan = allreduce_asleep(call.comm, time.perf_counter() - start, MPI.SUM) / size
         t_mpi, against = mpi_s, f"the mean of its calls by MPI before {mpi_s:.4g} s"
     else:
-        seconds = []
-        for way in (Pattern("mpi", ""), pattern):
-            start = start_together(call.comm)
-            move(call, way, timeout)
-            seconds.append(allreduce_asleep(call.comm, time.perf_counter() - start, MPI.MAX))
-        t_mpi, t_plan = seconds
-        against = f"comm.{call.kind.mpi_name} {t_mpi:.4g} s"
+        mpi = Pattern("mpi", "")
+        seconds: dict[bool, list[float]] = {False: [], True: []}  # by whether the plan moved them
+        for k in range(TRIAL_ROUNDS):
+            for way in (mpi, pattern) if k % 2 == 0 else (pattern, mpi):
+                start = start_together(call.comm)
+                move(call, way, timeout)
+                seconds[way is pattern].append(allreduce_asleep(call.comm, time.perf_counter() - start, MPI.MAX))
+        t_mpi, t_plan = (sum(seconds[w]) / TRIAL_ROUNDS for w in (False, True))
+        each = f" (the means of {TRIAL_ROUNDS} runs each)" if TRIAL_ROUNDS > 1 else ""
+        against = f"comm.{call.kind.mpi_name} {t_mpi:.4g} s{each}"
     measured = f"measured {'again' if pattern.drifted else 'on the first call'}: the plan {t_plan:.4g} s, {against}"
     if t_plan >= t_mpi:
         pattern.close()
