@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 __all__ = ["MAX_IDLE_SLEEP_S", "YIELDS", "START_LEAD_S", "idle_pause", "wait_politely", "wait_all",
            "start_together", "sleep_until", "allreduce_asleep"]
 
-#: The longest pause between two tests of a request (seconds). A longer one left the waiting
-#: ranks of a 16-rank job on 2 cores late at every step they wait on one another for (the
-#: application's calls on the emulated torus, ``benchmarks/application.py``).
+#: The longest pause between two tests of a request (seconds): short, because ranks that wait on
+#: one another at every step (the agreement, a forwarded chunk) each add up to this much to the
+#: step (``benchmarks/application.py``; the figures in ``benchmarks/RESULTS.md``).
 MAX_IDLE_SLEEP_S = 5e-4
 #: Fruitless tests answered by yielding the CPU before a wait starts sleeping.
 YIELDS = 1000

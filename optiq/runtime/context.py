@@ -56,8 +56,8 @@ class Group:
         for a relay. MPI's non-blocking and persistent calls go there.
     caller : mpi4py.MPI.Comm or None
         The call's own communicator (None for a relay): a blocking call handed to MPI goes
-        there, as the application's own call would have gone (in MPICH a duplicate's blocking
-        all-to-alls measured slower on the emulated torus: ``benchmarks/RESULTS.md``).
+        there, as the application's own call would have gone (MPICH's blocking all-to-alls on
+        a duplicate can be slower: ``benchmarks/RESULTS.md``).
     serial : int
         Tells groups apart in memos (never reused).
     """

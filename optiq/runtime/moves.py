@@ -28,8 +28,9 @@ __all__ = ["move", "trial", "run_plan"]
 
 def move(call: Call, pattern: Pattern, timeout: float) -> None:
     """One transfer of the call's bytes as ``pattern`` says: MPI with the caller's own arguments
-    (on the call's own communicator, as the application's call; a relay has none), or the plan (``send`` None: ``MPI.IN_PLACE``,
-    the parts are read from ``recv`` before any is overwritten)."""
+    (on the call's own communicator, as the application's own call; a relay has none), or the
+    plan (``send`` None: ``MPI.IN_PLACE``, the parts are read from ``recv`` before any is
+    overwritten)."""
     if pattern.method == "mpi":
         if call.group.caller is not None and call.group.members.size:
             call.kind.mpi(call.group.caller, call.sendbuf, call.recvbuf)
@@ -63,8 +64,8 @@ def run_plan(rank: int, pattern: Pattern, send: Message | SpreadMessage | None, 
         step()
 
 
-#: Runs of each way when a plan is measured against MPI, in turn: on ranks that share cores one
-#: run of each decides by noise (``benchmarks/RESULTS.md``, the application's call, 2026-12-03).
+#: Runs of each way when a plan is measured against MPI, in turn: one run of each would let a
+#: single late rank decide (``benchmarks/application.py``).
 TRIAL_ROUNDS = 2
 
 
@@ -84,16 +85,15 @@ def trial(call: Call, pattern: Pattern, timeout: float, mpi_s: float | None = No
         t_plan = allreduce_asleep(call.comm, time.perf_counter() - start, MPI.SUM) / size
         t_mpi, against = mpi_s, f"the mean of its calls by MPI before {mpi_s:.4g} s"
     else:
-        mpi = Pattern("mpi", "")
-        seconds: dict[bool, list[float]] = {False: [], True: []}  # by whether the plan moved them
+        ways = (Pattern("mpi", ""), pattern)
+        total = [0.0, 0.0]  # MPI's seconds, the plan's
         for k in range(TRIAL_ROUNDS):
-            for way in (mpi, pattern) if k % 2 == 0 else (pattern, mpi):
+            for i in (0, 1) if k % 2 == 0 else (1, 0):
                 start = start_together(call.comm)
-                move(call, way, timeout)
-                seconds[way is pattern].append(allreduce_asleep(call.comm, time.perf_counter() - start, MPI.MAX))
-        t_mpi, t_plan = (sum(seconds[w]) / TRIAL_ROUNDS for w in (False, True))
-        each = f" (the means of {TRIAL_ROUNDS} runs each)" if TRIAL_ROUNDS > 1 else ""
-        against = f"comm.{call.kind.mpi_name} {t_mpi:.4g} s{each}"
+                move(call, ways[i], timeout)
+                total[i] += allreduce_asleep(call.comm, time.perf_counter() - start, MPI.MAX)
+        t_mpi, t_plan = (t / TRIAL_ROUNDS for t in total)
+        against = f"comm.{call.kind.mpi_name} {t_mpi:.4g} s (the means of {TRIAL_ROUNDS} runs each)"
     measured = f"measured {'again' if pattern.drifted else 'on the first call'}: the plan {t_plan:.4g} s, {against}"
     if t_plan >= t_mpi:
         pattern.close()

@@ -18,10 +18,10 @@ planned call took and whether it failed, so every rank reviews the plan alike
 
 Each rank judges its own call against its own usual call of the plan (:func:`judge`): the
 median of its last :data:`RECENT_CALLS` calls, once it has :data:`RECENT_MIN` of them (a
-plan's first calls are not judged). The fastest call would be the extreme of every call's
-noise: on ranks that share cores, calls of one plan vary by more than 1.5 times, and a
-measurement (a call moved twice) followed every few calls. The agreement counts the ranks that found theirs
-slow, so the verdict is alike everywhere. A
+plan's first calls are not judged). Its fastest call would be the extreme of the calls'
+noise, and ranks that share cores would measure a plan again (a call moved twice) that
+still wins. The agreement counts the ranks that found theirs slow, so the verdict is alike
+everywhere. A
 planned transfer ends within :func:`bound`: :data:`FAULT_MULTIPLE` times this rank's
 fastest call of the plan so far and :data:`FAULT_GRACE_S` more, or ``timeout`` if that is sooner (the
 first call of a plan has no measured time, and waits ``timeout``).
@@ -46,7 +46,7 @@ DRIFT_FACTOR = 1.5
 DRIFT_SLACK_S = 0.02
 #: A rank's usual call of a plan: the median of its last this many calls ...
 RECENT_CALLS = 8
-#: ... once it has this many (before, its fastest).
+#: ... once it has this many (its calls before are not judged).
 RECENT_MIN = 3
 #: A planned transfer gives up after this many times the plan's fastest call ...
 FAULT_MULTIPLE = 5.0
