@@ -37,7 +37,7 @@ CHUNK_S = 0.05
 #: A plan that forwards: every stop of a path stores a whole chunk before it sends it on, so
 #: the path's last byte arrives a chunk's link time per stop after a fluid flow's. By default
 #: a chunk lasts at most this share of the plan's predicted time on its slowest link.
-STOP_SHARE = 0.2
+STOP_SHARE = 0.05
 #: Paced paths: by default the median path is cut into at least this many chunks, so that its
 #: pace can shape it (a path of one chunk is sent whole at once).
 PACED_CHUNKS = 4
@@ -115,12 +115,13 @@ def default_chunk_size(plan: Plan, *, paced: bool = False) -> int:
     [32768, 65536, 65536, 65536]
 
     An all-to-all on a ring of 4: opt sends the pairs half the ring apart both ways round, some
-    through a stop, and a whole pair in one chunk would wait at the stop for half the plan's time.
+    through a stop, and a whole pair in one chunk would wait at the stop for half the plan's time;
+    a chunk of a twentieth of it delays the pair's last byte by that twentieth per stop.
 
     >>> from optiq.workloads import grid_transpose
     >>> ring = from_spec("torus:4,bw=20Mb/s")
     >>> [default_chunk_size(make_plan(ring, grid_transpose((4,), 0, 2**16), m)) for m in ("default", "opt")]
-    [65536, 16384]
+    [65536, 4096]
     """
     slowest = slowest_link(plan)
     fits = math.inf if slowest is None else CHUNK_S * slowest
