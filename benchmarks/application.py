@@ -83,10 +83,11 @@ def describe(row: dict) -> str:
         return (f"  drifting counts, {row['calls']} calls: auto {row['auto_over_mpi']:.3f}x comm.Alltoallv's loop "
                 f"(median call {row['median_over_mpi']:.3f}x), first plan at call {row['first_plan']}, "
                 f"{row['plans']} plans")
+    loop = row["loop"]
     return (f"  {row['size']}^3: transposes {row['transposes_s']['own'] * 1e3:.1f} ms (own), "
-            f"loop of {row['loop']['transforms']} with auto {row['loop']['over_own']:.3f}x the library's "
-            f"(median transform {row['loop']['median_over_own']:.3f}x), first plan at transform "
-            f"{row['loop']['first_plan']}")
+            + ("no loop" if loop is None else
+               f"loop of {loop['transforms']} with auto {loop['over_own']:.3f}x the library's "
+               f"(median transform {loop['median_over_own']:.3f}x), first plan at transform {loop['first_plan']}"))
 
 
 def table(rows: list[dict], methods: list[str]) -> str:
@@ -226,7 +227,7 @@ def worker(args: argparse.Namespace) -> int:
                 "auto_reason": [c.last.reason for c in optiq_comms()],
                 "loop": {"transforms": args.loop, "over_own": float(sum(loop_auto) / sum(loop_own)),
                          "median_over_own": float(np.median(np.array(loop_auto) / np.array(loop_own))),
-                         "first_plan": first_plan},
+                         "first_plan": first_plan} if args.loop else None,
                 "identical": same}), flush=True)
         restore(fft)
         clear_cache()
