@@ -125,7 +125,8 @@ def add_planning(p: argparse.ArgumentParser) -> None:
                    help=f"opt: paths at most this many hops over the shortest (default {DEFAULT_HOP_SLACK})")
     p.add_argument("--lean", action=argparse.BooleanOptionalAction, default=None,
                    help="opt: then the plan of fewest hop-bytes at the same time (default on, within a budget "
-                        "of about what column generation cost; skipped where it cannot pay)")
+                        "of about what column generation cost; skipped where it cannot pay), and of those the one "
+                        "of fewest stops")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.add_argument("--verbose", "-v", action="store_true", help=VERBOSE_HELP)
 

@@ -43,6 +43,7 @@ class PlanRecord:
     unit: int | None = None
     fallback: dict[str, float] | None = None
     lean: dict[str, Any] | None = None
+    stops: dict[str, Any] | None = None
     default_routing: str | None = None
     default_time_s: float | None = None
     #: ECMP (``routes=ecmp``): the 5th and 95th percentiles of the default routes' time over

@@ -32,9 +32,11 @@ from ..heuristics.demand_aware import finer_pass
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGOptions, CGResult, CGStatus, column_generation
 from ..lp.lean import lean_plan
+from ..lp.stops import fewest_stops, path_stops
 from ..mpi.workers import Workers
 from ..paths import FREE, PathSet, diverse_paths, spread_paths, torus_paths, valiant_paths
 from ..paths.kept import kept_candidates, kept_for_pairs
+from ..paths.one_stop import one_stop_paths
 from ..paths.space import PathSpace
 from ..plan import PlanRecord
 from ..topology import Topology
@@ -90,6 +92,9 @@ LEAN_ROUND_SCALE = 2000
 #: do, and the final vertex, which grows with the rounds, stays cheap
 #: (``benchmarks/lean_budget.py``).
 LEAN_MIN_ROUNDS = 3
+#: The fewest-stops step after the lean one (:mod:`optiq.lp.stops`) is one simplex solve over
+#: the plan's paths and its one-stop alternatives; above this many columns it is skipped.
+STOPS_MAX_COLUMNS = 50_000
 
 
 def make_candidates(topology: Topology, demands: Demands, k: int = 16, kind: str = "auto", *,
@@ -281,7 +286,8 @@ class ColumnGeneration(Planner):
     proven lower bound, with paths at most ``hop_slack`` hops over the shortest, or until
     ``time_limit`` seconds (the best plan so far); then, with ``lean``, the plan of fewest
     hop-bytes at that time (:func:`optiq.lp.lean.lean_plan`), within a budget of work of about
-    what column generation cost (:data:`LEAN_ROUND_SCALE`), and within the time limit."""
+    what column generation cost (:data:`LEAN_ROUND_SCALE`), and within the time limit; and
+    of those the plan of fewest stop-bytes (:func:`optiq.lp.stops.fewest_stops`)."""
 
     gap: float = DEFAULT_GAP
     hop_slack: int = DEFAULT_HOP_SLACK
@@ -334,6 +340,11 @@ class ColumnGeneration(Planner):
         paths, share = cg.paths, cg.share
         if self.lean and cg.iterations > 0:
             paths, share = self._lean(ctx, cg, time.perf_counter() - start, rec)
+        if self.lean and cg.iterations > 0 and ctx.space.kind != FREE:
+            paths, share = self._fewest_stops(ctx, paths, share, rec, time.perf_counter() - start)
+        if rec.stops and "time limit" in rec.stops.get("status", ""):
+            rec.warnings.append(f"the time limit ({self.time_limit:g} s) stopped the fewest-stops step: the plan keeps "
+                                f"the stops it had")
         if rec.lean and rec.lean.get("status") == "time limit":
             rec.warnings.append(f"the time limit ({self.time_limit:g} s) stopped the lean step "
                                 f"{rec.lean.get('gap', 0):.2%} over its least hop-bytes")
@@ -372,6 +383,35 @@ class ColumnGeneration(Planner):
         ctx.say(f"lean step: {saved:.2%} fewer hop-bytes ({lean.status}, {lean.iterations} of {iterations} rounds, "
                 f"{lean.seconds:.1f} s)")
         return (lean.paths, lean.share) if kept else (cg.paths, cg.share)
+
+    def _fewest_stops(self, ctx: Context, paths: PathSet, share: np.ndarray, rec: PlanRecord,
+                      spent: float) -> tuple[PathSet, np.ndarray]:
+        """The plan of fewest stop-bytes at the lean plan's time and hop-bytes, over its paths
+        and (where every node is a rank) the one-stop detours of every job that stops."""
+        space, topology = ctx.space, ctx.topology
+        finished = space.finish(paths)
+        stopping = np.zeros(ctx.demands.num_jobs, dtype=bool)
+        stopping[finished.job[(path_stops(finished) > 0) & (share > 0)]] = True
+        detours = space.kind == "links"
+        degree = int(np.bincount(topology.link_src, minlength=topology.num_nodes).max()) if detours else 0
+        columns = paths.num_paths + 2 * degree * int(stopping.sum())   # at most
+        if not stopping.any() or columns > STOPS_MAX_COLUMNS:
+            rec.stops = {"status": "no stops" if not stopping.any() else f"skipped: up to {columns:,} columns"}
+            return paths, share
+        more = space.finish(one_stop_paths(topology, ctx.demands, stopping)) if detours else paths.select(
+            np.zeros(paths.num_paths, dtype=bool))
+        left = None if self.time_limit is None else self.time_limit - spent
+        if left is not None and left <= 0:
+            rec.stops = {"status": "time limit"}
+            return paths, share
+        found = fewest_stops(topology, ctx.demands, finished, share, more, sizes=ctx.sizes, time_limit=left)
+        rec.stops = {"status": found.status, "stop_bytes_before": found.stop_bytes_before,
+                     "stop_bytes": found.stop_bytes, "saved": found.saved}
+        rec.timings["stops_s"] = found.seconds
+        if found.stop_bytes_before > 0:
+            ctx.say(f"fewest stops: {found.saved:.2%} fewer stop-bytes over {paths.num_paths + more.num_paths:,} paths "
+                    f"({found.status}, {found.seconds:.1f} s)")
+        return found.paths, found.share
 
 
 @dataclass(frozen=True)
