@@ -341,7 +341,8 @@ class ColumnGeneration(Planner):
         if self.lean and cg.iterations > 0:
             paths, share = self._lean(ctx, cg, time.perf_counter() - start, rec)
         if self.lean and cg.iterations > 0 and ctx.space.kind != FREE:
-            paths, share = self._fewest_stops(ctx, paths, share, rec, time.perf_counter() - start)
+            left = None if self.time_limit is None else self.time_limit - (time.perf_counter() - start)
+            paths, share = fewest_stops_step(ctx, paths, share, rec, time_limit=left)
         if rec.stops and "time limit" in rec.stops.get("status", ""):
             rec.warnings.append(f"the time limit ({self.time_limit:g} s) stopped the fewest-stops step: the plan keeps "
                                 f"the stops it had")
@@ -384,34 +385,35 @@ class ColumnGeneration(Planner):
                 f"{lean.seconds:.1f} s)")
         return (lean.paths, lean.share) if kept else (cg.paths, cg.share)
 
-    def _fewest_stops(self, ctx: Context, paths: PathSet, share: np.ndarray, rec: PlanRecord,
-                      spent: float) -> tuple[PathSet, np.ndarray]:
-        """The plan of fewest stop-bytes at the lean plan's time and hop-bytes, over its paths
-        and (where every node is a rank) the one-stop detours of every job that stops."""
-        space, topology = ctx.space, ctx.topology
-        finished = space.finish(paths)
-        stopping = np.zeros(ctx.demands.num_jobs, dtype=bool)
-        stopping[finished.job[(path_stops(finished) > 0) & (share > 0)]] = True
-        detours = space.kind == "links"
-        degree = int(np.bincount(topology.link_src, minlength=topology.num_nodes).max()) if detours else 0
-        columns = paths.num_paths + 2 * degree * int(stopping.sum())   # at most
-        if not stopping.any() or columns > STOPS_MAX_COLUMNS:
-            rec.stops = {"status": "no stops" if not stopping.any() else f"skipped: up to {columns:,} columns"}
-            return paths, share
-        more = space.finish(one_stop_paths(topology, ctx.demands, stopping)) if detours else paths.select(
-            np.zeros(paths.num_paths, dtype=bool))
-        left = None if self.time_limit is None else self.time_limit - spent
-        if left is not None and left <= 0:
-            rec.stops = {"status": "time limit"}
-            return paths, share
-        found = fewest_stops(topology, ctx.demands, finished, share, more, sizes=ctx.sizes, time_limit=left)
-        rec.stops = {"status": found.status, "stop_bytes_before": found.stop_bytes_before,
-                     "stop_bytes": found.stop_bytes, "saved": found.saved}
-        rec.timings["stops_s"] = found.seconds
-        if found.stop_bytes_before > 0:
-            ctx.say(f"fewest stops: {found.saved:.2%} fewer stop-bytes over {paths.num_paths + more.num_paths:,} paths "
-                    f"({found.status}, {found.seconds:.1f} s)")
-        return found.paths, found.share
+
+def fewest_stops_step(ctx: Context, paths: PathSet, share: np.ndarray, rec: PlanRecord, *,
+                      max_columns: int = STOPS_MAX_COLUMNS, time_limit: float | None = None) -> tuple[PathSet, np.ndarray]:
+    """The plan of fewest stop-bytes at the time and hop-bytes of ``paths`` with ``share``
+    (:func:`optiq.lp.stops.fewest_stops`), over its paths and (where every node is a rank) the
+    one-stop detours of every job that stops; skipped above ``max_columns`` paths, or where
+    ``time_limit`` has no time left. What it did goes to ``rec.stops``."""
+    space, topology = ctx.space, ctx.topology
+    finished = space.finish(paths)
+    stopping = np.zeros(ctx.demands.num_jobs, dtype=bool)
+    stopping[finished.job[(path_stops(finished) > 0) & (share > 0)]] = True
+    detours = space.kind == "links"
+    degree = int(np.bincount(topology.link_src, minlength=topology.num_nodes).max()) if detours else 0
+    columns = paths.num_paths + 2 * degree * int(stopping.sum())   # at most
+    if not stopping.any() or columns > max_columns:
+        rec.stops = {"status": "no stops" if not stopping.any() else f"skipped: up to {columns:,} columns"}
+        return paths, share
+    if time_limit is not None and time_limit <= 0:
+        rec.stops = {"status": "time limit"}
+        return paths, share
+    more = space.finish(one_stop_paths(topology, ctx.demands, stopping)) if detours else paths.select(
+        np.zeros(paths.num_paths, dtype=bool))
+    found = fewest_stops(topology, ctx.demands, finished, share, more, sizes=ctx.sizes, time_limit=time_limit)
+    rec.stops = {"status": found.status, "stop_bytes_before": found.stop_bytes_before,
+                 "stop_bytes": found.stop_bytes, "saved": found.saved}
+    rec.timings["stops_s"] = found.seconds
+    ctx.say(f"fewest stops: {found.saved:.2%} fewer stop-bytes over {paths.num_paths + more.num_paths:,} paths "
+            f"({found.status}, {found.seconds:.1f} s)")
+    return (found.paths, found.share) if found.status == "optimal" else (paths, share)
 
 
 @dataclass(frozen=True)
