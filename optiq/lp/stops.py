@@ -12,7 +12,8 @@ paths and others of few stops (:func:`optiq.paths.one_stop.one_stop_paths`), thi
                 sum_{p through e} D_j * s_p <= c_e * T         for every link e
                 sum_p D_j * hops(p) * s_p <= H
 
-with ``T`` the plan's time and ``H`` its hop-bytes, by simplex (a vertex: few paths). A path's
+with ``T`` the plan's time and ``H`` its hop-bytes, by interior point and crossover (a
+vertex: few paths). A path's
 stops are those before its last link.
 """
 
@@ -151,7 +152,9 @@ def fewest_stops(topology: Topology, demands: Demands, paths: PathSet, share: np
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
     highs = silent_highs()
-    highs.setOptionValue("solver", "simplex")
+    # interior point, then crossover to a vertex (few paths): several times faster than
+    # simplex on a machine's link rows (benchmarks/RESULTS.md)
+    highs.setOptionValue("solver", "ipm")
     if time_limit is not None:
         highs.setOptionValue("time_limit", float(time_limit))
     highs.passModel(lp)

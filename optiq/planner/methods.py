@@ -92,7 +92,7 @@ LEAN_ROUND_SCALE = 2000
 #: do, and the final vertex, which grows with the rounds, stays cheap
 #: (``benchmarks/lean_budget.py``).
 LEAN_MIN_ROUNDS = 3
-#: The fewest-stops step after the lean one (:mod:`optiq.lp.stops`) is one simplex solve over
+#: The fewest-stops step after the lean one (:mod:`optiq.lp.stops`) is one LP solve over
 #: the plan's paths and its one-stop alternatives; above this many columns it is skipped.
 STOPS_MAX_COLUMNS = 50_000
 
