@@ -13,8 +13,7 @@ paths and others of few stops (:func:`optiq.paths.one_stop.one_stop_paths`), thi
                 sum_p D_j * hops(p) * s_p <= H
 
 with ``T`` the plan's time and ``H`` its hop-bytes, by interior point and crossover (a
-vertex: few paths). A path's
-stops are those before its last link.
+vertex: few paths). A path's stops are its copies (:attr:`optiq.paths.PathSet.copies`).
 """
 
 from __future__ import annotations
@@ -73,12 +72,6 @@ class StopsResult:
         return 1 - self.stop_bytes / self.stop_bytes_before if self.stop_bytes_before > 0 else 0.0
 
 
-def path_stops(paths: PathSet) -> np.ndarray:
-    """Stops of every path before its last link."""
-    return np.add.reduceat(paths.stops.astype(np.int64), paths.offsets[:-1]) - 1 if paths.num_paths else \
-        np.zeros(0, dtype=np.int64)
-
-
 def fewest_stops(topology: Topology, demands: Demands, paths: PathSet, share: np.ndarray, more: PathSet, *,
                  sizes: np.ndarray | None = None, time_limit: float | None = None) -> StopsResult:
     """The plan of fewest stop-bytes no slower and of no more hop-bytes than ``paths`` with
@@ -127,14 +120,13 @@ def fewest_stops(topology: Topology, demands: Demands, paths: PathSet, share: np
     per_path = share * size[paths.job]
     time_s = paths.busiest_link_time(per_path, cap)
     hop_bytes = float(per_path @ paths.hops)
-    before = float(per_path @ path_stops(paths))
+    before = float(per_path @ paths.copies)
     given = StopsResult(paths, share, time_s, before, before, 0.0, "no stops")
     if before <= 0 or not time_s > 0:
         return given
     every, _ = PathSet.concat([paths, more])
     every = every.unique()
     P, J = every.num_paths, demands.num_jobs
-    stops = path_stops(every)
     entry_path = np.repeat(np.arange(P), every.hops)
     used, link_row = np.unique(every.links, return_inverse=True)
     unit = float(size.max())
@@ -145,7 +137,7 @@ def fewest_stops(topology: Topology, demands: Demands, paths: PathSet, share: np
     a = coo_matrix((vals, (rows, cols)), shape=(J + used.size + 1, P)).tocsc()   # repeats summed
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = P, J + used.size + 1
-    lp.col_cost_ = size[every.job] * stops / unit
+    lp.col_cost_ = size[every.job] * every.copies / unit
     lp.col_lower_, lp.col_upper_ = np.zeros(P), np.ones(P)
     lp.row_lower_ = np.concatenate([np.ones(J), np.full(used.size + 1, -highspy.kHighsInf)])
     lp.row_upper_ = np.concatenate([np.ones(J), np.full(used.size + 1, 1.0)])
@@ -171,7 +163,7 @@ def fewest_stops(topology: Topology, demands: Demands, paths: PathSet, share: np
     new = every.select(kept)
     new_bytes = x[kept] * size[new.job]
     new_time = new.busiest_link_time(new_bytes, cap)
-    new_stops = float(new_bytes @ path_stops(new))
+    new_stops = float(new_bytes @ new.copies)
     if new_time > time_s * (1 + KEEP_SLACK) or float(new_bytes @ new.hops) > hop_bytes * (1 + KEEP_SLACK) \
             or new_stops > before * (1 - MIN_SAVING):
         return StopsResult(paths, share, time_s, before, before, seconds, "not used: no fewer stops")

@@ -103,4 +103,6 @@ def _simple(paths: PathSet, topology: Topology, src: np.ndarray) -> np.ndarray:
     order = np.lexsort((nodes, owner))
     nodes, owner = nodes[order], owner[order]
     twice = (owner[1:] == owner[:-1]) & (nodes[1:] == nodes[:-1])
-    return ~np.isin(np.arange(paths.num_paths), owner[1:][twice])
+    simple = np.ones(paths.num_paths, dtype=bool)
+    simple[owner[1:][twice]] = False
+    return simple

@@ -32,7 +32,7 @@ from ..heuristics.demand_aware import finer_pass
 from ..lp import DEFAULT_SOLVER, LP_SOLVERS, LPStatus, round_to_bytes, solve_lp
 from ..lp.colgen import DEFAULT_GAP, DEFAULT_HOP_SLACK, CGOptions, CGResult, CGStatus, column_generation
 from ..lp.lean import lean_plan
-from ..lp.stops import fewest_stops, path_stops
+from ..lp.stops import fewest_stops
 from ..mpi.workers import Workers
 from ..paths import FREE, PathSet, diverse_paths, spread_paths, torus_paths, valiant_paths
 from ..paths.kept import kept_candidates, kept_for_pairs
@@ -387,19 +387,19 @@ class ColumnGeneration(Planner):
 
 
 def fewest_stops_step(ctx: Context, paths: PathSet, share: np.ndarray, rec: PlanRecord, *,
-                      max_columns: int = STOPS_MAX_COLUMNS, time_limit: float | None = None) -> tuple[PathSet, np.ndarray]:
+                      time_limit: float | None = None) -> tuple[PathSet, np.ndarray]:
     """The plan of fewest stop-bytes at the time and hop-bytes of ``paths`` with ``share``
     (:func:`optiq.lp.stops.fewest_stops`), over its paths and (where every node is a rank) the
-    one-stop detours of every job that stops; skipped above ``max_columns`` paths, or where
+    one-stop detours of every job that stops; skipped above :data:`STOPS_MAX_COLUMNS` paths, or where
     ``time_limit`` has no time left. What it did goes to ``rec.stops``."""
     space, topology = ctx.space, ctx.topology
     finished = space.finish(paths)
     stopping = np.zeros(ctx.demands.num_jobs, dtype=bool)
-    stopping[finished.job[(path_stops(finished) > 0) & (share > 0)]] = True
+    stopping[finished.job[(finished.copies > 0) & (share > 0)]] = True
     detours = space.kind == "links"
     degree = int(np.bincount(topology.link_src, minlength=topology.num_nodes).max()) if detours else 0
     columns = paths.num_paths + 2 * degree * int(stopping.sum())   # at most
-    if not stopping.any() or columns > max_columns:
+    if not stopping.any() or columns > STOPS_MAX_COLUMNS:
         rec.stops = {"status": "no stops" if not stopping.any() else f"skipped: up to {columns:,} columns"}
         return paths, share
     if time_limit is not None and time_limit <= 0:
