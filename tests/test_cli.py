@@ -287,3 +287,29 @@ def test_a_terminal_gets_one_progress_line_that_is_cleared_before_the_table(monk
     shown = err.getvalue().split("\r\033[K")
     assert shown[1].endswith("planning with opt") and shown[2].endswith("...") and len(shown[2]) < 500
     assert len(shown) == 4 and shown[-1] == "warning\n"   # cleared once, by the table, before the warning
+
+
+@pytest.mark.parametrize("given", [None, "16KiB"])
+def test_testbed_run_leaves_the_executors_chunk_to_it_unless_given(monkeypatch, capsys, tmp_path, given):
+    # a plan's 64 KiB default chunk must not override the executor's own default on the testbed
+    # (cut to 5% of a forwarding plan's time), which the application's calls use
+    import optiq.cli.testbed as cli_testbed
+    from optiq.plan import DEFAULT_CHUNK_SIZE
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(topology, demands=None, **kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(cli_testbed, "run_testbed", fake_run)
+    with pytest.raises(Stop):
+        main(["testbed", "run", "-t", "torus:4x4", "--pattern", "disjoint", "--methods", "opt", "-q"]
+             + ([] if given is None else ["--chunk-size", given]))
+    assert seen["chunk_size"] == (None if given is None else 16384)
+    plan = tmp_path / "p.json"
+    assert run(capsys, "plan", "-t", "torus:4x4", "--pattern", "disjoint", "-m", "default", "-o", str(plan), "-q")[0] == 0
+    assert load_plan(plan).chunk_size == DEFAULT_CHUNK_SIZE  # plans still get their default

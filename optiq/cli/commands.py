@@ -17,7 +17,7 @@ from ..errors import OptiqError
 from ..metrics.compute import plan_metrics
 from ..metrics.tables import jobs_table, links_table, metrics_table, named_loads, workload_line
 from ..mpi.launch import need_mpi, world
-from ..plan import load_plan
+from ..plan import DEFAULT_CHUNK_SIZE, load_plan
 from ..planner import COMPARE_METHODS, cluster_tables, compare_methods, job_tables, make_plan, split_plan
 from ..planner.engines import check_engines, tables_against_engines
 from ..sim import (
@@ -56,7 +56,8 @@ def plan(args: argparse.Namespace) -> int:
     say = _progress(args) if leader else None
     topology, demands = _workload(args, say)
     qos = read_qos(args.qos, demands.num_jobs) if args.qos else None
-    plan = make_plan(topology, demands, args.method, progress=say, qos=qos, comm=comm, chunk_size=args.chunk_size,
+    plan = make_plan(topology, demands, args.method, progress=say, qos=qos, comm=comm,
+                     chunk_size=args.chunk_size or DEFAULT_CHUNK_SIZE,
                      seed=args.seed, routing=args.routing, max_intermediates=args.max_intermediates or 1,
                      **_planner_options(args))
     if not leader:
@@ -118,7 +119,8 @@ def compare(args: argparse.Namespace) -> int:
         raise OptiqError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from "
                          f"{', '.join(COMPARE_METHODS)}")
     split = read_split(args.split, topology, demands) if args.split else None
-    rows, times = _compare(topology, demands, methods, _planner_options(args), say, chunk_size=args.chunk_size,
+    rows, times = _compare(topology, demands, methods, _planner_options(args), say,
+                           chunk_size=args.chunk_size or DEFAULT_CHUNK_SIZE,
                            seed=args.seed, routing=args.routing, max_intermediates=args.max_intermediates or 1,
                            split=split)
     if args.json:
