@@ -54,11 +54,16 @@ DEFAULT_QUEUE = 4 * 2**20
 FRAME = 1514
 #: Link time the token bucket of a link may save up (its burst), at least a few frames.
 BURST_S = 1e-3
-#: The kernel settings of every namespace: routers forward, and routes may be asymmetric.
+#: The kernel settings of every namespace: routers forward, and routes may be asymmetric; a
+#: connection idle between two exchanges keeps its window (``tcp_slow_start_after_idle=0``), as
+#: a fabric's credits do, instead of probing the links again from ten packets: every leg of a
+#: forwarded path is a connection of its own that slow start would hold back at every call
+#: (``benchmarks/RESULTS.md``, the application section's probes).
 SYSCTLS = ("net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
            "net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.default.send_redirects=0",
            "net.ipv4.conf.all.accept_redirects=0", "net.ipv4.conf.default.accept_redirects=0",
-           "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+           "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
+           "net.ipv4.tcp_slow_start_after_idle=0")
 
 
 def default_tcp_window(queue: int) -> int:
