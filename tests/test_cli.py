@@ -313,3 +313,7 @@ def test_testbed_run_leaves_the_executors_chunk_to_it_unless_given(monkeypatch, 
     plan = tmp_path / "p.json"
     assert run(capsys, "plan", "-t", "torus:4x4", "--pattern", "disjoint", "-m", "default", "-o", str(plan), "-q")[0] == 0
     assert load_plan(plan).chunk_size == DEFAULT_CHUNK_SIZE  # plans still get their default
+    seen.clear()
+    with pytest.raises(Stop):  # a plan file's executor takes it too
+        main(["testbed", "run", str(plan), "-q"] + ([] if given is None else ["--chunk-size", given]))
+    assert seen["chunk_size"] == (None if given is None else 16384)

@@ -117,8 +117,9 @@ def add_planning(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unit", type=types.size, help="heu2: bytes placed per step (default 1MiB, or the largest pair's bytes / 64 where more)")
     p.add_argument("--hop-limit", type=types.positive_int, help="longest candidate path (default: network diameter)")
     p.add_argument("--chunk-size", type=types.size,
-                   help=f"the plan's chunk (default {DEFAULT_CHUNK_SIZE // 1024}KiB); the executor's, which by default is the plan's cut where "
-                        "a chunk would last long on its links or at its stops")
+                   help=f"the plan's chunk (default {DEFAULT_CHUNK_SIZE // 1024}KiB); on the testbed the "
+                        "executor's too, which by default is the plan's, cut where a chunk would last long on "
+                        "its links or at its stops")
     p.add_argument("--solver", choices=LP_SOLVERS, help=f"lp: HiGHS LP algorithm (default {DEFAULT_SOLVER})")
     p.add_argument("--time-limit", type=types.positive_float, help="opt/lp: time limit in seconds (best plan so far)")
     p.add_argument("--gap", type=types.gap,

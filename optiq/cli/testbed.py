@@ -40,14 +40,14 @@ def testbed(args: argparse.Namespace) -> int:
     say = _progress(args)
     common = dict(rate=args.rate, repeat=args.repeat, warmup=args.warmup, queue=args.queue,
                   congestion=args.congestion, name=args.name, seed=args.seed, pace_paths=args.pace_paths,
-                  window=args.window, offloads=args.offloads, progress=say)
+                  window=args.window, offloads=args.offloads, chunk_size=args.chunk_size, progress=say)
     if args.plan:
         plan = load_plan(args.plan)
         report = run_testbed(plan.topology, plan=plan, conditions=_conditions(args, plan.topology), **common)
     else:
         topology, demands = _workload(args, say)
         report = run_testbed(topology, demands, methods=args.methods, options=_planner_options(args),
-                             chunk_size=args.chunk_size, conditions=_conditions(args, topology), **common)
+                             conditions=_conditions(args, topology), **common)
     print(report)
     if args.json:
         write_results(args.json, report.to_dict(), "--json")

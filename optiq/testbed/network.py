@@ -58,7 +58,7 @@ BURST_S = 1e-3
 #: connection idle between two exchanges keeps its window (``tcp_slow_start_after_idle=0``), as
 #: a fabric's credits do, instead of probing the links again from ten packets: every leg of a
 #: forwarded path is a connection of its own that slow start would hold back at every call
-#: (``benchmarks/RESULTS.md``, the application section's probes).
+#: (``benchmarks/RESULTS.md``, "The testbed's chunks, its connections, ...").
 SYSCTLS = ("net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
            "net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.default.send_redirects=0",
            "net.ipv4.conf.all.accept_redirects=0", "net.ipv4.conf.default.accept_redirects=0",

@@ -71,7 +71,9 @@ def run_testbed(topology: Topology, demands: Demands | None = None, *, plan: Pla
     name : str, optional
         The testbed's name (default ``optiq-<pid>``).
     seed, options, chunk_size
-        Planning (as :func:`optiq.planner.compare_methods`) and the verified patterns.
+        Planning (as :func:`optiq.planner.compare_methods`) and the verified patterns;
+        ``chunk_size`` is the executor's too (by default its own,
+        :func:`~optiq.runtime.executor.default_chunk_size`), with ``plan`` as well.
     pace_paths : bool
         The executor sends every path at its planned rate (default; the network shares links
         by itself, and unpaced paths alone on their links run ahead of the plan).
