@@ -350,7 +350,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
     # now (on the group's duplicate, once made); a memoised call sent ahead reads its messages
     # only if it turns out to need them (agree)
     eligible = go_ahead and cached and method == "auto" and network is not None and plan_budget != float("inf") \
-        and group.comm is not None and ctx.connected
+        and group.comm is not None
     # a call predicted to be of a planned pattern runs that plan while the ranks agree (every rank,
     # with its bytes if its own counts and options are that pattern's), and goes ahead of nothing else
     predicted = ctx.predicted() if go_ahead and cached else None
@@ -508,7 +508,9 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
                     time.perf_counter(), shape_key if auto else None, moved=True, moved_s=start.moved_s)
     agreement = vec[_AGREE]
     agreed = agreement[0] == agreement[1] and size * int(agreement[3]) == int(agreement[2]) ** 2
-    if agreed and not ctx.connected:  # the first agreed call, before any byte of the context moves
+    # connections opened in turn for the executor: before any byte of the context moves, or, for
+    # auto, before its first plan runs (its calls by MPI open theirs as the application's own do)
+    if agreed and not ctx.connected and not (method == "auto" and network is not None and link_bw is None):
         if network is not None and link_bw is None and method != "mpi":
             connect_in_turn(c)
         connected(ctx)
@@ -550,11 +552,19 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
     if pattern is None:
         begun = time.perf_counter()
         shape = ctx.shapes.get(shape_key) if auto else None
-        if shape is not None and start.go_ahead and group.comm is not None and group.members.size:
-            beside = kind.mpi_start(group.comm, sendbuf, recvbuf)
-        pattern = prepare(c, source.byte_counts, recv.byte_counts, config, network=network, method=method, hosts=hosts,
-                          link_bw=link_bw, chunk_model=chunk_model, options=planner_options,
-                          last=None if shape is None else shape.last, beside=() if beside is None else (beside,))
+        # gathered before MPI's bytes go: a collective's small messages would queue behind them on every link
+        matrix = gather_counts(c, source.byte_counts, recv.byte_counts, config, checked=agreed)
+        posted: list[Any] = []
+
+        def post() -> list[Any]:  # called by prepare on every rank alike, once a plan is to be made
+            if shape is not None and start.go_ahead and group.comm is not None and group.members.size:
+                posted.append(kind.mpi_start(group.comm, sendbuf, recvbuf))
+            return posted
+
+        pattern = prepare(c, matrix, network=network, method=method, hosts=hosts, link_bw=link_bw,
+                          chunk_model=chunk_model, options=planner_options, last=None if shape is None else shape.last,
+                          post=post)
+        beside = posted[0] if posted else None
         if shape is not None and pattern.candidates is not None and pattern.paths is not None:
             shape.last = (pattern.candidates, pattern.paths)
         planned = time.perf_counter()
@@ -579,6 +589,9 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
         ctx.entries.move_to_end(key)
     if cached and pattern.own is None:
         pattern.own = start.own  # the same call on every rank: alike everywhere
+    if pattern.executor is not None and not ctx.connected:  # auto's first plan, alike on every rank
+        connect_in_turn(c)
+        connected(ctx)
     if beside is not None:
         how = "planned" if pattern.method == "mpi" else f"the {pattern.method} plan made"
         return Call(kind, c, group, sendbuf, recvbuf, send, recv, Pattern(

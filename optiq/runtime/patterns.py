@@ -10,9 +10,10 @@ moves them (``method="auto"``'s rules, module docstring of :mod:`optiq.runtime.a
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+import importlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from ..topology import Topology, from_spec
 from .executor import Executor
 from .ranklevel import RankNetwork, host_demands_of, rank_plan
 
-__all__ = ["Pattern", "prepare", "gather_counts", "check_placement", "check_placement_here",
+__all__ = ["Pattern", "prepare", "gather_counts", "check_placement", "check_placement_here", "import_planner",
            "names_needed", "rates_known", "MIN_GAIN", "AUTO_METHOD", "MAX_MODEL_EVENTS"]
 
 #: ``method="auto"`` uses a plan only if it predicts at least this fraction less time than
@@ -39,6 +40,8 @@ LEADER_JOBS = 4096
 #: ``method="auto"`` skips the chunk-model comparison for plans of more chunk events than
 #: this (large messages, where forwarding costs little against the transfer).
 MAX_MODEL_EVENTS = 500_000
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -88,9 +91,13 @@ class Pattern:
 CONFIG_SEPARATOR = "; "
 
 
-def gather_counts(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config: str) -> np.ndarray:
-    """Every rank's send counts, as a ``ranks x ranks`` matrix (collective), once the ranks are
-    known to agree: the same options, and every receive count its sender's send count.
+def gather_counts(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config: str,
+                  checked: bool = False) -> np.ndarray:
+    """Every rank's send counts, as a ``ranks x ranks`` matrix (collective), checking that the
+    ranks agree: the same options, and every receive count its sender's send count.
+
+    ``checked``: the agreement's checksums showed that already (:mod:`optiq.runtime.agreement`);
+    then only the counts are gathered, in one collective step instead of three.
 
     Raises
     ------
@@ -100,6 +107,8 @@ def gather_counts(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, c
     rank, size = comm.Get_rank(), comm.Get_size()
     matrix = np.empty((size, size), dtype=np.int64)
     comm.Allgather(np.ascontiguousarray(send_counts, dtype=np.int64), matrix)
+    if checked:
+        return matrix
     configs = comm.allgather(config)
     if len(set(configs)) > 1:
         other = next(r for r, value in enumerate(configs) if value != configs[0])
@@ -154,22 +163,32 @@ def _default_placement(network: str, size: int, link_bw: float | None) -> OptiqE
     return None
 
 
-def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config: str, *, network: Any, method: str,
-            hosts: Any, link_bw: float | None, chunk_model: Any, options: dict[str, Any],
-            last: tuple[PathSet, PathSet] | None = None, beside: Sequence[Any] = ()) -> Pattern:
-    """Plan a new pattern (collective): every rank returns its part of the same plan.
+def prepare(comm: Any, matrix: np.ndarray, *, network: Any, method: str, hosts: Any, link_bw: float | None,
+            chunk_model: Any, options: dict[str, Any], last: tuple[PathSet, PathSet] | None = None,
+            post: Callable[[], Sequence[Any]] = tuple) -> Pattern:
+    """Plan a new pattern of every rank's send counts ``matrix`` (:func:`gather_counts`;
+    collective): every rank returns its part of the same plan.
 
     ``method="auto"`` with ``last``, the candidates and plan paths of a pattern of the same
     pairs (other amounts), re-splits: it plans on those candidates instead of making them
-    again (:func:`_auto_plan`). ``beside``: MPI's requests of a transfer in flight (the call's
-    bytes, moved by MPI while the plan is made), kept moving while rank 0 plans."""
+    again (:func:`_planned_on`). ``post``: for ``auto``, called on every rank once a plan is
+    to be made, it hands the call's bytes to MPI and returns the requests, kept moving while
+    rank 0 plans (the caller waits for them). It is not called where the default routes are
+    known to be as fast as any plan: a collective's small messages would queue behind those
+    bytes on every link, so whatever can be decided before them is.
+
+    Every collective step costs each rank a round of the others, which on a node with more
+    ranks than cores is a scheduler's time slice or more; so ``auto``'s decision (is a plan
+    faster, which, by how much) is one step of rank 0's (:func:`_auto_decision`)."""
     size = comm.Get_size()
-    matrix = gather_counts(comm, send_counts, recv_counts, config)
     if not (matrix - np.diag(np.diag(matrix))).any():
         return Pattern("local", "no rank sends to another")
     if method == "mpi" or network is None:
         return Pattern("mpi", "method='mpi'" if method == "mpi" else "no network= to plan on")
-    topology, host_of = together(comm, lambda: _placement(comm, network, hosts, size, link_bw))
+    if names_needed(hosts):
+        topology, host_of = together(comm, lambda: _placement(comm, network, hosts, size, link_bw))
+    else:  # every rank places the ranks alike, and raises alike
+        topology, host_of = _placement(None, network, hosts, size, link_bw)
     net = RankNetwork(topology, host_of)
     pace = link_bw is None and rates_known(topology)  # real links of known rates: every path at its planned rate
     demands = host_demands_of(matrix, host_of)
@@ -182,29 +201,26 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
     planner = AUTO_METHOD if method == "auto" else method
     # a path may stop only at a host that runs a rank: only ranks forward
     forwarders = np.unique(net.host_of)
-    if method == "auto":
-        # rank 0 decides while the others wait without taking its core (every rank deciding at once,
-        # many ranks to a core, took seconds), MPI's bytes in flight kept moving
-        if from_leader_beside(comm, lambda: default_routes_optimal(topology, demands, shortest=False), beside):
-            return Pattern("mpi", "the default routes finish at the cut bound: no plan is faster")
-        plan, candidates = _auto_plan(comm, topology, demands, forwarders, options, last, beside)
-        planner = plan.method
-    else:
-        plan = make_plan(topology, demands, planner, comm=comm, forwarders=forwarders, **options)
-    predicted_s, default_s = _times(net, matrix, plan, topology, demands, link_bw)
     if method != "auto":
+        plan = make_plan(topology, demands, planner, comm=comm, forwarders=forwarders, **options)
+        predicted_s, default_s = _times(net, matrix, plan, topology, demands, link_bw)
         return _compiled(comm, net, matrix, plan, planner, link_bw, f"method={method!r}", predicted_s, default_s,
                          pace)
-    if predicted_s > default_s * (1 - MIN_GAIN):
-        return Pattern("mpi", f"the {planner} plan predicts {predicted_s * 1e3:.4g} ms against the default "
-                             f"routes' {default_s * 1e3:.4g} ms: {_too_little(predicted_s, default_s)}",
-                      predicted_s=predicted_s, default_s=default_s)
-    # the same answer on every rank: rank 0 simulates, the others wait without taking its core; on
-    # real links the plan's first call is measured instead, unless a chunk model fitted to them is given
-    slower = None if link_bw is None and chunk_model is None else from_leader(
-        comm, lambda: _forwarding_costs_more(net, matrix, plan, topology, demands, chunk_model, link_bw))
-    if slower is not None:
-        return Pattern("mpi", slower, predicted_s=predicted_s, default_s=default_s)
+    # rank 0 decides while the others wait without taking its core (every rank deciding at once,
+    # many ranks to a core, took seconds), MPI's bytes in flight kept moving once posted
+    if from_leader(comm, lambda: default_routes_optimal(topology, demands, shortest=False)):
+        return Pattern("mpi", "the default routes finish at the cut bound: no plan is faster")
+    beside = post()
+    if demands.num_jobs <= LEADER_JOBS:
+        decision = from_leader_beside(comm, lambda: _auto_decision(
+            None, net, matrix, topology, demands, forwarders, options, last, chunk_model, link_bw), beside)
+    else:  # the plan's work spread over the ranks
+        decision = _auto_decision(comm, net, matrix, topology, demands, forwarders, options, last, chunk_model,
+                                  link_bw, beside)
+    if isinstance(decision, Pattern):
+        return decision
+    plan, candidates, predicted_s, default_s = decision
+    planner = plan.method
     how = f"the {planner} plan" + (" re-split over the last plan of these pairs" if last is not None else "")
     entry = _compiled(comm, net, matrix, plan, planner, link_bw,
                       f"{how} predicts {default_s / predicted_s:.2f}x the default routes' throughput",
@@ -215,27 +231,68 @@ def prepare(comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray, config:
     return entry
 
 
-def _auto_plan(comm: Any, topology: Topology, demands: Any, forwarders: np.ndarray, options: dict[str, Any],
-               last: tuple[PathSet, PathSet] | None, beside: Sequence[Any] = ()) -> tuple[Plan, PathSet]:
-    """``method="auto"``'s plan and its candidates (collective).
+#: The modules ``auto``'s decision imports when first run, beyond ``import optiq``'s (SciPy's
+#: graph routines for the network's routes take the most): :func:`import_planner` imports them.
+PLANNER_MODULES = ("scipy.sparse.csgraph", "random", "optiq.planner", "optiq.planner.methods", "optiq.paths.space",
+                   "optiq.sim", "optiq.sim.chunk", "optiq.runtime.runner")
+
+
+def import_planner() -> None:
+    """Import what ``auto``'s decision needs (:data:`PLANNER_MODULES`).
+
+    Its first plan would otherwise import them on the critical path, every rank waiting for
+    rank 0's plan: on a node with more ranks than cores, as long as several of the calls it
+    plans for. An application's set-up may call this before its loop
+    (:func:`optiq.integrations.mpi4py_fft.accelerate` does); a thread beside the calls would
+    take the interpreter from the application's own Python, and a crowded node's CPU from
+    its ranks, exactly when the calls run.
+    """
+    for module in PLANNER_MODULES:
+        importlib.import_module(module)
+
+
+def _auto_decision(comm: Any, net: RankNetwork, matrix: np.ndarray, topology: Topology, demands: Any,
+                   forwarders: np.ndarray, options: dict[str, Any], last: tuple[PathSet, PathSet] | None,
+                   chunk_model: Any, link_bw: float | None,
+                   beside: Sequence[Any] = ()) -> Pattern | tuple[Plan, PathSet, float, float]:
+    """``method="auto"``'s decision, for a pattern whose default routes do not finish at its cut
+    bound: a Pattern handing the calls to MPI, and why, or the plan, its candidates and the
+    predicted times of the plan and of the default routes.
+
+    With ``comm`` None, this process decides alone (rank 0, for a pattern of at most
+    :data:`LEADER_JOBS` jobs: the work a plan spreads over the ranks costs them more in
+    messages than it saves); else the plan is made on the ranks of ``comm`` (collective), and
+    rank 0 alone runs the steps that are not spread, the others waiting without taking its core.
+    The plan is :func:`_planned_on`'s. On emulated links (or with a chunk model fitted to the
+    real ones) the plan is kept only if the chunk model predicts forwarding it beats MPI on the
+    default routes; on real links without one, its first call is measured instead.
+    """
+    def leader(step: Callable[[], T]) -> T:
+        return step() if comm is None else from_leader_beside(comm, step, beside)
+
+    plan, candidates = _planned_on(comm, topology, demands, forwarders, options, last)
+    predicted_s, default_s = leader(lambda: _times(net, matrix, plan, topology, demands, link_bw))
+    if predicted_s > default_s * (1 - MIN_GAIN):
+        return Pattern("mpi", f"the {plan.method} plan predicts {predicted_s * 1e3:.4g} ms against the default "
+                              f"routes' {default_s * 1e3:.4g} ms: {_too_little(predicted_s, default_s)}",
+                       predicted_s=predicted_s, default_s=default_s)
+    slower = None if link_bw is None and chunk_model is None else leader(
+        lambda: _forwarding_costs_more(net, matrix, plan, topology, demands, chunk_model, link_bw))
+    if slower is not None:
+        return Pattern("mpi", slower, predicted_s=predicted_s, default_s=default_s)
+    return plan, candidates, predicted_s, default_s
+
+
+def _planned_on(comm: Any, topology: Topology, demands: Any, forwarders: np.ndarray, options: dict[str, Any],
+                last: tuple[PathSet, PathSet] | None) -> tuple[Plan, PathSet]:
+    """``method="auto"``'s plan and its candidates, made on the ranks of ``comm`` (collective;
+    None: this process alone).
 
     Heuristic 2 over the candidate paths of the pairs, made once per shape (rank 0 makes them;
     they depend on the pairs, not the amounts). Re-splitting a shape planned before, it then
     solves the LP over the new plan's paths and the last plan's (while they are few,
     :data:`RESPLIT_LP_PATHS`) and keeps the faster: never worse than planning anew, which
-    would give Heuristic 2's plan on the same candidates. A pattern of at most
-    :data:`LEADER_JOBS` jobs is planned by rank 0 alone (the work a plan spreads over the ranks
-    costs them more in messages than it saves), the others waiting without taking its core.
-    """
-    if demands.num_jobs <= LEADER_JOBS:
-        return from_leader_beside(comm, lambda: _planned_on(None, topology, demands, forwarders, options, last),
-                                  beside)
-    return _planned_on(comm, topology, demands, forwarders, options, last)
-
-
-def _planned_on(comm: Any, topology: Topology, demands: Any, forwarders: np.ndarray, options: dict[str, Any],
-                last: tuple[PathSet, PathSet] | None) -> tuple[Plan, PathSet]:
-    """:func:`_auto_plan` on the ranks of ``comm`` (None: this process alone)."""
+    would give Heuristic 2's plan on the same candidates."""
     from ..paths.space import PathSpace
     from ..planner import make_plan
     from ..planner.methods import default_k, make_candidates
