@@ -308,6 +308,28 @@ def test_quick_reading_agrees_with_the_full_reading_or_leaves_the_message_to_it(
     assert quick_seen > 100 and refused > 20, (quick_seen, refused)
 
 
+def test_the_planning_estimate_is_the_guess_until_a_plan_is_measured_then_scaled_to_it():
+    from optiq.runtime.policy import PLAN_S_FIXED, PLAN_S_PER_PAIR, Shapes
+
+    def guess(pairs: int) -> float:
+        return PLAN_S_FIXED + PLAN_S_PER_PAIR * pairs
+
+    shapes, key = Shapes(), (1, 2)
+    assert shapes.estimate(48) == pytest.approx(guess(48)) and shapes.plan_scale is None
+    shapes.decide(key, (0, 0), 48, float("inf"))  # a pattern of 48 pairs is planned...
+    shapes.book(key, 0.0, 0.3)                    # ...and its planning measured 0.3 s
+    # the next pattern of the same pairs is expected to cost the same; others in proportion
+    assert shapes.estimate(48) == pytest.approx(0.3)
+    assert shapes.estimate(1000) == pytest.approx(0.3 * guess(1000) / guess(48))
+    # a slower plan raises the scale at once, a faster one halves it at most
+    shapes.book(key, 0.0, 0.6)
+    assert shapes.estimate(48) == pytest.approx(0.6)
+    shapes.book(key, 0.0, 0.001)
+    assert shapes.estimate(48) == pytest.approx(0.3)
+    shapes.book(key, 0.0, 0.0)  # no planning in the booked calls: nothing learned
+    assert shapes.estimate(48) == pytest.approx(0.3)
+
+
 def test_unchecked_windows_grow_to_the_cap_and_never_pass_the_call_that_plans():
     from optiq.runtime.policy import Quiet as _Quiet
     from optiq.runtime.policy import Shapes

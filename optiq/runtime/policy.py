@@ -25,8 +25,11 @@ from .patterns import Pattern
 
 __all__ = ["Shapes", "Quiet", "PLAN_S_PER_PAIR", "PLAN_S_FIXED", "SHAPES_KEPT", "CYCLE_SHAPES"]
 
-#: Before a communicator has planned: the planning time guessed per host pair, and on top.
-PLAN_S_PER_PAIR, PLAN_S_FIXED = 1e-3, 0.05
+#: Before a communicator has planned: the planning time guessed per host pair, and on top. A
+#: planning call's cost beyond its own transfer, measured with 8 to 32 ranks on one node
+#: (``benchmarks/RESULTS.md``), is of this order; once the communicator has planned, the
+#: guess is scaled to what its planning measured (:meth:`Shapes.book`).
+PLAN_S_PER_PAIR, PLAN_S_FIXED = 2.5e-4, 0.03
 #: Shapes whose calls' time is remembered per communicator (the least recently used leave).
 SHAPES_KEPT = 256
 
@@ -46,6 +49,17 @@ class _Shape:
     last: tuple[PathSet, PathSet] | None = None
 
 
+def _guess(pairs: int) -> float:
+    """The planning time of ``pairs`` rank pairs, guessed before any plan was measured.
+
+    Examples
+    --------
+    >>> round(_guess(48), 3)
+    0.042
+    """
+    return PLAN_S_FIXED + PLAN_S_PER_PAIR * pairs
+
+
 class Shapes:
     """The shapes of one communicator's ``method="auto"`` calls (the same on every rank but
     for each rank's own rows)."""
@@ -54,8 +68,9 @@ class Shapes:
         self.shapes: OrderedDict[tuple[int, int], _Shape] = OrderedDict()
         self.plans_made = 0
         self.planning_s = 0.0
-        #: planning seconds per host pair, measured on this communicator (the ranks' mean)
-        self.plan_s_per_pair: float | None = None
+        #: the planning time measured on this communicator (the ranks' mean) over the guess
+        #: (:data:`PLAN_S_FIXED`, :data:`PLAN_S_PER_PAIR`) for the same pairs; None before any
+        self.plan_scale: float | None = None
         self.last_pairs = 0  # the rank pairs of the last pattern considered (every rank's sum)
         self._hot_rows: set[tuple[int, int]] = set()
 
@@ -71,11 +86,12 @@ class Shapes:
 
     def book(self, key: tuple[int, int] | None, call_s: float, planned_s: float, calls: float = 1) -> None:
         """Book the time of the last ``calls`` calls and planning (the ranks' means) to their
-        shape, and learn the planning time per pair."""
+        shape, and learn how the planning time compares with the guess (a planning faster
+        than the last halves the scale at most, so one quick plan does not make the next
+        shapes plan too early)."""
         if planned_s > 0 and self.last_pairs:
-            per_pair = planned_s / self.last_pairs
-            self.plan_s_per_pair = per_pair if self.plan_s_per_pair is None else max(per_pair,
-                                                                                      0.5 * self.plan_s_per_pair)
+            scale = planned_s / _guess(self.last_pairs)
+            self.plan_scale = scale if self.plan_scale is None else max(scale, 0.5 * self.plan_scale)
         shape = self.get(key)
         if shape is not None:
             shape.calls_s += call_s
@@ -88,8 +104,7 @@ class Shapes:
 
     def estimate(self, pairs: int) -> float:
         """The planning time of a pattern of ``pairs`` rank pairs with bytes, as every rank guesses it alike."""
-        per_pair = PLAN_S_PER_PAIR if self.plan_s_per_pair is None else self.plan_s_per_pair
-        return PLAN_S_FIXED + per_pair * pairs
+        return _guess(pairs) * (1.0 if self.plan_scale is None else self.plan_scale)
 
     def calls_left(self, key: tuple[int, int], budget: float) -> int | None:
         """How many more calls like its past ones the shape takes before planning it (or, once
@@ -104,7 +119,7 @@ class Shapes:
             return 0
         mean = shape.calls_s / shape.calls
         need = self._cost(shape, self.last_pairs) / budget
-        return max(0, int((need - shape.calls_s) / mean)) if mean > 0 else 0
+        return max(0, int((need - shape.calls_s) / mean + 1e-9)) if mean > 0 else 0  # whole calls, not 0.99999
 
     def _cost(self, shape: _Shape, pairs: int) -> float:
         """What planning the shape now costs, with what it cost before: the planning spent and the
