@@ -29,7 +29,7 @@ from ..errors import ArgumentError
 from ..mpi.comms import cached_on
 from ..mpi.grids import grid_comm
 from ..runtime import AlltoallvResult, alltoallv, alltoallw
-from ..runtime.patterns import check_placement
+from ..runtime.patterns import check_placement, import_planner
 
 __all__ = ["accelerate", "restore", "AcceleratedComm"]
 
@@ -140,6 +140,8 @@ def accelerate(fft: Any, network: Any = None, method: str = "auto", *, parent: A
         raise ArgumentError("accelerate needs network= (the machine the grid runs on)")
     grid = parent if parent is not None else _grid_of(list(fft.subcomm))
     check_placement(grid, network, alltoallv_options.get("hosts"), alltoallv_options.get("link_bw"))
+    if method == "auto" and grid.Get_rank() == 0:  # the rank that makes auto's plans: not in the first plan
+        import_planner()
     options = dict(alltoallv_options, network=network, method=method)
     for transfer in transfers:
         comm = transfer.comm.comm if isinstance(transfer.comm, AcceleratedComm) else transfer.comm
