@@ -58,10 +58,10 @@ def driver(args: argparse.Namespace) -> int:
     for name in args.setups.split(","):
         spec, grid, sizes, what = SETUPS[name]
         print(f"== {name}: {what} ({spec}, links at {args.rate})", flush=True)
-        cmd = [OPTIQ, "testbed", "exec", "-t", spec, "--rate", args.rate, "-q", "--", sys.executable, __file__,
-               "--worker", "--network", f"{spec},bw={args.rate}", "--grid", grid, "--sizes", args.sizes or sizes,
-               "--repeat",
-               str(args.repeat), "--methods", args.methods, "--loop", str(args.loop)]
+        cmd = [OPTIQ, "testbed", "exec", "-t", spec, "--rate", args.rate, "-q", "--", sys.executable, "-m", "mpi4py",
+               __file__, "--worker", "--network", f"{spec},bw={args.rate}", "--grid", grid,
+               "--sizes", args.sizes or sizes, "--repeat", str(args.repeat), "--methods", args.methods,
+               "--loop", str(args.loop)]
         if name == "torus":
             cmd += ["--drifting", str(args.loop)]
         run = run_cleanly(cmd)

@@ -69,7 +69,7 @@ def main() -> None:
 
     print(f"pairs of {args.ranks} ranks on a star, links at {args.rate}, {args.repeat} timed runs a size")
     run = run_cleanly([OPTIQ, "testbed", "exec", "-t", f"fattree:k={args.ranks},n=1", "--rate", args.rate, "-q", "--",
-                       sys.executable, __file__, "--rank-side", "--rate", args.rate, "--sizes", args.sizes,
+                       sys.executable, "-m", "mpi4py", __file__, "--rank-side", "--rate", args.rate, "--sizes", args.sizes,
                        "--repeat", str(args.repeat)])
     print(run.stdout, end="")
     if run.returncode:

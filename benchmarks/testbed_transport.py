@@ -165,7 +165,7 @@ def main() -> None:
           f"connections opened {'by the first run' if args.first_use else 'one partner at a time first'}")
     run = run_cleanly([OPTIQ, "testbed", "exec", "-t", f"fattree:k={args.ranks},n=1", "--rate", args.rate,
                        "--queue", str(parse_size(args.queue)), "-q", "--",
-                       sys.executable, __file__, "--rank-side", "--rate", args.rate, "--size", str(nbytes),
+                       sys.executable, "-m", "mpi4py", __file__, "--rank-side", "--rate", args.rate, "--size", str(nbytes),
                        "--repeat", str(args.repeat), "--algorithms", ",".join(names)]
                       + (["--first-use"] if args.first_use else []))
     print(run.stdout, end="")
