@@ -249,6 +249,7 @@ def _call(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, more: tuple[A
     pattern = call.pattern
     if ahead_error is not None and call.moved and pattern is begun.predicted:
         raise ahead_error
+    measured = False  # the plan measured against MPI in this call
     if call.moved:
         done = time.perf_counter()
         ready = done - call.moved_s
@@ -258,12 +259,15 @@ def _call(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, more: tuple[A
             # a plan measured again after a slow call is measured against MPI now, not MPI's calls before
             mpi_s = None if pattern.drifted else ctx.shapes.mean_call_s(call.shape)
             pattern = ctx.entries[call.key] = trial(call, pattern, timeout, mpi_s)
+            measured = True
         else:
             _watched(ctx, pattern, lambda: move(call, pattern, timeout))
         done = time.perf_counter()
     if call.shape is not None:  # auto: this call's time goes to its shape's account at the next call
         ctx.pending = (call.shape, done - ready, call.plan_s)
-        if call.prepared and (call.planned or pattern).method == "mpi":  # planned, and MPI kept: not planned again
+        # planned, or measured against MPI, and MPI kept: not planned again, and its calls go
+        # ahead and unchecked again (a shape left hot would hold every call for the agreement)
+        if (call.prepared and (call.planned or pattern).method == "mpi") or (measured and pattern.method == "mpi"):
             ctx.shapes.mpi_faster(call.shape, pattern.reason)
     if call.shape is not None and pattern.method == "mpi" and not call.prepared \
             and not ctx.plans_another(call.shape):  # unchecked calls may follow
