@@ -316,7 +316,7 @@ def test_the_planning_estimate_is_the_guess_until_a_plan_is_measured_then_scaled
 
     shapes, key = Shapes(), (1, 2)
     assert shapes.estimate(48) == pytest.approx(guess(48)) and shapes.plan_scale is None
-    shapes.decide(key, (0, 0), 48, float("inf"))  # a pattern of 48 pairs is planned...
+    shapes.decide(key, (0, 0), 48, float("inf"), (3, 3))  # a pattern of 48 pairs is planned...
     shapes.book(key, 0.0, 0.3)                    # ...and its planning measured 0.3 s
     # the next pattern of the same pairs is expected to cost the same; others in proportion
     assert shapes.estimate(48) == pytest.approx(0.3)
@@ -328,6 +328,32 @@ def test_the_planning_estimate_is_the_guess_until_a_plan_is_measured_then_scaled
     assert shapes.estimate(48) == pytest.approx(0.3)
     shapes.book(key, 0.0, 0.0)  # no planning in the booked calls: nothing learned
     assert shapes.estimate(48) == pytest.approx(0.3)
+
+
+def test_auto_plans_counts_that_repeat_and_never_counts_that_drift():
+    from optiq.runtime.policy import COUNTS_KEPT, Shapes
+
+    key, call_s, budget = (5, 6), 1.0, 0.05  # planning 12 pairs pays after the first call
+    drifting = Shapes()
+    for call in range(100):  # new counts every call: planning always pays, no plan is made
+        pattern = drifting.decide(key, (0, 0), 12, budget, (call, call))
+        assert pattern is not None and (call == 0 or "new on these pairs" in pattern.reason), (call, pattern)
+        assert not drifting.is_hot((0, 0))
+        drifting.book(key, call_s, 0.0)
+    # counts that come back within the last COUNTS_KEPT are planned; older ones are new again
+    cycling = Shapes()
+    for call in range(3 * COUNTS_KEPT):
+        counts = (call % COUNTS_KEPT, 0)
+        planned = cycling.decide(key, (0, 0), 12, budget, counts) is None
+        assert planned == (call >= COUNTS_KEPT), call
+        cycling.book(key, call_s, 0.0)
+    gone = Shapes()
+    for call in range(COUNTS_KEPT + 1):
+        gone.decide(key, (0, 0), 12, budget, (call, 0))
+        gone.book(key, call_s, 0.0)
+    assert gone.decide(key, (0, 0), 12, budget, (0, 0)) is not None  # pushed out: new again
+    # plan_budget=inf plans every pattern, new or not
+    assert Shapes().decide(key, (0, 0), 12, float("inf"), (1, 1)) is None
 
 
 def test_unchecked_windows_grow_to_the_cap_and_never_pass_the_call_that_plans():
@@ -360,7 +386,7 @@ def test_unchecked_windows_grow_to_the_cap_and_never_pass_the_call_that_plans():
     for call_s, budget in ((0.01, 0.05), (0.002, 0.05), (0.04, 0.2)):
         shapes, quiet, key, calls, planned_at = Shapes(), _Quiet(), (5, 6), 0, None
         while planned_at is None and calls < 100_000:
-            if shapes.decide(key, (0, 0), 12, budget) is None:  # an agreed call: hot, planned at the next
+            if shapes.decide(key, (0, 0), 12, budget, (9, 9)) is None:  # an agreed call: hot, planned at the next
                 planned_at = calls
                 break
             quiet.agreed("options", key, 1 << 20, shapes.calls_left(key, budget))
@@ -374,15 +400,15 @@ def test_unchecked_windows_grow_to_the_cap_and_never_pass_the_call_that_plans():
     # a shape planned before: its new counts go to MPI until planning them pays again (what the
     # plan cost counts), in windows that open one agreed call later while a plan of it is cached
     shapes, key = Shapes(), (5, 6)
-    assert shapes.decide(key, (0, 0), 12, float("inf")) is None  # hot, planned at once
+    assert shapes.decide(key, (0, 0), 12, float("inf"), (9, 9)) is None  # hot, planned at once
     shapes.book(key, 0.01, 1.0)
     left = shapes.calls_left(key, 0.05)
     need = (1.0 + shapes.estimate(12)) / 0.05
-    assert left == int((need - 0.01) / 0.01) > 0 and shapes.decide(key, (0, 0), 12, 0.05) is not None
+    assert left == int((need - 0.01) / 0.01) > 0 and shapes.decide(key, (0, 0), 12, 0.05, (9, 9)) is not None
     shapes.book(key, 0.01 * (left - 1), 0.0, left - 1)
     assert shapes.calls_left(key, 0.05) == 1
     shapes.book(key, 0.02, 0.0, 2)
-    assert shapes.calls_left(key, 0.05) == 0 and shapes.decide(key, (0, 0), 12, 0.05) is None
+    assert shapes.calls_left(key, 0.05) == 0 and shapes.decide(key, (0, 0), 12, 0.05, (9, 9)) is None
     for planned, expect in ((False, [0, 3, 15, 63]), (True, [0, 0, 3, 15])):
         quiet = _Quiet()
         gaps = []
@@ -392,7 +418,7 @@ def test_unchecked_windows_grow_to_the_cap_and_never_pass_the_call_that_plans():
         assert gaps == expect, (planned, gaps)
     # a shape never to be planned has no limit but the cap
     shapes = Shapes()
-    shapes.decide((7, 8), (0, 0), 12, 0.05)
+    shapes.decide((7, 8), (0, 0), 12, 0.05, (9, 9))
     shapes.mpi_faster((7, 8), "measured")
     assert shapes.calls_left((7, 8), 0.05) is None and shapes.calls_left((9, 9), 0.05) == 0
 

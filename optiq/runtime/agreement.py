@@ -532,7 +532,7 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
             moved_s = time.perf_counter() - begun
         ctx.learn(key)
         return Call(kind, c, group, sendbuf, recvbuf, send, recv, _after(ctx, network, hosts, link_bw, config,
-                    shape_key, start.row, int(vec[_PAIRS]), plan_budget), key, fingerprint, 0.0, time.perf_counter(),
+                    shape_key, start.row, int(vec[_PAIRS]), plan_budget, key), key, fingerprint, 0.0, time.perf_counter(),
                     shape_key, moved=True, moved_s=moved_s)
     assert recv is not None
     source = recv if send is None else send
@@ -543,7 +543,7 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
         if not agreed:  # gathering the counts and options names the rank that differs, on every rank
             gather_counts(c, source.byte_counts, recv.byte_counts, config)
         _check_placement_once(ctx, network, hosts, link_bw, config)
-        pattern = ctx.shapes.decide(shape_key, start.row, int(vec[_PAIRS]), plan_budget)
+        pattern = ctx.shapes.decide(shape_key, start.row, int(vec[_PAIRS]), plan_budget, key)
         if pattern is not None:  # MPI for now: nothing to cache
             return Call(kind, c, group, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, 0.0,
                         time.perf_counter(), shape_key)
@@ -565,7 +565,7 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
                           chunk_model=chunk_model, options=planner_options, last=None if shape is None else shape.last,
                           post=post)
         beside = posted[0] if posted else None
-        if shape is not None and pattern.candidates is not None and pattern.paths is not None:
+        if shape is not None and pattern.paths is not None:  # the candidates are rank 0's only, for a small plan
             shape.last = (pattern.candidates, pattern.paths)
         planned = time.perf_counter()
         plan_s = planned - begun
@@ -657,11 +657,12 @@ def _check_placement_once(ctx: Context, network: Any, hosts: Any, link_bw: float
 
 
 def _after(ctx: Context, network: Any, hosts: Any, link_bw: float | None, config: str,
-           shape_key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float) -> Pattern:
+           shape_key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float,
+           key: tuple[int, int]) -> Pattern:
     """What a call handed to MPI ahead of the agreement did, and whether its shape is now to be
-    planned (then its next call waits for the agreement, and plans)."""
+    planned (then its next call waits for the agreement, and plans); ``key``: its counts' fingerprint."""
     _check_placement_once(ctx, network, hosts, link_bw, config)
-    pattern = ctx.shapes.decide(shape_key, row, pairs, budget)
+    pattern = ctx.shapes.decide(shape_key, row, pairs, budget, key)
     if pattern is None:
         return Pattern("mpi", "MPI; the next call of these pairs plans them (planning now costs at most "
                               f"{budget:.0%} of their calls' time)")

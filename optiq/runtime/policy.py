@@ -23,7 +23,7 @@ from typing import Any
 from ..paths import PathSet
 from .patterns import Pattern
 
-__all__ = ["Shapes", "Quiet", "PLAN_S_PER_PAIR", "PLAN_S_FIXED", "SHAPES_KEPT", "CYCLE_SHAPES"]
+__all__ = ["Shapes", "Quiet", "PLAN_S_PER_PAIR", "PLAN_S_FIXED", "SHAPES_KEPT", "COUNTS_KEPT", "CYCLE_SHAPES"]
 
 #: Before a communicator has planned: the planning time guessed per host pair, and on top. A
 #: planning call's cost beyond its own transfer, measured with 8 to 32 ranks on one node
@@ -32,6 +32,8 @@ __all__ = ["Shapes", "Quiet", "PLAN_S_PER_PAIR", "PLAN_S_FIXED", "SHAPES_KEPT", 
 PLAN_S_PER_PAIR, PLAN_S_FIXED = 2.5e-4, 0.03
 #: Shapes whose calls' time is remembered per communicator (the least recently used leave).
 SHAPES_KEPT = 256
+#: Counts remembered per shape, to tell counts that repeat from counts that drift.
+COUNTS_KEPT = 16
 
 
 @dataclass
@@ -45,8 +47,11 @@ class _Shape:
     calls: float = 0  # fractional: a window of unchecked calls is shared among its shapes
     hot: bool = False
     mpi_faster: str = ""
-    #: the candidates and paths of the shape's last plan: its next counts re-split over them
-    last: tuple[PathSet, PathSet] | None = None
+    #: the candidates (rank 0's only, for a plan it makes alone) and paths of the shape's last plan: its
+    #: next counts re-split over them
+    last: tuple[PathSet | None, PathSet] | None = None
+    #: the fingerprints of its latest counts (the most recent last): only counts seen before are planned
+    seen: OrderedDict[tuple[int, int], None] = field(default_factory=OrderedDict)
 
 
 def _guess(pairs: int) -> float:
@@ -140,10 +145,15 @@ class Shapes:
             shape.mpi_faster = reason
             self._refresh()
 
-    def decide(self, key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float) -> Pattern | None:
+    def decide(self, key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float,
+               counts: tuple[int, int]) -> Pattern | None:
         """A reason to hand a pattern without a plan to MPI (a Pattern), or None: plan it now (the
         same on every rank; the shape is hot, its next calls waiting for the agreement, until a
-        call finds planning it again does not pay yet)."""
+        call finds planning it again does not pay yet).
+
+        ``counts`` is the pattern's fingerprint. Only counts the shape had before are planned
+        (but for ``budget`` infinite): a plan moves the calls after it with the same counts, so
+        counts that drift from call to call would pay for plans no call uses."""
         shape = self.shapes.get(key)
         if shape is None:
             shape = self.shapes[key] = _Shape(row)
@@ -152,9 +162,20 @@ class Shapes:
                     self._refresh()
         self.shapes.move_to_end(key)
         self.last_pairs = pairs
+        repeat = counts in shape.seen
+        shape.seen[counts] = None
+        shape.seen.move_to_end(counts)
+        while len(shape.seen) > COUNTS_KEPT:
+            shape.seen.popitem(last=False)
         if shape.mpi_faster:
             return Pattern("mpi", f"MPI: {shape.mpi_faster}")
         cost = self._cost(shape, pairs)
+        if budget != float("inf") and cost <= budget * shape.calls_s and not repeat:
+            if shape.hot:  # its calls go ahead again: counts that drift may never repeat
+                shape.hot = False
+                self._refresh()
+            return Pattern("mpi", f"MPI: these counts are new on these pairs (of the last {COUNTS_KEPT}); "
+                                  f"counts they had before are planned, since planning them now pays")
         if budget == float("inf") or cost <= budget * shape.calls_s:
             if not shape.hot:
                 shape.hot = True
