@@ -9,6 +9,7 @@ moves them (``method="auto"``'s rules, module docstring of :mod:`optiq.runtime.a
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 from collections.abc import Callable, Mapping, Sequence
@@ -164,7 +165,7 @@ def _default_placement(network: str, size: int, link_bw: float | None) -> OptiqE
 
 
 def prepare(comm: Any, matrix: np.ndarray, *, network: Any, method: str, hosts: Any, link_bw: float | None,
-            chunk_model: Any, options: dict[str, Any], last: tuple[PathSet, PathSet] | None = None,
+            chunk_model: Any, options: dict[str, Any], last: tuple[PathSet | None, PathSet] | None = None,
             post: Callable[[], Sequence[Any]] = tuple) -> Pattern:
     """Plan a new pattern of every rank's send counts ``matrix`` (:func:`gather_counts`;
     collective): every rank returns its part of the same plan.
@@ -212,14 +213,28 @@ def prepare(comm: Any, matrix: np.ndarray, *, network: Any, method: str, hosts: 
         return Pattern("mpi", "the default routes finish at the cut bound: no plan is faster")
     beside = post()
     if demands.num_jobs <= LEADER_JOBS:
-        decision = from_leader_beside(comm, lambda: _auto_decision(
-            None, net, matrix, topology, demands, forwarders, options, last, chunk_model, link_bw), beside)
+        kept: list[PathSet] = []  # the candidates, on rank 0 only: it alone re-splits the shape's next counts
+
+        def decide() -> Pattern | tuple[dict[str, Any], float, float]:
+            decision = _auto_decision(None, net, matrix, topology, demands, forwarders, options, last, chunk_model,
+                                      link_bw)
+            if isinstance(decision, Pattern):
+                return decision
+            plan, candidates, predicted_s, default_s = decision
+            kept.append(candidates)
+            return _handed(plan), predicted_s, default_s
+
+        handed = from_leader_beside(comm, decide, beside)
+        if isinstance(handed, Pattern):
+            return handed
+        plan = _received(handed[0], topology, demands)
+        candidates, predicted_s, default_s = (kept[0] if kept else None), handed[1], handed[2]
     else:  # the plan's work spread over the ranks
         decision = _auto_decision(comm, net, matrix, topology, demands, forwarders, options, last, chunk_model,
                                   link_bw, beside)
-    if isinstance(decision, Pattern):
-        return decision
-    plan, candidates, predicted_s, default_s = decision
+        if isinstance(decision, Pattern):
+            return decision
+        plan, candidates, predicted_s, default_s = decision
     planner = plan.method
     how = f"the {planner} plan" + (" re-split over the last plan of these pairs" if last is not None else "")
     entry = _compiled(comm, net, matrix, plan, planner, link_bw,
@@ -229,6 +244,18 @@ def prepare(comm: Any, matrix: np.ndarray, *, network: Any, method: str, hosts: 
     entry.trial = entry.watched = link_bw is None
     entry.candidates, entry.paths = candidates, plan.paths
     return entry
+
+
+def _handed(plan: Plan) -> dict[str, Any]:
+    """What rank 0 hands the other ranks of a plan they can complete themselves: all but its
+    topology and demands, which every rank has (the broadcast crosses the network's links,
+    busy with the call's own bytes: its size is its time)."""
+    return {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan) if f.name not in ("topology", "demands")}
+
+
+def _received(fields: dict[str, Any], topology: Topology, demands: Any) -> Plan:
+    """The plan :func:`_handed` handed, with this rank's own topology and demands (checked on rank 0)."""
+    return Plan(topology=topology, demands=demands, check_legs=False, check_paths=False, **fields)
 
 
 #: The modules ``auto``'s decision imports when first run, beyond ``import optiq``'s (SciPy's
@@ -252,7 +279,7 @@ def import_planner() -> None:
 
 
 def _auto_decision(comm: Any, net: RankNetwork, matrix: np.ndarray, topology: Topology, demands: Any,
-                   forwarders: np.ndarray, options: dict[str, Any], last: tuple[PathSet, PathSet] | None,
+                   forwarders: np.ndarray, options: dict[str, Any], last: tuple[PathSet | None, PathSet] | None,
                    chunk_model: Any, link_bw: float | None,
                    beside: Sequence[Any] = ()) -> Pattern | tuple[Plan, PathSet, float, float]:
     """``method="auto"``'s decision, for a pattern whose default routes do not finish at its cut
@@ -284,7 +311,7 @@ def _auto_decision(comm: Any, net: RankNetwork, matrix: np.ndarray, topology: To
 
 
 def _planned_on(comm: Any, topology: Topology, demands: Any, forwarders: np.ndarray, options: dict[str, Any],
-                last: tuple[PathSet, PathSet] | None) -> tuple[Plan, PathSet]:
+                last: tuple[PathSet | None, PathSet] | None) -> tuple[Plan, PathSet]:
     """``method="auto"``'s plan and its candidates, made on the ranks of ``comm`` (collective;
     None: this process alone).
 
