@@ -339,7 +339,11 @@ def test_auto_plans_counts_that_repeat_and_never_counts_that_drift():
         pattern = drifting.decide(key, (0, 0), 12, budget, (call, call))
         assert pattern is not None and (call == 0 or "new on these pairs" in pattern.reason), (call, pattern)
         assert not drifting.is_hot((0, 0))
+        # their calls may go unchecked, bounded by the cap alone, once planning pays
+        assert drifting.calls_left(key, budget) == (None if call else 0), (call, drifting.calls_left(key, budget))
         drifting.book(key, call_s, 0.0)
+    assert drifting.decide(key, (0, 0), 12, budget, (99, 99)) is None  # counts that repeat: planned
+    assert drifting.calls_left(key, budget) == 0
     # counts that come back within the last COUNTS_KEPT are planned; older ones are new again
     cycling = Shapes()
     for call in range(3 * COUNTS_KEPT):

@@ -52,6 +52,9 @@ class _Shape:
     last: tuple[PathSet | None, PathSet] | None = None
     #: the fingerprints of its latest counts (the most recent last): only counts seen before are planned
     seen: OrderedDict[tuple[int, int], None] = field(default_factory=OrderedDict)
+    #: its planning pays, but its last agreed call's counts were new: its calls may go unchecked
+    #: (windows bounded by the cap alone) until an agreed call finds counts that repeat
+    drifting: bool = False
 
 
 def _guess(pairs: int) -> float:
@@ -114,11 +117,13 @@ class Shapes:
     def calls_left(self, key: tuple[int, int], budget: float) -> int | None:
         """How many more calls like its past ones the shape takes before planning it (or, once
         planned, planning its new counts) pays, the same on every rank: 0 for a shape not
-        known, None for one never to be planned."""
+        known, None for one never to be planned, or whose planning pays but whose last counts
+        were new (its windows of unchecked calls are then bounded by the cap alone, and an
+        agreed call plans counts that repeat)."""
         shape = self.get(key)
         if shape is None:
             return 0
-        if shape.mpi_faster or budget <= 0:
+        if shape.mpi_faster or budget <= 0 or shape.drifting:
             return None
         if not shape.calls:
             return 0
@@ -170,7 +175,8 @@ class Shapes:
         if shape.mpi_faster:
             return Pattern("mpi", f"MPI: {shape.mpi_faster}")
         cost = self._cost(shape, pairs)
-        if budget != float("inf") and cost <= budget * shape.calls_s and not repeat:
+        shape.drifting = budget != float("inf") and cost <= budget * shape.calls_s and not repeat
+        if shape.drifting:
             if shape.hot:  # its calls go ahead again: counts that drift may never repeat
                 shape.hot = False
                 self._refresh()
