@@ -175,21 +175,19 @@ class Shapes:
         if shape.mpi_faster:
             return Pattern("mpi", f"MPI: {shape.mpi_faster}")
         cost = self._cost(shape, pairs)
-        shape.drifting = budget != float("inf") and cost <= budget * shape.calls_s and not repeat
-        if shape.drifting:
-            if shape.hot:  # its calls go ahead again: counts that drift may never repeat
-                shape.hot = False
-                self._refresh()
-            return Pattern("mpi", f"MPI: these counts are new on these pairs (of the last {COUNTS_KEPT}); "
-                                  f"counts they had before are planned, since planning them now pays")
-        if budget == float("inf") or cost <= budget * shape.calls_s:
+        pays = budget == float("inf") or cost <= budget * shape.calls_s
+        shape.drifting = pays and budget != float("inf") and not repeat
+        if pays and not shape.drifting:
             if not shape.hot:
                 shape.hot = True
                 self._hot_rows.add(shape.row)
             return None
-        if shape.hot:  # planned before, and not yet worth planning again: its calls may go ahead again
+        if shape.hot:  # not to be planned now (new counts, or not yet worth planning again): its calls go ahead
             shape.hot = False
             self._refresh()
+        if shape.drifting:
+            return Pattern("mpi", f"MPI: these counts are new on these pairs (of the last {COUNTS_KEPT}); "
+                                  f"counts they had before are planned, since planning them now pays")
         need = cost / budget if budget > 0 else float("inf")
         return Pattern("mpi", f"MPI until calls of these pairs have taken {need:.3g} s, when planning "
                               f"them (about {self.estimate(pairs):.3g} s) costs at most {budget:.0%} of their time: "
