@@ -427,6 +427,22 @@ def test_unchecked_windows_grow_to_the_cap_and_never_pass_the_call_that_plans():
     assert shapes.calls_left((7, 8), 0.05) is None and shapes.calls_left((9, 9), 0.05) == 0
 
 
+def test_a_shape_on_a_network_where_no_plan_is_faster_is_mpis_from_its_first_call():
+    from optiq.runtime.patterns import no_faster_plan
+    from optiq.runtime.policy import Shapes
+
+    never = no_faster_plan("cluster:hosts=8,edges=2,cores=1")
+    assert never and not no_faster_plan("cluster:hosts=8,edges=2,cores=2") and not no_faster_plan("torus:4x4")
+    for budget in (0.05, float("inf")):  # even a budget that plans every pattern at once plans none
+        shapes, key = Shapes(), (1, 2)
+        for call in range(5):
+            pattern = shapes.decide(key, (0, 0), 12, budget, (3, 3), never)
+            assert pattern is not None and pattern.method == "mpi" and never in pattern.reason, (budget, call)
+            assert not shapes.is_hot((0, 0)) and shapes.calls_left(key, budget) is None  # windows: the cap alone
+            shapes.book(key, 1.0, 0.0)
+        assert shapes.plans_made == 0
+
+
 def test_a_cycle_of_shapes_settled_on_mpi_opens_windows_as_one_shape_does():
     """The rows, the columns, the columns and the rows of a grid in turn (a transform's transposes
     forward, then backward): once both shapes are settled, the windows grow fourfold to the cap."""

@@ -128,3 +128,47 @@ def test_graphml_hosts_come_first(tmp_path):
     assert t.num_endpoints == 3 and t.num_nodes == 4
     assert t.node_labels[:3] == ["a", "b", "c"]
     assert from_spec(f"graphml:{path}").num_links == 6
+
+
+def test_is_tree_is_networkx_is_tree_of_the_cables_with_one_link_each_way():
+    rng = np.random.default_rng(3)
+    seen = {True: 0, False: 0}
+    for trial in range(60):
+        n = int(rng.integers(2, 9))
+        g = nx.random_labeled_tree(n, seed=int(rng.integers(1 << 30))) if trial % 2 else \
+            nx.gnm_random_graph(n, int(rng.integers(n - 1, n + 3)), seed=int(rng.integers(1 << 30)))
+        if not nx.is_connected(g):
+            continue
+        multi = nx.MultiGraph(g)
+        if trial % 3 == 0:  # a second cable between two nodes: two routes
+            u, v = next(iter(g.edges))
+            multi.add_edge(u, v)
+        nx.set_edge_attributes(multi, 1e9, "capacity")
+        expected = nx.is_tree(g) and multi.number_of_edges() == g.number_of_edges()
+        assert from_networkx(multi).is_tree == expected, (trial, list(multi.edges))
+        seen[expected] += 1
+    assert seen[True] > 10 and seen[False] > 10, seen
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_on_a_tree_no_plan_beats_the_network_routes(seed):
+    """The claim :attr:`Topology.is_tree` makes, by an independent formulation: the arc-flow LP
+    over every path (any node may forward) finds no time below the default routes'."""
+    from conftest import arc_flow_optimum
+
+    from optiq.planner import make_plan
+    from optiq.workloads import Demands
+
+    rng = np.random.default_rng(seed)
+    g = nx.random_labeled_tree(9, seed=seed)
+    for u, v in g.edges:
+        g.edges[u, v]["capacity"] = float(rng.choice([1e9, 2e9, 5e8]))
+    for v in rng.choice(9, 5, replace=False):
+        g.nodes[int(v)]["host"] = True
+    t = from_networkx(g)
+    assert t.is_tree
+    pairs = [(s, r) for s in range(t.num_endpoints) for r in range(t.num_endpoints) if s != r]
+    src, dst = np.array([pairs[i] for i in rng.choice(len(pairs), 10, replace=False)]).T
+    d = Demands(src, dst, rng.integers(1, 9, src.size) * 2**20)
+    default = make_plan(t, d, "default").predicted_time_s
+    assert arc_flow_optimum(t, d) == pytest.approx(default, rel=1e-6)

@@ -53,6 +53,7 @@ from .patterns import (
     check_placement_here,
     gather_counts,
     names_needed,
+    no_faster_plan,
     prepare,
 )
 from .watch import bound, judge, review
@@ -543,7 +544,7 @@ def agree(start: Start, sendbuf: Any, recvbuf: Any, *, network: Any, method: str
         if not agreed:  # gathering the counts and options names the rank that differs, on every rank
             gather_counts(c, source.byte_counts, recv.byte_counts, config)
         _check_placement_once(ctx, network, hosts, link_bw, config)
-        pattern = ctx.shapes.decide(shape_key, start.row, int(vec[_PAIRS]), plan_budget, key)
+        pattern = ctx.shapes.decide(shape_key, start.row, int(vec[_PAIRS]), plan_budget, key, no_faster_plan(network))
         if pattern is not None:  # MPI for now: nothing to cache
             return Call(kind, c, group, sendbuf, recvbuf, send, recv, pattern, key, fingerprint, 0.0,
                         time.perf_counter(), shape_key)
@@ -662,7 +663,7 @@ def _after(ctx: Context, network: Any, hosts: Any, link_bw: float | None, config
     """What a call handed to MPI ahead of the agreement did, and whether its shape is now to be
     planned (then its next call waits for the agreement, and plans); ``key``: its counts' fingerprint."""
     _check_placement_once(ctx, network, hosts, link_bw, config)
-    pattern = ctx.shapes.decide(shape_key, row, pairs, budget, key)
+    pattern = ctx.shapes.decide(shape_key, row, pairs, budget, key, no_faster_plan(network))
     if pattern is None:
         return Pattern("mpi", "MPI; the next call of these pairs plans them (planning now costs at most "
                               f"{budget:.0%} of their calls' time)")

@@ -387,6 +387,25 @@ def rates_known(topology: Topology) -> bool:
     return topology.fabric is not None or "bw=" in spec or spec.startswith("bgq:")
 
 
+def no_faster_plan(network: Topology | str) -> str:
+    """Why no plan of any pattern is faster than ``network``'s own routes, or ``""``: on a tree
+    (:attr:`~optiq.Topology.is_tree`) every pair of hosts has one route, which any plan's paths
+    cross, so ``auto`` hands every call to MPI without gathering its counts or planning.
+
+    Examples
+    --------
+    >>> no_faster_plan("torus:4x4")
+    ''
+    >>> no_faster_plan("cluster:hosts=16,edges=4,cores=1")[:38]
+    'the network is a tree: every pair of h'
+    """
+    topology = network if isinstance(network, Topology) else _topology_of(network)
+    if topology.is_tree:  # found once per topology object
+        return ("the network is a tree: every pair of hosts has one route, which every plan's paths cross, "
+                "so no plan is faster than its routes")
+    return ""
+
+
 @functools.lru_cache(maxsize=4)
 def _topology_of(spec: str) -> Topology:
     """The topology of a ``network=`` spec, made once per process: the network's routes and the

@@ -151,17 +151,19 @@ class Shapes:
             self._refresh()
 
     def decide(self, key: tuple[int, int], row: tuple[int, int], pairs: int, budget: float,
-               counts: tuple[int, int]) -> Pattern | None:
+               counts: tuple[int, int], never: str = "") -> Pattern | None:
         """A reason to hand a pattern without a plan to MPI (a Pattern), or None: plan it now (the
         same on every rank; the shape is hot, its next calls waiting for the agreement, until a
         call finds planning it again does not pay yet).
 
         ``counts`` is the pattern's fingerprint. Only counts the shape had before are planned
         (but for ``budget`` infinite): a plan moves the calls after it with the same counts, so
-        counts that drift from call to call would pay for plans no call uses."""
+        counts that drift from call to call would pay for plans no call uses. ``never``: why no
+        plan on this network is faster than its own routes (:func:`~optiq.runtime.patterns.no_faster_plan`),
+        or empty: a new shape is then MPI's from its first call, as one whose plan lost."""
         shape = self.shapes.get(key)
         if shape is None:
-            shape = self.shapes[key] = _Shape(row)
+            shape = self.shapes[key] = _Shape(row, mpi_faster=never)
             while len(self.shapes) > SHAPES_KEPT:
                 if self.shapes.popitem(last=False)[1].hot:
                     self._refresh()

@@ -181,6 +181,44 @@ class Topology:
         return self.dims is not None
 
     @cached_property
+    def is_tree(self) -> bool:
+        """Whether the cables make a tree, with at most one link each way on each.
+
+        Then every pair of nodes has one route, and any path from one to the other, through
+        whatever nodes, crosses every link of that route: no plan of any pattern loads a link
+        less than the network's own routes do, whatever the link rates. A tapered cluster of
+        one core switch is a tree; a torus, or a fat-tree of several cores, is not.
+
+        Examples
+        --------
+        >>> from optiq.topology import from_spec
+        >>> [from_spec(s).is_tree for s in ("cluster:hosts=16,edges=4,cores=1", "cluster:hosts=16,edges=4,cores=2",
+        ...                                  "mesh:3", "mesh:3x3", "torus:4")]
+        [True, False, True, False, False]
+        """
+        n = self.num_nodes
+        ends = np.sort(np.stack([self.link_src, self.link_dst]), axis=0)
+        cables = np.unique(ends[0] * n + ends[1])
+        directed = np.unique(self.link_src * n + self.link_dst)
+        if cables.size != n - 1 or directed.size != self.num_links or (ends[0] == ends[1]).any():
+            return False
+        # n - 1 cables without a cycle join all n nodes (a union-find: only graphs of tree size get here)
+        root = list(range(n))
+
+        def find(v: int) -> int:
+            while root[v] != v:
+                root[v] = root[root[v]]
+                v = root[v]
+            return v
+
+        for u, v in zip((cables // n).tolist(), (cables % n).tolist()):
+            a, b = find(u), find(v)
+            if a == b:
+                return False
+            root[a] = b
+        return True
+
+    @cached_property
     def coords(self) -> np.ndarray:
         """Torus coordinates of every node, shape ``(num_nodes, ndim)``; last dimension fastest."""
         if self.dims is None:
