@@ -181,8 +181,8 @@ def worker(args: argparse.Namespace) -> int:
             for t, c in zip(fft.transfer, own_comms if way == "own" else accelerated[way]):
                 t.comm = c
 
-        # the application's loop, from an empty cache: auto in turn with the library's own
-        clear_cache()
+        # the application's loop, auto in turn with the library's own; nothing planned before it (accelerate
+        # made the calls' contexts and groups only, as an application's set-up does)
         loop_own, loop_auto, first_plan, identical = [], [], None, True
         for i in range(args.loop):
             for way in ("own", "auto") if i % 2 == 0 else ("auto", "own"):  # in turn, each first every other time

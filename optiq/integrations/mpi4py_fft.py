@@ -29,6 +29,7 @@ from ..errors import ArgumentError
 from ..mpi.comms import cached_on
 from ..mpi.grids import grid_comm
 from ..runtime import AlltoallvResult, alltoallv, alltoallw
+from ..runtime.context import open_groups
 from ..runtime.patterns import check_placement, import_planner
 
 __all__ = ["accelerate", "restore", "AcceleratedComm"]
@@ -104,7 +105,10 @@ def _transfers(fft: Any) -> list[Any]:
 def accelerate(fft: Any, network: Any = None, method: str = "auto", *, parent: Any = None,
                **alltoallv_options: Any) -> Any:
     """Make ``fft``'s transfers go through :func:`optiq.alltoallw`, every group of the grid planned
-    together (module docstring). Collective over the whole grid, like the ``PFFT`` itself.
+    together (module docstring). Collective over the whole grid, like the ``PFFT`` itself: it
+    makes the calls' context and their groups' duplicates now
+    (:func:`~optiq.runtime.context.open_groups`), and for ``method="auto"`` imports the planner on
+    the rank that plans, so that the loop's first calls pay for neither.
 
     Parameters
     ----------
@@ -143,10 +147,13 @@ def accelerate(fft: Any, network: Any = None, method: str = "auto", *, parent: A
     if method == "auto" and grid.Get_rank() == 0:  # the rank that makes auto's plans: not in the first plan
         import_planner()
     options = dict(alltoallv_options, network=network, method=method)
-    for transfer in transfers:
-        comm = transfer.comm.comm if isinstance(transfer.comm, AcceleratedComm) else transfer.comm
-        if comm.Get_size() > 1:  # one of a single rank (a slab's other axes) moves nothing between ranks
-            transfer.comm = AcceleratedComm(comm, grid, options)
+    comms = [t.comm.comm if isinstance(t.comm, AcceleratedComm) else t.comm for t in transfers]
+    # one of a single rank (a slab's other axes) moves nothing between ranks: it keeps MPI's
+    accelerated = [(t, c) for t, c in zip(transfers, comms) if c.Get_size() > 1]
+    # the calls' context and their groups' duplicates, made here: the loop's first calls wait for none
+    open_groups(grid, [c for _, c in accelerated], alltoallv_options.get("timeout", 60.0))
+    for transfer, comm in accelerated:
+        transfer.comm = AcceleratedComm(comm, grid, options)
     return fft
 
 

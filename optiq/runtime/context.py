@@ -25,12 +25,13 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..mpi.comms import cached_on, forget, mpi_module
+from ..mpi.launch import together
 from ..mpi.waiting import idle_pause
 from .messages import Message
 from .patterns import Pattern
 from .policy import Quiet, Shapes
 
-__all__ = ["Context", "Group", "SpreadMessage", "context", "group_of", "clear_cache", "connected"]
+__all__ = ["Context", "Group", "SpreadMessage", "context", "group_of", "open_groups", "clear_cache", "connected"]
 
 #: Weights of the groups' check (:meth:`Group.word`): rank ``m`` of the parent weighs ``(m + 1) * _MIX``.
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -346,6 +347,26 @@ def group_of(comm: Any, parent: Any, ctx: Context) -> Group:
                                 f"communicator must hold ranks of the parent only")
         group = kept[ctx.serial] = Group(np.array(ranks, dtype=np.int64), ctx.comm.Get_size(), source=comm)
     return group
+
+
+def open_groups(parent: Any, comms: list[Any], timeout: float = 60.0) -> None:
+    """Make now what the first calls with ``parent=`` on each of ``comms`` would make: the
+    parent's context and every group's duplicate (collective over ``parent``: every rank passes
+    its own sub-communicators, one per exchange, in the same order). An application's set-up
+    calls it (:func:`optiq.integrations.mpi4py_fft.accelerate` does), so that its first calls
+    wait for no duplicate, and go ahead of their agreement as later ones do; nothing is planned.
+
+    Raises
+    ------
+    ArgumentError
+        On every rank, if a communicator holds a rank that ``parent`` does not, or not every
+        rank of the parent joined within ``timeout`` seconds.
+    """
+    ctx = context(parent, timeout)
+    groups = together(ctx.comm, lambda: [group_of(comm, parent, ctx) for comm in comms])
+    for group in groups:
+        if group.members.size:
+            group.ensure_comm()  # collective over the group: its members reach it in the same order
 
 
 def _free_groups(kept: dict[int, Group]) -> None:

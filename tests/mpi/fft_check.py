@@ -3,7 +3,8 @@ bitwise against the library's own transfers.
 
 Pencils on a 2 x 2 grid and slabs, complex and real transforms, forward and backward, with
 every method; the transfers go through optiq (counted), and restore gives the library its own
-calls back. Prints "ok" on rank 0 and exits 0 when everything holds.
+calls back. The first calls after accelerate go ahead of their agreement (the groups were made
+by accelerate), and auto on a tree network never plans. Prints "ok" on rank 0 and exits 0 when everything holds.
 """
 
 import sys
@@ -41,6 +42,18 @@ for shape, dtype, decomposition in (((12, 10, 8), complex, {"grid": (2, 2, 1)}),
     if np.dtype(dtype).kind == "c":
         u[:] += 1j * np.random.default_rng(rank + 10).random(u.shape)
     own = transform(fft, u)
+    label = f"{shape} {np.dtype(dtype).name} {decomposition}"
+    # accelerate made the calls' context and groups: the first calls go ahead of their agreement
+    accelerate(fft, network="torus:2x2")
+    fft.forward(u, newDistArray(fft, True))
+    firsts = [t.comm.last for t in fft.transfer if isinstance(t.comm, AcceleratedComm)]
+    check(bool(firsts) and all(r.ahead for r in firsts), f"{label}: a first call waited for its agreement: {firsts}")
+    # a tree (one core switch): every pair of hosts has one route, so auto plans nothing, budget or not
+    accelerate(fft, network="cluster:hosts=4,edges=2,cores=1", plan_budget=float("inf"))
+    check(transform(fft, u) == own, f"{label}, auto on a tree: forward or backward differ from mpi4py-fft's own")
+    lasts = [t.comm.last for t in fft.transfer if isinstance(t.comm, AcceleratedComm)]
+    check(all(r.method == "mpi" and r.plans_made == 0 and ("tree" in r.reason or not r.checked) for r in lasts),
+          f"{label}: auto on a tree planned, or not for that reason: {lasts}")
     for method in ("auto", "heu2", "opt"):
         same = accelerate(fft, network="torus:2x2", method=method, plan_budget=float("inf"))
         check(same is fft, "accelerate did not return the same PFFT")
