@@ -13,6 +13,7 @@ import numpy as np
 from mpi4py import MPI
 from mpi4py_fft import PFFT, newDistArray
 
+from optiq.errors import ArgumentError
 from optiq.integrations.mpi4py_fft import AcceleratedComm, accelerate, restore
 from optiq.runtime import clear_cache
 
@@ -54,6 +55,15 @@ for shape, dtype, decomposition in (((12, 10, 8), complex, {"grid": (2, 2, 1)}),
     lasts = [t.comm.last for t in fft.transfer if isinstance(t.comm, AcceleratedComm)]
     check(all(r.method == "mpi" and r.plans_made == 0 and ("tree" in r.reason or not r.checked) for r in lasts),
           f"{label}: auto on a tree planned, or not for that reason: {lasts}")
+    # a parent that does not hold every rank of the transfers' communicators: refused on every rank
+    half = comm.Split(rank // 2, rank)
+    try:
+        accelerate(fft, network="torus:2x2", parent=half)
+        refused = ""
+    except ArgumentError as exc:
+        refused = str(exc)
+    check("not a rank of parent=" in refused, f"{label}: a parent of half the ranks was not refused: {refused!r}")
+    half.Free()
     for method in ("auto", "heu2", "opt"):
         same = accelerate(fft, network="torus:2x2", method=method, plan_budget=float("inf"))
         check(same is fft, "accelerate did not return the same PFFT")
