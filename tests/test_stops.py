@@ -153,3 +153,23 @@ def test_the_step_is_deterministic():
     first, again = make_plan(topo, demands, "opt"), make_plan(topo, demands, "opt")
     assert first.info["stops"]["status"] == "optimal"   # the step ran and changed the plan
     assert np.array_equal(first.path_bytes, again.path_bytes) and np.array_equal(first.paths.links, again.paths.links)
+
+
+@pytest.mark.parametrize("topo, demands", [(torus((4, 4), bandwidth=2.5e6), grid_transpose((16,), 0, 2**14)),
+                                           (torus((4, 4), bandwidth=2.5e6), grid_transpose((4, 4), 1, 2**16)),
+                                           (torus((3, 2), bandwidth=1e9), random_demands(torus((3, 2)), 6, seed=3))])
+def test_heu2_with_fewest_stops_keeps_its_time_and_hop_bytes_and_stops_no_more(topo, demands):
+    plain = make_plan(topo, demands, "heu2")
+    plan = make_plan(topo, demands, "heu2", fewest_stops=True)
+    slack = 8 * demands.num_jobs   # bytes are whole: 8 per job of rounding
+    assert plan.predicted_time_s <= plain.predicted_time_s + slack / topo.capacity.min()
+    assert plan.path_bytes @ plan.paths.hops <= plain.path_bytes @ plain.paths.hops + slack
+    assert _stop_bytes(plan) <= _stop_bytes(plain) + slack
+    assert np.bincount(plan.paths.job, plan.path_bytes, demands.num_jobs).tolist() == demands.nbytes.tolist()
+    # no plan of that time and those hop-bytes stops much fewer bytes (the step's LP, solved independently)
+    if topo.num_nodes <= 6:
+        least = _least_stop_bytes(topo, demands, plain.predicted_time_s * (1 + 1e-6),
+                                  float(plain.path_bytes @ plain.paths.hops) + slack)
+        assert _stop_bytes(plan) <= 1.05 * least + slack
+    else:   # heu2 alone stops more than it needs on the 4 x 4 torus: the step cuts them
+        assert plan.info["stops"]["status"] == "optimal" and _stop_bytes(plan) < _stop_bytes(plain) - slack

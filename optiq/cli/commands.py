@@ -406,7 +406,7 @@ def _planner_options(args) -> dict:
     """The planner options given on the command line (None: not given, the planner's default)."""
     given = dict(k=args.k, maxload=args.maxload, unit=args.unit, hop_limit=args.hop_limit, solver=args.solver,
                  time_limit=args.time_limit, gap=args.gap, hop_slack=args.hop_slack, candidate_kind=args.candidates,
-                 lean=args.lean)
+                 lean=args.lean, fewest_stops=args.fewest_stops)
     return {name: value for name, value in given.items() if value is not None}
 
 

@@ -115,6 +115,8 @@ def add_planning(p: argparse.ArgumentParser) -> None:
                         f"2,048 nodes where no source has more than {DENSE_JOBS} jobs, spread beyond)")
     p.add_argument("--maxload", type=types.positive_int, help="heu1: paths allowed per link (default 16)")
     p.add_argument("--unit", type=types.size, help="heu2: bytes placed per step (default 1MiB, or the largest pair's bytes / 64 where more)")
+    p.add_argument("--fewest-stops", action=argparse.BooleanOptionalAction, default=None,
+                   help="heu2: then the plan of fewest stop-bytes at its time and hop-bytes, as opt ends (an LP)")
     p.add_argument("--hop-limit", type=types.positive_int, help="longest candidate path (default: network diameter)")
     p.add_argument("--chunk-size", type=types.size,
                    help=f"the plan's chunk (default {DEFAULT_CHUNK_SIZE // 1024}KiB); on the testbed the "

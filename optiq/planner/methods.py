@@ -571,9 +571,13 @@ class DemandAware(CandidatePlanner):
     moving paths off the busiest link while that makes the plan faster
     (:func:`optiq.heuristics.rebalance`); with the default unit, a plan still far from its
     bound is placed again in finer units, and the faster kept
-    (:func:`optiq.heuristics.demand_aware.finer_pass`)."""
+    (:func:`optiq.heuristics.demand_aware.finer_pass`). With ``fewest_stops``, the plan of
+    fewest stop-bytes at that time and hop-bytes (``opt``'s last step,
+    :func:`optiq.lp.stops.fewest_stops`): every stop is a chunk a rank receives and sends
+    again, which costs the ranks' CPU where that, not the links, sets the pace."""
 
     unit: int | None = None
+    fewest_stops: bool = False
     name: ClassVar[str] = "heu2"
 
     def __post_init__(self) -> None:
@@ -589,6 +593,18 @@ class DemandAware(CandidatePlanner):
             out, finer = finer_pass(ctx.topology, ctx.demands, candidates, out, ctx.bound_s, progress=ctx.progress)
             rec.unit = finer or rec.unit
         return out
+
+    def run(self, ctx: Context) -> PlannerResult:
+        result = super().run(ctx)
+        if not self.fewest_stops or ctx.space.kind == FREE:
+            return result
+        used = result.path_bytes > 0
+        paths = result.paths.select(used)
+        whole = ctx.demands.nbytes[paths.job].astype(float)
+        share = np.divide(result.path_bytes[used], whole, out=np.ones_like(whole), where=whole > 0)
+        paths, share = fewest_stops_step(ctx, paths, share, result.record)
+        result.paths, result.path_bytes = paths, round_to_bytes(paths, ctx.demands, share)
+        return result
 
 
 @dataclass(frozen=True)

@@ -315,8 +315,8 @@ def _planned_on(comm: Any, topology: Topology, demands: Any, forwarders: np.ndar
     """``method="auto"``'s plan and its candidates, made on the ranks of ``comm`` (collective;
     None: this process alone).
 
-    Heuristic 2 over the candidate paths of the pairs, made once per shape (rank 0 makes them;
-    they depend on the pairs, not the amounts). Re-splitting a shape planned before, it then
+    Heuristic 2, with its fewest-stops step, over the candidate paths of the pairs, made once
+    per shape (rank 0 makes them; they depend on the pairs, not the amounts). Re-splitting a shape planned before, it then
     solves the LP over the new plan's paths and the last plan's (while they are few,
     :data:`RESPLIT_LP_PATHS`) and keeps the faster: never worse than planning anew, which
     would give Heuristic 2's plan on the same candidates."""
@@ -334,8 +334,9 @@ def _planned_on(comm: Any, topology: Topology, demands: Any, forwarders: np.ndar
                                                           seed=picks.get("seed", 0)), stops=False,
             greedy=True, **picks))   # for AUTO_METHOD, a greedy heuristic
         last_paths = None
+    # the fewest stops: every stop is a chunk a rank receives and sends again, CPU a crowded node lacks
     plan = make_plan(topology, demands, AUTO_METHOD, comm=comm, candidates=candidates, forwarders=forwarders,
-                     **options)
+                     **{"fewest_stops": True, **options})
     if last_paths is not None and plan.paths.num_paths + last_paths.num_paths <= RESPLIT_LP_PATHS:
         union = PathSet.concat([plan.paths, last_paths])[0].unique()
         lp_options = {key: value for key, value in options.items() if key in ("solver", "time_limit", "seed")}
