@@ -599,11 +599,11 @@ class DemandAware(CandidatePlanner):
         if not self.fewest_stops or ctx.space.kind == FREE:
             return result
         used = result.path_bytes > 0
-        paths = result.paths.select(used)
-        whole = ctx.demands.nbytes[paths.job].astype(float)
-        share = np.divide(result.path_bytes[used], whole, out=np.ones_like(whole), where=whole > 0)
-        paths, share = fewest_stops_step(ctx, paths, share, result.record)
-        result.paths, result.path_bytes = paths, round_to_bytes(paths, ctx.demands, share)
+        placed = result.paths.select(used)
+        paths, share = fewest_stops_step(ctx, placed, result.path_bytes[used] / ctx.demands.nbytes[placed.job],
+                                         result.record)
+        if paths is not placed:   # a plan of fewer stops: else heu2's own whole bytes stay, not rounded again
+            result.paths, result.path_bytes = paths, round_to_bytes(paths, ctx.demands, share)
         return result
 
 

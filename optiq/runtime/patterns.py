@@ -316,10 +316,10 @@ def _planned_on(comm: Any, topology: Topology, demands: Any, forwarders: np.ndar
     None: this process alone).
 
     Heuristic 2, with its fewest-stops step, over the candidate paths of the pairs, made once
-    per shape (rank 0 makes them; they depend on the pairs, not the amounts). Re-splitting a shape planned before, it then
-    solves the LP over the new plan's paths and the last plan's (while they are few,
-    :data:`RESPLIT_LP_PATHS`) and keeps the faster: never worse than planning anew, which
-    would give Heuristic 2's plan on the same candidates."""
+    per shape (rank 0 makes them; they depend on the pairs, not the amounts). Re-splitting a
+    shape planned before, it then solves the LP over the new plan's paths and the last plan's
+    (while they are few, :data:`RESPLIT_LP_PATHS`) and keeps the faster: never worse than
+    planning anew, which would give Heuristic 2's plan on the same candidates."""
     from ..paths.space import PathSpace
     from ..planner import make_plan
     from ..planner.methods import default_k, make_candidates
