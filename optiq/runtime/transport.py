@@ -153,13 +153,20 @@ class _StreamState:
         Paced paths, at the source: the path's bytes per second.
     busy_until : float
         Paced paths: when the path's token bucket is next empty.
+    message_bytes : int
+        Paced paths: bytes one of its messages carries, ``message_s`` of its rate in whole
+        chunks (at least one).
+    free_at : float
+        When the path's schedule reaches its next message: ``message_bytes`` of its rate
+        after ``busy_until``, or what is left of the path (0 for a path not paced). Kept up
+        to date as it changes, since every turn of the progress loop reads it.
     """
 
     __slots__ = ("stream", "chunks", "forwards", "ready", "sent", "held", "slots", "receiving", "queued", "rate",
-                 "busy_until")
+                 "busy_until", "message_bytes", "free_at")
 
     def __init__(self, stream: Stream, chunk_size: int, segments: int, slots: np.ndarray,
-                 rate: float | None) -> None:
+                 rate: float | None, message_s: float) -> None:
         self.stream = stream
         self.chunks = stream.num_chunks(chunk_size)
         self.forwards = stream.prev >= 0 and stream.next >= 0
@@ -169,11 +176,14 @@ class _StreamState:
         self.slots = slots
         self.receiving = self.queued = False
         self.rate = rate
-        self.busy_until = 0.0
+        self.busy_until = self.free_at = 0.0
+        self.message_bytes = 0 if rate is None else max(chunk_size, int(message_s * rate / chunk_size) * chunk_size)
 
-    def progress(self) -> float:
-        """Fraction of the path's chunks handed to the link."""
-        return self.sent / self.chunks
+    def schedule_at(self, busy_until: float, chunk_size: int) -> None:
+        """A paced path's bucket is next empty at ``busy_until``: when its next message is due follows."""
+        self.busy_until = busy_until
+        if self.rate is not None:
+            self.free_at = busy_until + min(self.message_bytes, self.stream.nbytes - self.sent * chunk_size) / self.rate
 
 
 class _Message(NamedTuple):
@@ -330,7 +340,8 @@ class Transfer:
         #: forwarding slots of every stream this rank forwards (none for the others)
         self.slots = forwarding_slots(schedule, chunk_size, window) if slots is None else slots
         self.states = [_StreamState(s, chunk_size, self.nseg, buf,
-                                    path_rate.get(s.path) if path_rate and s.prev < 0 and s.next >= 0 else None)
+                                    path_rate.get(s.path) if path_rate and s.prev < 0 and s.next >= 0 else None,
+                                    message_s)
                        for s, buf in zip(self.streams, self.slots)]
         self.path_paced = any(st.rate is not None for st in self.states)
         self.links: dict[int, _Link] = {s.link: _Link() for s in self.streams if s.next >= 0}
@@ -339,6 +350,7 @@ class Transfer:
         self.remaining = sum(st.chunks * ((s.next >= 0) + (s.prev >= 0)) for s, st in zip(self.streams, self.states))
         self.unsent = sum(st.chunks for s, st in zip(self.streams, self.states) if s.next >= 0)  # not handed to MPI
         self.chunks_sent = self.chunks_forwarded = self.messages = 0
+        self.receiving = 0  # streams with a receive posted
 
     def run(self, start_at: float | None = None) -> TransferResult:
         """Move the bytes; returns when this rank's chunks have all been sent and received.
@@ -361,8 +373,8 @@ class Transfer:
         for st in self.states:
             # a paced path's schedule starts one message ahead, and a chunk more for every stop
             # on its way, each of which stores a whole chunk before it sends it on (module docstring)
-            st.busy_until = start if st.rate is None else \
-                start - (self._path_message(st.rate) + st.stream.stops * self.chunk) / st.rate
+            st.schedule_at(start if st.rate is None else
+                           start - (st.message_bytes + st.stream.stops * self.chunk) / st.rate, self.chunk)
             if st.stream.prev >= 0:
                 self._post_recv(st)
             else:
@@ -386,7 +398,7 @@ class Transfer:
                                                      self.describe_path))
             idle += 1
             pause = idle_pause(idle)
-            if not self.unsent and not any(st.receiving for st in self.states):
+            if not self.unsent and not self.receiving:
                 pause = min(pause, SEND_COMPLETION_POLL_S)  # only its own sends are left to complete
             time.sleep(min(pause, max(0.0, deadline - now)))
         return TransferResult(recv=self.recv, elapsed_s=time.perf_counter() - start, chunks_sent=self.chunks_sent,
@@ -408,6 +420,7 @@ class Transfer:
         m = -(-nbytes // self.chunk)  # whole chunks, the last may be short
         self.remaining -= m
         st.receiving = False
+        self.receiving -= 1
         st.ready += m
         if kind == _Kind.FORWARD_RECV:
             st.held[(i // self.seg) % self.nseg] += m
@@ -445,6 +458,7 @@ class Transfer:
             m = st.chunks - i
         self.requests.add(self.comm.Irecv([buf, self._byte], source=s.prev, tag=s.path), _Message(kind, st, i, m))
         st.receiving = True
+        self.receiving += 1
 
     def _enqueue(self, st: _StreamState) -> None:
         if not st.queued and st.sent < st.ready:
@@ -478,22 +492,23 @@ class Transfer:
                     self._start_send(link.pending)
                     self._enqueue(link.pending.state)
                     link.pending, moved = None, True
-                if not link.queue:
+                queue = link.queue
+                if not queue:
                     break
-                if link.inflight < self.window:
-                    candidates = link.queue
-                else:  # the window holds source chunks only: forwarded ones always go
-                    candidates = [q for q in link.queue if q.forwards]
-                    if not candidates:
-                        break
-                if self.path_paced:  # a paced path waits for its own bucket, not the link
-                    free = [q for q in candidates if self._path_free(q) <= now]
-                    if not free:
-                        deadline = min(deadline, min(self._path_free(q) for q in candidates))
-                        break
-                    candidates = free
-                st = min(candidates, key=_StreamState.progress)
-                link.queue.remove(st)
+                full = link.inflight >= self.window  # the window holds source chunks only: forwarded ones always go
+                st, due = None, float("inf")
+                for q in queue:  # the least far along of the streams that may go, in one pass (the hot loop)
+                    if full and not q.forwards:
+                        continue
+                    if q.free_at > now:  # a paced path waits for its own bucket, not the link
+                        due = min(due, q.free_at)
+                        continue
+                    if st is None or q.sent * st.chunks < st.sent * q.chunks:
+                        st = q
+                if st is None:
+                    deadline = min(deadline, due)
+                    break
+                queue.remove(st)
                 st.queued = False
                 link.pending, link.leaves = self._message(link, st, now)
         return moved, deadline
@@ -523,24 +538,12 @@ class Transfer:
             m = max(1, min(limit, max(self.paced_chunks, overdue)))
             lo, hi = self._span(st, i, m)
             leaves = link.busy_until = begin + (hi - lo) / self.link_bw
+        st.sent = i + m
         if rate is not None:
             lo, hi = self._span(st, i, m)
-            st.busy_until += (hi - lo) / rate
+            st.schedule_at(st.busy_until + (hi - lo) / rate, self.chunk)
             leaves = max(leaves, st.busy_until)
-        st.sent = i + m
         return _Message(_Kind.SEND, st, i, m), leaves
-
-    def _path_free(self, st: _StreamState) -> float:
-        """When a stream's schedule reaches its next message: ``message_s`` of its rate, or
-        what is left of the path (0, for a stream whose path is not paced)."""
-        rate = st.rate
-        if rate is None:
-            return 0.0
-        return st.busy_until + min(self._path_message(rate), st.stream.nbytes - st.sent * self.chunk) / rate
-
-    def _path_message(self, rate: float) -> int:
-        """Bytes a paced path's message carries: ``message_s`` of its rate in whole chunks, at least one."""
-        return max(self.chunk, int(self.message_s * rate / self.chunk) * self.chunk)
 
 
 def transfer(comm: Any, schedule: RankSchedule, chunk_size: int, send: dict[int, np.ndarray],
