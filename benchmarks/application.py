@@ -101,20 +101,21 @@ def table(rows: list[dict], methods: list[str]) -> str:
             continue
         own = row["transposes_s"]["own"]
         gains = " ".join(f"{own / row['transposes_s'][m]:>10.3f}" for m in methods)
-        best = max(methods, key=lambda m: row["predicted_gain"].get(m) or 0.0)
-        app = row["total_s"]["own"] / row["total_s"][best]
-        pred = row["predicted_gain"].get("opt") or row["predicted_gain"][best] or 1.0
+        # the plan whose prediction is shown: opt's, else the best of those run (ties: the first of --methods)
+        shown = "opt" if "opt" in methods else max(methods, key=lambda m: row["predicted_gain"].get(m) or 0.0)
+        app = row["total_s"]["own"] / row["total_s"][shown]
+        pred = row["predicted_gain"].get(shown) or 1.0
         rest = max(0.0, row["total_s"]["own"] - own)   # the FFTs and copies, which no plan speeds up
         app_pred = row["total_s"]["own"] / (rest + own / pred)
         auto = f"{row['total_s']['auto'] / row['total_s']['own']:8.3f}" if "auto" in methods else f"{'-':>8}"
         lines.append(f"{row['setup']:6} {row['size']:>4}^3 {own * 1e3:8.1f} {pred:6.3f} "
                      f"{gains} {app_pred:8.3f} {app:9.3f} {auto} {str(row['identical']):>5}")
-    lines.append("own ms: the transposes of one forward plus backward with the library's own Alltoallw (median); pred: "
-                 "the opt plan's gain over the default routes for one transpose, every group at once; M gain: the "
-                 "transposes' own time over method M's; app pred: forward plus backward if its transposes took "
-                 "the library's own over pred and the rest (FFTs, copies) what it takes with the library's own; "
-                 "app gain: forward plus backward, FFTs included, measured with the "
-                 "method of the best prediction; auto/own: forward plus backward; same: every result bitwise the "
+    lines.append("own ms: the transposes of one forward plus backward with the library's own Alltoallw (median); "
+                 "pred: the opt plan's gain (without opt: the best plan's) over the default routes for one "
+                 "transpose, every group at once; M gain: the transposes' own time over method M's; app pred: "
+                 "forward plus backward if its transposes took the library's own over pred and the rest (FFTs, "
+                 "copies) what it takes with the library's own; app gain: forward plus backward, FFTs included, "
+                 "measured with that plan; auto/own: forward plus backward; same: every result bitwise the "
                  "library's own.")
     for row in rows:
         if row["kind"] == "drifting":
