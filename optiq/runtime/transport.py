@@ -331,7 +331,7 @@ class Transfer:
         self._byte = MPI.BYTE
         self.comm, self.window, self.link_bw, self.timeout = comm, window, link_bw, timeout
         self.describe_path = describe_path
-        self.burst_s, self.message_s = burst_s, message_s
+        self.burst_s = burst_s
         self.chunk, self.send, self.recv = chunk_size, send, recv
         self.seg = segment_chunks(window)
         self.paced_chunks = 1 if link_bw is None else paced_message_chunks(chunk_size, link_bw, message_s)
@@ -343,7 +343,6 @@ class Transfer:
                                     path_rate.get(s.path) if path_rate and s.prev < 0 and s.next >= 0 else None,
                                     message_s)
                        for s, buf in zip(self.streams, self.slots)]
-        self.path_paced = any(st.rate is not None for st in self.states)
         self.links: dict[int, _Link] = {s.link: _Link() for s in self.streams if s.next >= 0}
         self.requests = _Requests()
         # every chunk is sent once where the stream has a next rank and received once where it has a previous one
