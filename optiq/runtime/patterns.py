@@ -27,7 +27,7 @@ from .executor import Executor
 from .ranklevel import RankNetwork, host_demands_of, rank_plan
 
 __all__ = ["Pattern", "prepare", "gather_counts", "check_placement", "check_placement_here", "import_planner",
-           "names_needed", "rates_known", "MIN_GAIN", "AUTO_METHOD", "MAX_MODEL_EVENTS"]
+           "names_needed", "rates_known", "planner_options", "MIN_GAIN", "AUTO_METHOD", "MAX_MODEL_EVENTS"]
 
 #: ``method="auto"`` uses a plan only if it predicts at least this fraction less time than
 #: the default routes.
@@ -43,6 +43,29 @@ LEADER_JOBS = 4096
 MAX_MODEL_EVENTS = 500_000
 
 T = TypeVar("T")
+
+
+def planner_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options a call's planner gets: the call's own, and for Heuristic 2 (``heu2`` and
+    ``auto``'s plan) its fewest-stops step unless the call says otherwise.
+
+    A plan a call runs forwards every stop's chunks through a rank, which receives and sends
+    them again: CPU a node with more ranks than cores lacks, and a time the flow-level
+    prediction does not count. So the runtime's Heuristic 2 ends, as ``opt`` does, with the
+    plan of fewest stop-bytes at its time and hop-bytes (:func:`optiq.lp.stops.fewest_stops`).
+
+    Examples
+    --------
+    >>> planner_options("heu2", {"k": 4})
+    {'fewest_stops': True, 'k': 4}
+    >>> planner_options("heu2", {"fewest_stops": False})
+    {'fewest_stops': False}
+    >>> planner_options("opt", {})
+    {}
+    """
+    if method in ("heu2", "auto"):
+        return {"fewest_stops": True, **options}
+    return dict(options)
 
 
 @dataclass
@@ -203,7 +226,8 @@ def prepare(comm: Any, matrix: np.ndarray, *, network: Any, method: str, hosts: 
     # a path may stop only at a host that runs a rank: only ranks forward
     forwarders = np.unique(net.host_of)
     if method != "auto":
-        plan = make_plan(topology, demands, planner, comm=comm, forwarders=forwarders, **options)
+        plan = make_plan(topology, demands, planner, comm=comm, forwarders=forwarders,
+                         **planner_options(planner, options))
         predicted_s, default_s = _times(net, matrix, plan, topology, demands, link_bw)
         return _compiled(comm, net, matrix, plan, planner, link_bw, f"method={method!r}", predicted_s, default_s,
                          pace)
@@ -334,9 +358,8 @@ def _planned_on(comm: Any, topology: Topology, demands: Any, forwarders: np.ndar
                                                           seed=picks.get("seed", 0)), stops=False,
             greedy=True, **picks))   # for AUTO_METHOD, a greedy heuristic
         last_paths = None
-    # the fewest stops: every stop is a chunk a rank receives and sends again, CPU a crowded node lacks
     plan = make_plan(topology, demands, AUTO_METHOD, comm=comm, candidates=candidates, forwarders=forwarders,
-                     **{"fewest_stops": True, **options})
+                     **planner_options("auto", options))
     if last_paths is not None and plan.paths.num_paths + last_paths.num_paths <= RESPLIT_LP_PATHS:
         union = PathSet.concat([plan.paths, last_paths])[0].unique()
         lp_options = {key: value for key, value in options.items() if key in ("solver", "time_limit", "seed")}
