@@ -274,7 +274,7 @@ class _Link:
     together, as the flow-level plan assumes, instead of small paths finishing first.
     """
 
-    __slots__ = ("queue", "inflight", "pending", "leaves", "busy_until")
+    __slots__ = ("queue", "inflight", "pending", "leaves", "busy_until", "changed", "wake")
 
     def __init__(self) -> None:
         self.queue: list[_StreamState] = []
@@ -282,6 +282,10 @@ class _Link:
         self.pending: _Message | None = None  # the next message, once its time comes
         self.leaves = 0.0  # ... which is this
         self.busy_until = 0.0
+        #: a stream joined the queue or the window opened since the link was last served; until
+        #: then nothing can start on it before ``wake`` (a message's or a paced path's time)
+        self.changed = True
+        self.wake = 0.0
 
 
 class Transfer:
@@ -414,7 +418,9 @@ class Transfer:
                 if not st.receiving:
                     self._post_recv(st)  # the slots may be free again
             else:
-                self.links[st.stream.link].inflight -= m
+                link = self.links[st.stream.link]
+                link.inflight -= m
+                link.changed = True
             return
         m = -(-nbytes // self.chunk)  # whole chunks, the last may be short
         self.remaining -= m
@@ -461,8 +467,9 @@ class Transfer:
 
     def _enqueue(self, st: _StreamState) -> None:
         if not st.queued and st.sent < st.ready:
-            self.links[st.stream.link].queue.append(st)
-            st.queued = True
+            link = self.links[st.stream.link]
+            link.queue.append(st)
+            link.changed = st.queued = True
 
     def _start_send(self, message: _Message) -> None:
         _, st, i, m = message
@@ -480,13 +487,22 @@ class Transfer:
         self.requests.add(self.comm.Isend([buf, self._byte], dest=s.next, tag=s.path), message)
 
     def _pump(self, now: float) -> tuple[bool, float]:
-        """Start what the links allow; return whether anything started and the next pacing deadline."""
+        """Start what the links allow; return whether anything started and the next pacing deadline.
+
+        A link is served only if it changed (:attr:`_Link.changed`) or its wake-up time came:
+        most turns of the progress loop find nothing new, and this is the hot loop.
+        """
         moved, deadline = False, float("inf")
         for link in self.links.values():
+            if not link.changed and link.wake > now:
+                if link.wake < deadline:
+                    deadline = link.wake
+                continue
+            wake = float("inf")
             while True:
                 if link.pending is not None:
                     if link.leaves > now:
-                        deadline = min(deadline, link.leaves)
+                        wake = link.leaves
                         break
                     self._start_send(link.pending)
                     self._enqueue(link.pending.state)
@@ -496,20 +512,24 @@ class Transfer:
                     break
                 full = link.inflight >= self.window  # the window holds source chunks only: forwarded ones always go
                 st, due = None, float("inf")
-                for q in queue:  # the least far along of the streams that may go, in one pass (the hot loop)
+                for q in queue:  # the least far along of the streams that may go, in one pass
                     if full and not q.forwards:
                         continue
                     if q.free_at > now:  # a paced path waits for its own bucket, not the link
-                        due = min(due, q.free_at)
+                        if q.free_at < due:
+                            due = q.free_at
                         continue
                     if st is None or q.sent * st.chunks < st.sent * q.chunks:
                         st = q
                 if st is None:
-                    deadline = min(deadline, due)
+                    wake = due
                     break
                 queue.remove(st)
                 st.queued = False
                 link.pending, link.leaves = self._message(link, st, now)
+            link.changed, link.wake = False, wake
+            if wake < deadline:
+                deadline = wake
         return moved, deadline
 
     def _message(self, link: _Link, st: _StreamState, now: float) -> tuple[_Message, float]:
