@@ -26,7 +26,7 @@ all-to-all-v at once (``optiq.alltoallv`` with ``parent=``), the counts of each 
 draw within 10% of a base, ``auto`` in turn with ``comm.Alltoallv`` (each first every other
 call).
 
-    python benchmarks/application.py [--setups torus,slabs,tree] [--sizes N,N] [--rate 20Mb/s]
+    python benchmarks/application.py [--setups torus,slabs,tree] [--sizes N,N] [--rate 20Mb/s] [--mtu 1500]
         [--repeat 5] [--methods auto,heu2,opt] [--loop 40]
 
 Needs root (the testbed) and mpi4py-fft (``pip install 'optiq[fft]'``, FFTW's headers).
@@ -59,8 +59,9 @@ def driver(args: argparse.Namespace) -> int:
     rows = []
     for name in args.setups.split(","):
         spec, grid, sizes, what = SETUPS[name]
-        print(f"== {name}: {what} ({spec}, links at {args.rate})", flush=True)
-        cmd = [OPTIQ, "testbed", "exec", "-t", spec, "--rate", args.rate, "-q", "--", sys.executable, "-m", "mpi4py",
+        print(f"== {name}: {what} ({spec}, links at {args.rate}, MTU {args.mtu})", flush=True)
+        cmd = [OPTIQ, "testbed", "exec", "-t", spec, "--rate", args.rate, "--mtu", str(args.mtu), "-q", "--",
+               sys.executable, "-m", "mpi4py",
                __file__, "--worker", "--network", f"{spec},bw={args.rate}", "--grid", grid,
                "--sizes", args.sizes or sizes, "--repeat", str(args.repeat), "--methods", args.methods,
                "--loop", str(args.loop)]
@@ -301,6 +302,7 @@ def main() -> int:
     ap.add_argument("--sizes", help="edges of the complex128 cubes (default: the setup's, 64,128 on the torus, "
                                     "32,64 on the tree)")
     ap.add_argument("--rate", default="20Mb/s")
+    ap.add_argument("--mtu", type=int, default=1500, help="the data links' MTU (bytes; default 1500, the testbed's)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--methods", default="auto,heu2,opt")
     ap.add_argument("--loop", type=int, default=40, help="transforms of the application's loop with auto")

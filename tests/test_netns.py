@@ -166,6 +166,30 @@ def test_down_leaves_a_testbed_whose_run_goes_on():
     assert left("optiq-alive") == []
 
 
+@pytest.mark.parametrize("mtu", [1500, 4096])
+def test_the_links_carry_packets_of_the_mtu_asked_for(mtu):
+    """Every data interface has the MTU, and a flow's header bytes per payload byte are a full
+    frame's: Ethernet's 14 and TCP/IP's 52 (timestamps on) bytes for ``mtu - 52`` of payload."""
+    t = from_spec("torus:3")
+    with Testbed(t, rate=RATE, name="optiq-mtu", mtu=mtu) as bed:
+        from optiq.testbed.session import measure_goodput
+
+        for node, ns in enumerate(bed.layout.namespaces):
+            for e in t.links_from(node).tolist():
+                shown = subprocess.run(["ip", "-n", ns, "-o", "link", "show", "dev", bed.layout.interface(e)],
+                                       capture_output=True, text=True, check=True).stdout
+                assert f" mtu {mtu} " in shown
+        good = measure_goodput(bed, rounds=1)
+    frame_over_payload = (mtu + 14) / (mtu - 52) - 1
+    assert frame_over_payload <= good.header < frame_over_payload + 0.002
+
+
+def test_an_mtu_out_of_range_is_refused_before_anything_is_built():
+    with pytest.raises(TestbedError, match="MTU of 100 B"):
+        Testbed(from_spec("torus:2"), rate=RATE, name="optiq-mtu", mtu=100)
+    assert left("optiq-mtu") == []
+
+
 def test_counters_see_one_flows_bytes_on_its_route_only():
     t = from_spec("fattree:k=2,n=2")
     with Testbed(t, rate=RATE, name="optiq-count") as bed:

@@ -83,8 +83,8 @@ def argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return convert
 
 
-def int_at_least(low: int) -> Callable[[str], int]:
-    """An argparse type: an integer ``>= low``."""
+def int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer ``>= low`` (and ``<= high`` if given)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -92,6 +92,8 @@ def int_at_least(low: int) -> Callable[[str], int]:
             raise ValueError(f"{text!r} is not an integer") from None
         if value < low:
             raise ValueError(f"{text!r} must be at least {low}")
+        if high is not None and value > high:
+            raise ValueError(f"{text!r} must be at most {high}")
         return value
     return argument(parse)
 

@@ -20,6 +20,7 @@ from ..sim.flow import DEFAULT_BATCH
 from ..testbed import DEFAULT_QUEUE, DEFAULT_REPEAT, TESTBED_METHODS, TESTBED_RATE
 from ..testbed.collectives import COLLECTIVES_SIZE, FIT_SIZES
 from ..testbed.conditions import DEFAULT_SWEEP_S
+from ..testbed.network import DEFAULT_MTU, MTU_RANGE
 from ..topology.spec import SPEC_HELP
 from ..workloads import SELECTIONS
 from ..workloads.spec import WORKLOAD_PATTERNS
@@ -425,6 +426,9 @@ def add_network(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
     p.add_argument("--congestion", default="reno", help="TCP congestion control in every namespace (default reno)")
     p.add_argument("--offloads", action="store_true",
                    help="keep segmentation offloads (default off: link-sized packets, with ethtool)")
+    p.add_argument("--mtu", type=types.int_at_least(*MTU_RANGE), default=DEFAULT_MTU, metavar="BYTES",
+                   help=f"the data links' MTU (default {DEFAULT_MTU}, Ethernet's; InfiniBand's frames carry 4096, "
+                        f"jumbo Ethernet 9000: fewer packets for the emulating host to forward)")
     p.add_argument("--name", help="the testbed's name, optiq-<letters or digits> (default optiq-<pid>)")
     if quiet:
         p.add_argument("--quiet", "-q", action="store_true", help="no progress output")

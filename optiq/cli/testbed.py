@@ -40,7 +40,7 @@ def testbed(args: argparse.Namespace) -> int:
     say = _progress(args)
     common = dict(rate=args.rate, repeat=args.repeat, warmup=args.warmup, queue=args.queue,
                   congestion=args.congestion, name=args.name, seed=args.seed, pace_paths=args.pace_paths,
-                  window=args.window, offloads=args.offloads, chunk_size=args.chunk_size, progress=say)
+                  window=args.window, offloads=args.offloads, mtu=args.mtu, chunk_size=args.chunk_size, progress=say)
     if args.plan:
         plan = load_plan(args.plan)
         report = run_testbed(plan.topology, plan=plan, conditions=_conditions(args, plan.topology), **common)
@@ -77,7 +77,7 @@ def _exec(args: argparse.Namespace) -> int:
         raise OptiqError("give the program after --: optiq testbed exec -t SPEC -- python app.py")
     topology = from_spec(routed_spec(args.topology, args.routes))
     code, carried = run_program(topology, command, rate=args.rate, queue=args.queue,
-                                congestion=args.congestion, name=args.name, offloads=args.offloads,
+                                congestion=args.congestion, name=args.name, offloads=args.offloads, mtu=args.mtu,
                                 conditions=_conditions(args, topology), progress=_progress(args))
     print(f"optiq testbed: {carried}", file=sys.stderr)
     return code
@@ -92,7 +92,7 @@ def _collectives(args: argparse.Namespace) -> int:
         check_writable(args.json, "--json")
     topology = from_spec(args.topology) if args.topology else None
     run = run_collectives(args.ranks, rate=args.rate, size=args.size, queue=args.queue, congestion=args.congestion,
-                          fit_sizes=tuple(args.fit_sizes) if args.fit_sizes else None, repeat=args.repeat, name=args.name, offloads=args.offloads,
+                          fit_sizes=tuple(args.fit_sizes) if args.fit_sizes else None, repeat=args.repeat, name=args.name, offloads=args.offloads, mtu=args.mtu,
                           topology=topology, jobs=args.jobs, progress=_progress(args))
     print(run)
     if args.json:

@@ -43,7 +43,7 @@ from ..collectives.cost import CHOICE_TIE, choose, tied
 from ..errors import TestbedError
 from ..utils.resources import cpu_times
 from .launch import MPI_ENVIRONMENT, find_mpiexec, mpiexec_argv, write_launcher
-from .network import DEFAULT_QUEUE, Testbed, terminated_as_interrupt
+from .network import DEFAULT_MTU, DEFAULT_QUEUE, Testbed, terminated_as_interrupt
 from .system import check_privileges, kill_namespace_processes
 
 if TYPE_CHECKING:
@@ -241,7 +241,7 @@ class CollectivesRun:
 
 def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_QUEUE, congestion: str = "reno",
                     fit_sizes: tuple[int, ...] | None = None, repeat: int = 5, name: str | None = None,
-                    offloads: bool = False, topology: Topology | None = None, jobs: int = 1,
+                    offloads: bool = False, mtu: int = DEFAULT_MTU, topology: Topology | None = None, jobs: int = 1,
                     progress: Callable[[str], None] | None = None) -> CollectivesRun:
     """Fit both allreduce models on an emulated star of ``ranks`` hosts and check them (module
     docstring); with ``topology``, on its network instead, ranks on its first ``ranks`` hosts
@@ -273,7 +273,7 @@ def run_collectives(ranks: int, *, rate: float, size: int, queue: int = DEFAULT_
     star = topology is None
     topology = from_spec(f"fattree:k={ranks},n=1") if topology is None else topology
     bed = Testbed(topology, rate=rate, queue=queue, name=name, congestion=congestion, offloads=offloads,
-                  progress=say)
+                  mtu=mtu, progress=say)
     with terminated_as_interrupt(), bed, tempfile.TemporaryDirectory(prefix="optiq-coll-") as tmp:
         work = Path(tmp)
         launcher = write_launcher(bed.layout, bed.state)

@@ -43,15 +43,19 @@ from .system import (
 if TYPE_CHECKING:
     from ..topology import Topology
 
-__all__ = ["Testbed", "Counters", "DEFAULT_QUEUE", "sweep", "state_root", "SweepResult", "default_tcp_window"]
+__all__ = ["Testbed", "Counters", "DEFAULT_QUEUE", "DEFAULT_MTU", "sweep", "state_root", "SweepResult", "default_tcp_window"]
 
 #: Bytes a link's queue holds before it drops (tail drop) by default: deep enough that TCP
 #: seldom loses a packet, as on a lossless fabric (InfiniBand's credits hold a packet back
 #: instead of dropping it); a loss stalls a flow, and a plan whose busiest links are all full
 #: cannot make up for the stall. A smaller queue shows incast.
 DEFAULT_QUEUE = 4 * 2**20
-#: A full-size Ethernet frame (MTU 1500 and its header).
-FRAME = 1514
+#: The largest IP packet a link carries by default (bytes): Ethernet's.
+DEFAULT_MTU = 1500
+#: The bytes of a frame's link header beside its IP packet (Ethernet's).
+LINK_HEADER = 14
+#: The MTUs a testbed accepts: IPv4's least that every host must take, and a veth's largest.
+MTU_RANGE = (576, 65535)
 #: Link time the token bucket of a link may save up (its burst), at least a few frames.
 BURST_S = 1e-3
 #: The kernel settings of every namespace: routers forward, and routes may be asymmetric; a
@@ -126,6 +130,10 @@ class Testbed:
     offloads : bool
         Keep the interfaces' segmentation offloads (default off, so every packet is link sized:
         needs ``ethtool``).
+    mtu : int
+        The largest IP packet of every data link (bytes; default Ethernet's 1500). A fabric's
+        own is often larger (InfiniBand's frames carry 4096 bytes, a data centre's Ethernet
+        9000): fewer, larger packets, and the emulating host forwards more link rate.
     congestion : str
         TCP congestion control of every namespace (one the host allows, e.g. ``reno``, ``bbr``).
     tcp_window : int, optional
@@ -156,16 +164,21 @@ class Testbed:
 
     def __init__(self, topology: Topology, *, rate: float, queue: int = DEFAULT_QUEUE, name: str | None = None,
                  offloads: bool = False, congestion: str = "reno", tcp_window: int | None = None,
-                 conditions: Conditions | None = None, progress: Callable[[str], None] | None = None) -> None:
+                 conditions: Conditions | None = None, mtu: int = DEFAULT_MTU,
+                 progress: Callable[[str], None] | None = None) -> None:
         if not rate > 0:
             raise TestbedError(f"the link rate must be positive, got {rate}")
-        if int(queue) < FRAME:
-            raise TestbedError(f"a link queue of {queue} B cannot hold one {FRAME} B frame")
+        if not MTU_RANGE[0] <= int(mtu) <= MTU_RANGE[1]:
+            raise TestbedError(f"an MTU of {mtu} B is out of range: {MTU_RANGE[0]} to {MTU_RANGE[1]} bytes")
+        self.mtu = int(mtu)
+        frame = self.frame
+        if int(queue) < frame:
+            raise TestbedError(f"a link queue of {queue} B cannot hold one {frame} B frame")
         self.layout = Layout.of(topology, check_name(name or f"{PREFIX}{os.getpid()}"))
         self.topology = topology
         self.rate, self.queue, self.offloads, self.congestion = float(rate), int(queue), offloads, congestion
         self.tcp_window = default_tcp_window(self.queue) if tcp_window is None else int(tcp_window)
-        if self.tcp_window < 4 * FRAME:
+        if self.tcp_window < 4 * frame:
             raise TestbedError(f"a TCP window of {self.tcp_window} B holds fewer than 4 frames")
         self.conditions = conditions or Conditions()
         self.say = progress or (lambda message: None)
@@ -179,11 +192,16 @@ class Testbed:
     def name(self) -> str:
         return self.layout.name
 
+    @property
+    def frame(self) -> int:
+        """Bytes of a full-size frame on the data links: the MTU and the link header."""
+        return self.mtu + LINK_HEADER
+
     def __repr__(self) -> str:
         t = self.topology
         return (f"Testbed({self.name!r}, {t.name}, {t.num_endpoints} hosts, {t.num_nodes - t.num_endpoints} switches, "
                 f"{t.num_links // 2} cables at {self.rate * 8 / 1e6:.4g} Mbit/s, queue {self.queue:,} B, "
-                f"TCP {self.congestion})")
+                f"MTU {self.mtu}, TCP {self.congestion})")
 
     # -- lifetime ---------------------------------------------------------------------------
     def __enter__(self) -> Testbed:
@@ -312,7 +330,7 @@ class Testbed:
         lines = ["link set lo up", f"link add {DATA_DEVICE} type bridge", f"link set {DATA_DEVICE} up",
                  f"address add {lay.address(node)}/32 dev {DATA_DEVICE}"]
         for e in links:
-            lines.append(f"link set {lay.interface(e)} up")
+            lines.append(f"link set {lay.interface(e)} mtu {self.mtu} up")
             lines.append(f"neighbour replace {lay.address(int(t.link_dst[e]))} lladdr {lay.mac(int(lay.peer[e]))} "
                          f"dev {lay.interface(e)} nud permanent")
         if node < t.num_endpoints:
@@ -324,7 +342,7 @@ class Testbed:
         ip_batch(ns, lines, what=f"configuring {ns}")
         rates = lay.link_rates(self.rate) * self.conditions.rate_factors(t)
         lines = [f"qdisc replace dev {lay.interface(e)} root handle 1: tbf rate {max(8, round(rates[e] * 8))}bit "
-                 f"burst {max(4 * FRAME, int(rates[e] * BURST_S))} limit {self.queue}" for e in links]
+                 f"burst {max(4 * self.frame, int(rates[e] * BURST_S))} limit {self.queue}" for e in links]
         tc_batch(ns, lines, what=f"queues of {ns}")
         if self.conditions.loss_percent and links:  # every link direction drops at random, before its queue
             run(["ip", "netns", "exec", ns, _nft() or "nft", "-f", "-"], input=_loss_rules([lay.interface(e) for e in links],

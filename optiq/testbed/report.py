@@ -41,7 +41,7 @@ ROW_KEYS = ("method", "routing", "moved_by", "predicted_time_s", "predicted_at_l
             "model_mean_s", "model_p05_s", "model_p95_s")
 #: Top-level keys of the JSON report.
 REPORT_KEYS = ("topology", "workload", "hosts", "switches", "cables", "rate_bps", "goodput_bps", "queue_bytes",
-               "congestion_control", "header_overhead", "ack_overhead", "repeat", "warmup", "cpu_idle",
+               "mtu", "congestion_control", "header_overhead", "ack_overhead", "repeat", "warmup", "cpu_idle",
                "load_before", "build_s", "seconds", "conditions", "rows", "notes", "links")
 
 
@@ -147,6 +147,8 @@ class TestbedReport:
     labels: list[str] = field(default_factory=list, repr=False)
     #: what ailed the network (:meth:`optiq.testbed.conditions.Conditions.describe`), "" when healthy
     conditions: str = ""
+    #: the data links' MTU (bytes)
+    mtu: int = 1500
 
     def __repr__(self) -> str:
         return (f"TestbedReport({self.topology!r}, {len(self.rows)} methods, {self.rate_bps / 1e6:.4g} Mbit/s, "
@@ -161,7 +163,7 @@ class TestbedReport:
     def __str__(self) -> str:
         head = "\n".join(textwrap.wrap(
             f"{self.topology}, {self.workload}: {self.hosts} hosts, {self.switches} switches, {self.cables} cables at "
-            f"{self.rate_bps / 1e6:.4g} Mbit/s, queue {self.queue_bytes:,} B, TCP {self.congestion_control}.", 100)
+            f"{self.rate_bps / 1e6:.4g} Mbit/s, queue {self.queue_bytes:,} B, MTU {self.mtu}, TCP {self.congestion_control}.", 100)
             + textwrap.wrap(
             f"One flow: {self.goodput_bps / 1e6:.4g} Mbit/s of payload ({self.goodput_bps / self.rate_bps:.1%} of the "
             f"link), {self.header_overhead:.1%} header and {self.ack_overhead:.1%} acknowledgement bytes per payload "

@@ -21,7 +21,7 @@ from ..errors import TestbedError
 from .conditions import Conditions
 from .launch import find_mpiexec
 from .methods import NETWORK, REALIZED, RULES, TABLE_ROUTES, Method, methods_of_plan, parse_methods, plan_methods
-from .network import DEFAULT_QUEUE, Testbed, terminated_as_interrupt
+from .network import DEFAULT_MTU, DEFAULT_QUEUE, Testbed, terminated_as_interrupt
 from .report import TestbedReport, TestbedRow, link_deviation
 from .session import COMPLETED, FAILED, Faults, failure_events, measure_goodput, measure_methods
 from .system import check_privileges
@@ -44,7 +44,8 @@ def run_testbed(topology: Topology, demands: Demands | None = None, *, plan: Pla
                 warmup: int = 1, queue: int = DEFAULT_QUEUE, congestion: str = "reno", name: str | None = None,
                 seed: int = 0, options: dict[str, Any] | None = None, chunk_size: int | None = None,
                 pace_paths: bool = True, window: int | None = None, offloads: bool = False,
-                conditions: Conditions | None = None, progress: Callable[[str], None] | None = None) -> TestbedReport:
+                mtu: int = DEFAULT_MTU, conditions: Conditions | None = None,
+                progress: Callable[[str], None] | None = None) -> TestbedReport:
     """Measure ``methods`` for ``demands`` (or one ``plan`` file's plan) on an emulated network of ``topology``.
 
     Parameters
@@ -81,6 +82,8 @@ def run_testbed(topology: Topology, demands: Demands | None = None, *, plan: Pla
         The executor's window (default: from the plan's link rates at the testbed's scale).
     offloads : bool
         Keep segmentation offloads on (default off: packets of link size; needs ethtool).
+    mtu : int
+        The data links' MTU (default Ethernet's 1500; :class:`~optiq.testbed.network.Testbed`).
     conditions : Conditions, optional
         Loss and slowed cables for the whole run (:mod:`optiq.testbed.conditions`): the plans
         and predictions are the healthy network's, so ``measured_over_predicted`` says how much
@@ -110,7 +113,7 @@ def run_testbed(topology: Topology, demands: Demands | None = None, *, plan: Pla
         topology = plan.topology
     names = parse_methods(methods, topology) if plan is None else []
     bed = Testbed(topology, rate=rate, queue=queue, name=name, offloads=offloads, congestion=congestion,
-                  conditions=conditions, progress=say)
+                  conditions=conditions, mtu=mtu, progress=say)
     started = time.perf_counter()
     load = os.getloadavg()[0]
     if plan is None:
@@ -222,7 +225,7 @@ def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expe
     return TestbedReport(
         topology=t.name, workload=workload, hosts=t.num_endpoints, switches=t.num_nodes - t.num_endpoints,
         cables=t.num_links // 2, rate_bps=bed.rate * 8, goodput_bps=goodput.bytes_per_s * 8, queue_bytes=bed.queue,
-        congestion_control=bed.congestion, header_overhead=goodput.header, ack_overhead=goodput.ack, repeat=repeat,
+        mtu=bed.mtu, congestion_control=bed.congestion, header_overhead=goodput.header, ack_overhead=goodput.ack, repeat=repeat,
         warmup=warmup, cpu_idle=float(np.mean([s.cpu_idle for s in measured])), load_before=load,
         build_s=bed.build_s, seconds=seconds, rows=out_rows, notes=notes, links=links,
         conditions=bed.conditions.describe(),
@@ -231,7 +234,7 @@ def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expe
 
 def run_program(topology: Topology, command: Sequence[str], *, rate: float, queue: int = DEFAULT_QUEUE,
                 congestion: str = "reno", name: str | None = None, offloads: bool = False,
-                conditions: Conditions | None = None,
+                mtu: int = DEFAULT_MTU, conditions: Conditions | None = None,
                 progress: Callable[[str], None] | None = None) -> tuple[int, str]:
     """Run an MPI program on the emulated network of ``topology``: ``command`` under ``mpiexec`` with
     one rank per host namespace (rank ``i`` on host ``i``), its data pinned to the data network,
@@ -263,7 +266,7 @@ def run_program(topology: Topology, command: Sequence[str], *, rate: float, queu
     find_mpiexec()
     say = progress or (lambda message: None)
     bed = Testbed(topology, rate=rate, queue=queue, name=name, offloads=offloads, congestion=congestion,
-                  conditions=conditions, progress=say)
+                  conditions=conditions, mtu=mtu, progress=say)
     happened: list[str] = []
     with terminated_as_interrupt(), bed:
         events = failure_events(bed)
