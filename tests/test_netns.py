@@ -6,6 +6,7 @@ Every test here needs root (network namespaces) and is skipped, saying why, else
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -168,7 +169,7 @@ def test_down_leaves_a_testbed_whose_run_goes_on():
 
 @pytest.mark.parametrize("mtu", [1500, 4096])
 def test_the_links_carry_packets_of_the_mtu_asked_for(mtu):
-    """Every data interface has the MTU, and a flow's header bytes per payload byte are a full
+    """Every data interface has the MTU and a token bucket of two frames or 6,056 bytes, and a flow's header bytes per payload byte are a full
     frame's: Ethernet's 14 and TCP/IP's 52 (timestamps on) bytes for ``mtu - 52`` of payload."""
     t = from_spec("torus:3")
     with Testbed(t, rate=RATE, name="optiq-mtu", mtu=mtu) as bed:
@@ -179,6 +180,10 @@ def test_the_links_carry_packets_of_the_mtu_asked_for(mtu):
                 shown = subprocess.run(["ip", "-n", ns, "-o", "link", "show", "dev", bed.layout.interface(e)],
                                        capture_output=True, text=True, check=True).stdout
                 assert f" mtu {mtu} " in shown
+                queue = subprocess.run(["tc", "-n", ns, "qdisc", "show", "dev", bed.layout.interface(e)],
+                                       capture_output=True, text=True, check=True).stdout
+                burst = int(re.search(r"burst (\d+)b", queue).group(1))  # tc rounds through its clock ticks
+                assert abs(burst - max(4 * 1514, 2 * (mtu + 14), RATE * 1e-3)) <= 2
         good = measure_goodput(bed, rounds=1)
     frame_over_payload = (mtu + 14) / (mtu - 52) - 1
     assert frame_over_payload <= good.header < frame_over_payload + 0.002

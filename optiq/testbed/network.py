@@ -56,8 +56,12 @@ DEFAULT_MTU = 1500
 LINK_HEADER = 14
 #: The MTUs a testbed accepts: IPv4's least that every host must take, and a veth's largest.
 MTU_RANGE = (576, 65535)
-#: Link time the token bucket of a link may save up (its burst), at least a few frames.
+#: Link time the token bucket of a link may save up (its burst), at least :data:`MIN_BURST`.
 BURST_S = 1e-3
+#: The least burst (bytes): four frames of the default MTU, and two of a larger one. The same
+#: bytes whatever the MTU where they hold two frames, so that a link which stood idle runs no
+#: further ahead of its rate with larger packets (at 20 Mbit/s four 4 KiB frames would be 6.6 ms).
+MIN_BURST = 4 * (DEFAULT_MTU + LINK_HEADER)
 #: The kernel settings of every namespace: routers forward, and routes may be asymmetric; a
 #: connection idle between two exchanges keeps its window (``tcp_slow_start_after_idle=0``), as
 #: a fabric's credits do, instead of probing the links again from ten packets: every leg of a
@@ -342,7 +346,7 @@ class Testbed:
         ip_batch(ns, lines, what=f"configuring {ns}")
         rates = lay.link_rates(self.rate) * self.conditions.rate_factors(t)
         lines = [f"qdisc replace dev {lay.interface(e)} root handle 1: tbf rate {max(8, round(rates[e] * 8))}bit "
-                 f"burst {max(4 * self.frame, int(rates[e] * BURST_S))} limit {self.queue}" for e in links]
+                 f"burst {max(MIN_BURST, 2 * self.frame, int(rates[e] * BURST_S))} limit {self.queue}" for e in links]
         tc_batch(ns, lines, what=f"queues of {ns}")
         if self.conditions.loss_percent and links:  # every link direction drops at random, before its queue
             run(["ip", "netns", "exec", ns, _nft() or "nft", "-f", "-"], input=_loss_rules([lay.interface(e) for e in links],
