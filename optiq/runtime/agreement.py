@@ -176,15 +176,12 @@ def fingerprint_words(rank: int, size: int, send_counts: np.ndarray, recv_counts
     return digest
 
 
-def _read_call(kind: Collective, local: int, blocks: int, sendbuf: Any,
-               recvbuf: Any) -> tuple[Message | None, Message, bool, np.ndarray, np.ndarray]:
+def _read_call(kind: Collective, local: int, blocks: int, sendbuf: Any, recvbuf: Any,
+               keys: tuple[Any, Any] | None = None) -> tuple[Message | None, Message, bool, np.ndarray, np.ndarray]:
     """This rank's checks: its messages (of the call's own communicator, ``blocks`` ranks, this
     one ``local``), whether this module can move its bytes itself (host memory), and its send
-    and receive byte counts."""
-    MPI = mpi_module()
-
-    recv = kind.read(recvbuf, readonly=False, blocks=blocks)
-    send = None if sendbuf is MPI.IN_PLACE else kind.read(sendbuf, readonly=True, blocks=blocks)
+    and receive byte counts (``keys``: the specifications' keys, where known)."""
+    send, recv = kind.messages(sendbuf, recvbuf, blocks, keys)
     source = recv if send is None else send
     readable = recv.readable() and source.readable()
     if readable:
@@ -264,6 +261,7 @@ class Start:
     posted: float = 0.0      # when (perf_counter)
     scratch: list[np.ndarray] | None = None  # a failing rank's stand-in buffers
     watched: Pattern | None = None  # the pattern of this rank's last planned call, reviewed (optiq.runtime.watch)
+    keys: tuple[Any, Any] | None = None  # the keys of the call's send and receive specifications, once made
 
     def post(self, sendbuf: Any, recvbuf: Any) -> None:
         self.posted = time.perf_counter()
@@ -304,6 +302,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
     send: Message | None = None
     recv: Message | None = None
     words, readable, pairs = np.zeros(8, np.uint64), False, 0
+    keys: tuple[Any, Any] | None = None
     group = ctx.whole
     placing = method == "auto" and cached and network is not None and config not in ctx.placed \
         and not names_needed(hosts)
@@ -324,6 +323,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
         else:
             send_key = kind.key(sendbuf) if sendbuf is not MPI.IN_PLACE else ("in place",)
             recv_key = kind.key(recvbuf)
+            keys = (send_key, recv_key)
             memo = None if send_key is None or recv_key is None else (send_key, recv_key, method, config,
                                                                         group.serial)
             if memo is not None and ctx.last is not None and ctx.last[0] == memo:
@@ -337,7 +337,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
                     sent, got = quick
                     readable = True
                 else:
-                    send, recv, readable, sent, got = _read_call(kind, local, blocks, sendbuf, recvbuf)
+                    send, recv, readable, sent, got = _read_call(kind, local, blocks, sendbuf, recvbuf, keys)
                 if readable:
                     words, pairs = _words(rank, size, group.spread(sent), group.spread(got), config)
                 if memo is not None:
@@ -363,7 +363,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
         and not ctx.shapes.is_hot(row) and not ctx.holds_own(own)
     if failure is None and recv is None and not ahead and group.members.size and group.local[rank] >= 0:
         try:
-            send, recv = kind.messages(sendbuf, recvbuf, group.members.size)
+            send, recv = kind.messages(sendbuf, recvbuf, group.members.size, keys)
         except Exception as exc:
             failure = _failure(exc, rank)
     consistent = consistent and failure is None  # its messages read: what the predicted plan would send
@@ -383,7 +383,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
                     watch_failed, slow], dtype=np.uint64)
     agreement = c.Iallreduce(MPI.IN_PLACE, vec, op=MPI.SUM)
     return Start(kind, ctx, group, joint, config, send, recv, failure, vec, agreement, last_shape, row, ahead,
-                 placing, timeout, skipped, own, predicted, consistent, go_ahead, watched=watched)
+                 placing, timeout, skipped, own, predicted, consistent, go_ahead, watched=watched, keys=keys)
 
 
 def _failure(exc: Exception, rank: int) -> tuple[type[OptiqError], str]:
@@ -405,7 +405,7 @@ def _join(start: Start, sendbuf: Any, recvbuf: Any, failed: bool) -> None:
         table = np.zeros((size, 2), np.int64)  # a failing rank claims nothing: its peers' claims size what it moves
         if start.failure is None and group.members.size:
             send, recv = (start.send, start.recv) if start.recv is not None else \
-                start.kind.messages(sendbuf, recvbuf, group.members.size)
+                start.kind.messages(sendbuf, recvbuf, group.members.size, start.keys)
             table[:, 0] = group.spread((recv if send is None else send).byte_counts)
             table[:, 1] = group.spread(recv.byte_counts)
         got = np.empty_like(table)
@@ -625,7 +625,7 @@ def _spread(start: Start, sendbuf: Any, recvbuf: Any,
     if recv is None:
         if not need:
             return None, None
-        send, recv = start.kind.messages(sendbuf, recvbuf, group.members.size)
+        send, recv = start.kind.messages(sendbuf, recvbuf, group.members.size, start.keys)
     return _spread_pair(group, send, recv)
 
 

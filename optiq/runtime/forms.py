@@ -55,11 +55,12 @@ class Collective:
     quick: Callable[..., tuple[np.ndarray, np.ndarray, int] | None] | None
     mpi_name: str
 
-    def read(self, spec: Any, *, readonly: bool, blocks: int) -> Message:
+    def read(self, spec: Any, *, readonly: bool, blocks: int, key: Any = None) -> Message:
         """One message, as ``reader`` reads it; a specification of a key read before (a numpy
         buffer: :func:`~optiq.runtime.messages.spec_key`) is laid out as that one was, on its
-        own buffer, without reading its counts and datatypes again."""
-        key = self.key(spec)
+        own buffer, without reading its counts and datatypes again. ``key``: ``(spec's key,)``,
+        where the call has it already (the key of a datatype per peer costs a call of each)."""
+        key = self.key(spec) if key is None else key[0]
         if key is None:
             return self.reader(spec, readonly=readonly, blocks=blocks)
         known = (self.name, readonly, blocks, key)
@@ -85,12 +86,16 @@ class Collective:
         """``comm.Alltoallv_init(sendbuf, recvbuf)`` (or ``Alltoallw_init``): its persistent request."""
         return getattr(comm, self.mpi_name + "_init")(sendbuf, recvbuf)
 
-    def messages(self, sendbuf: Any, recvbuf: Any, blocks: int) -> tuple[Message | None, Message]:
-        """The call's two messages, read (``None`` for ``MPI.IN_PLACE``)."""
+    def messages(self, sendbuf: Any, recvbuf: Any, blocks: int,
+                 keys: tuple[Any, Any] | None = None) -> tuple[Message | None, Message]:
+        """The call's two messages, read (``None`` for ``MPI.IN_PLACE``); ``keys``: the two
+        specifications' keys, where the call has them already."""
         MPI = mpi_module()
 
-        recv = self.read(recvbuf, readonly=False, blocks=blocks)
-        return None if sendbuf is MPI.IN_PLACE else self.read(sendbuf, readonly=True, blocks=blocks), recv
+        recv = self.read(recvbuf, readonly=False, blocks=blocks, key=None if keys is None else (keys[1],))
+        if sendbuf is MPI.IN_PLACE:
+            return None, recv
+        return self.read(sendbuf, readonly=True, blocks=blocks, key=None if keys is None else (keys[0],)), recv
 
     def scratch(self, comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray) -> tuple[Any, list[np.ndarray]]:
         """A stand-in transfer of zero bytes of the sizes its peers send and expect (a rank whose
