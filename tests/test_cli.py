@@ -222,6 +222,9 @@ def test_a_bare_small_size_a_rate_unit_and_a_misspelled_option_are_named(tmp_pat
     assert parse_rate("25MBps") == 25e6 and parse_rate("25Mbps") == 25e6 / 8 == parse_rate("25Mb/s")
     code, _, err = run(capsys, "testbed", "run", "-t", "torus:2x2", "--pattern", "disjoint", "--rate", "25XBps")
     assert code == 2 and "is not a rate (examples:" in err and "PSB" not in err
+    for mtu, said in (("100", "must be at least 576"), ("70000", "must be at most 65535"), ("9k", "is not an integer")):
+        code, _, err = run(capsys, "testbed", "exec", "-t", "torus:2", "--mtu", mtu, "--", "true")
+        assert code == 2 and f"argument --mtu: '{mtu}' {said}" in err and err.count("optiq: error:") == 1
     code, _, err = run(capsys, "plan", "-t", "torus:4x4", "--patern", "disjoint", "-o", out)
     assert code == 2 and "unrecognized arguments: --patern (did you mean --pattern?)" in err
     assert "required" not in err
