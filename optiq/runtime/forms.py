@@ -28,6 +28,8 @@ __all__ = ["Collective", "VECTOR", "GENERAL", "TEMPLATES_KEPT"]
 #: Messages kept as templates of specifications of the same key (the least recently read leave).
 TEMPLATES_KEPT = 64
 _TEMPLATES: OrderedDict[tuple[Any, ...], Message] = OrderedDict()
+#: A specification whose key is not made yet (None is a key: "read it every time").
+UNKEYED: Any = object()
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,14 @@ class Collective:
     quick: Callable[..., tuple[np.ndarray, np.ndarray, int] | None] | None
     mpi_name: str
 
-    def read(self, spec: Any, *, readonly: bool, blocks: int, key: Any = None) -> Message:
+    def read(self, spec: Any, *, readonly: bool, blocks: int, key: Any = UNKEYED) -> Message:
         """One message, as ``reader`` reads it; a specification of a key read before (a numpy
         buffer: :func:`~optiq.runtime.messages.spec_key`) is laid out as that one was, on its
-        own buffer, without reading its counts and datatypes again. ``key``: ``(spec's key,)``,
-        where the call has it already (the key of a datatype per peer costs a call of each)."""
-        key = self.key(spec) if key is None else key[0]
+        own buffer, without reading its counts and datatypes again. ``key``: the spec's key
+        (None too: read it every time), where the call has it already (the key of a datatype
+        per peer costs a call of each)."""
+        if key is UNKEYED:
+            key = self.key(spec)
         if key is None:
             return self.reader(spec, readonly=readonly, blocks=blocks)
         known = (self.name, readonly, blocks, key)
@@ -92,10 +96,11 @@ class Collective:
         specifications' keys, where the call has them already."""
         MPI = mpi_module()
 
-        recv = self.read(recvbuf, readonly=False, blocks=blocks, key=None if keys is None else (keys[1],))
+        send_key, recv_key = (UNKEYED, UNKEYED) if keys is None else keys
+        recv = self.read(recvbuf, readonly=False, blocks=blocks, key=recv_key)
         if sendbuf is MPI.IN_PLACE:
             return None, recv
-        return self.read(sendbuf, readonly=True, blocks=blocks, key=None if keys is None else (keys[0],)), recv
+        return self.read(sendbuf, readonly=True, blocks=blocks, key=send_key), recv
 
     def scratch(self, comm: Any, send_counts: np.ndarray, recv_counts: np.ndarray) -> tuple[Any, list[np.ndarray]]:
         """A stand-in transfer of zero bytes of the sizes its peers send and expect (a rank whose

@@ -60,7 +60,7 @@ MTU_RANGE = (576, 65535)
 BURST_S = 1e-3
 #: The least burst (bytes): four frames of the default MTU, and two of a larger one. The same
 #: bytes whatever the MTU where they hold two frames, so that a link which stood idle runs no
-#: further ahead of its rate with larger packets (at 20 Mbit/s four 4 KiB frames would be 6.6 ms).
+#: further ahead of its rate with larger packets than with Ethernet's.
 MIN_BURST = 4 * (DEFAULT_MTU + LINK_HEADER)
 #: The kernel settings of every namespace: routers forward, and routes may be asymmetric; a
 #: connection idle between two exchanges keeps its window (``tcp_slow_start_after_idle=0``), as

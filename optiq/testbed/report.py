@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .network import DEFAULT_MTU
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -148,7 +150,7 @@ class TestbedReport:
     #: what ailed the network (:meth:`optiq.testbed.conditions.Conditions.describe`), "" when healthy
     conditions: str = ""
     #: the data links' MTU (bytes)
-    mtu: int = 1500
+    mtu: int = DEFAULT_MTU
 
     def __repr__(self) -> str:
         return (f"TestbedReport({self.topology!r}, {len(self.rows)} methods, {self.rate_bps / 1e6:.4g} Mbit/s, "
