@@ -95,7 +95,7 @@ def describe(row: dict) -> str:
 
 def table(rows: list[dict], methods: list[str]) -> str:
     head = (f"{'setup':6} {'array':>6} {'own ms':>8} {'pred':>6} " + " ".join(f"{m + ' gain':>10}" for m in methods)
-            + f" {'app pred':>8} {'app gain':>9} {'auto/own':>8} {'same':>5}")
+            + f" {'app pred':>8} {'app gain':>9} {'auto/own':>8} {'same':>5} {'busy':>5} {'sirq':>5}")
     lines = [head, "-" * len(head)]
     for row in rows:
         if row["kind"] != "fft":
@@ -109,15 +109,19 @@ def table(rows: list[dict], methods: list[str]) -> str:
         rest = max(0.0, row["total_s"]["own"] - own)   # the FFTs and copies, which no plan speeds up
         app_pred = row["total_s"]["own"] / (rest + own / pred)
         auto = f"{row['total_s']['auto'] / row['total_s']['own']:8.3f}" if "auto" in methods else f"{'-':>8}"
+        cpu = row.get("host_busy", {}).get(shown, {})
         lines.append(f"{row['setup']:6} {row['size']:>4}^3 {own * 1e3:8.1f} {pred:6.3f} "
-                     f"{gains} {app_pred:8.3f} {app:9.3f} {auto} {str(row['identical']):>5}")
+                     f"{gains} {app_pred:8.3f} {app:9.3f} {auto} {str(row['identical']):>5} "
+                     f"{cpu.get('busy', float('nan')):5.2f} {cpu.get('softirq', float('nan')):5.2f}")
     lines.append("own ms: the transposes of one forward plus backward with the library's own Alltoallw (median); "
                  "pred: the opt plan's gain (without opt: the best plan's) over the default routes for one "
                  "transpose, every group at once; M gain: the transposes' own time over method M's; app pred: "
                  "forward plus backward if its transposes took the library's own over pred and the rest (FFTs, "
                  "copies) what it takes with the library's own; app gain: forward plus backward, FFTs included, "
                  "measured with that plan; auto/own: forward plus backward; same: every result bitwise the "
-                 "library's own.")
+                 "library's own; busy, sirq: the host's cores' share not idle, and in softirqs (the links' "
+                 "emulation), over that plan's timed transposes (its ranks sleep when they wait, so a busy share "
+                 "near 1 says the host's CPU, not the emulated links, set the pace).")
     for row in rows:
         if row["kind"] == "drifting":
             lines.append(describe(row).strip())
@@ -144,9 +148,14 @@ def worker(args: argparse.Namespace) -> int:
     host = comm.Split_type(MPI.COMM_TYPE_SHARED)
     connect_in_turn(comm)
 
-    def timed(step) -> float:
+    ticks: dict[str, np.ndarray] = {}  # way -> the host's CPU ticks by kind over its timed transposes (rank 0)
+
+    def timed(step, way: str | None = None) -> float:
         start = start_together(comm, host=host)
+        before = host_cpu() if way is not None and rank == 0 else None
         step()
+        if before is not None:
+            ticks[way] = ticks.get(way, 0) + host_cpu() - before
         return allreduce_asleep(comm, time.perf_counter() - start, MPI.MAX)
 
     for size in (int(s) for s in args.sizes.split(",")):
@@ -213,7 +222,7 @@ def worker(args: argparse.Namespace) -> int:
             for way in ways[r % len(ways):] + ways[:r % len(ways)]:  # each round begins one way later
                 use(way)
                 total[way].append(timed(transform))
-                alone[way].append(timed(transposes))
+                alone[way].append(timed(transposes, way))
                 identical &= (u_hat.tobytes(), back.tobytes()) == reference
         predicted, opt_last = {}, []
         for way in methods:
@@ -231,6 +240,7 @@ def worker(args: argparse.Namespace) -> int:
             print(json.dumps({
                 "kind": "fft", "size": size, "grid": args.grid, "network": args.network,
                 "transposes_s": {w: float(np.median(v)) for w, v in alone.items()},
+                "host_busy": {w: busy_share(t) for w, t in ticks.items()},
                 "total_s": {w: float(np.median(v)) for w, v in total.items()},
                 "predicted_gain": predicted,
                 "opt_transfers": [{"predicted_s": r.predicted_s, "default_s": r.default_s} for r in opt_last],
@@ -247,6 +257,23 @@ def worker(args: argparse.Namespace) -> int:
     if args.drifting:
         drifting(comm, args, host)
     return 0
+
+
+def host_cpu():
+    """The host's CPU time so far, in clock ticks by kind (``/proc/stat``: user, nice, system, idle,
+    iowait, irq, softirq, steal); network namespaces share it, so any rank reads the whole host."""
+    import numpy as np
+
+    with open("/proc/stat") as f:
+        return np.array(f.readline().split()[1:9], dtype=np.int64)
+
+
+def busy_share(ticks) -> dict:
+    """Shares of the host's CPU ticks: not idle (``busy``), and in softirqs (the links' emulation)."""
+    total = int(ticks.sum())
+    if not total:
+        return {"busy": float("nan"), "softirq": float("nan")}
+    return {"busy": 1.0 - float(ticks[3] + ticks[4]) / total, "softirq": float(ticks[6]) / total}
 
 
 def drifting(comm, args, host) -> None:
