@@ -160,6 +160,7 @@ def worker(args: argparse.Namespace) -> int:
 
     for size in (int(s) for s in args.sizes.split(",")):
         fft = PFFT(comm, (size, size, size), axes=(0, 1, 2), dtype=complex, grid=grid)
+        ticks.clear()  # this size's own
         u = newDistArray(fft, False)
         u[:] = np.random.default_rng(rank).random(u.shape) + 1j * np.random.default_rng(rank + 99).random(u.shape)
         u_hat, back = newDistArray(fft, True), newDistArray(fft, False)
