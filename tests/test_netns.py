@@ -169,8 +169,9 @@ def test_down_leaves_a_testbed_whose_run_goes_on():
 
 @pytest.mark.parametrize("mtu", [1500, 4096])
 def test_the_links_carry_packets_of_the_mtu_asked_for(mtu):
-    """Every data interface has the MTU and a token bucket of two frames or 6,056 bytes, and a flow's header bytes per payload byte are a full
-    frame's: Ethernet's 14 and TCP/IP's 52 (timestamps on) bytes for ``mtu - 52`` of payload."""
+    """Every data interface has the MTU and a token bucket of two frames, 6,056 bytes or 1 ms of
+    its rate, whichever is most; a flow's header bytes per payload byte are a full frame's:
+    Ethernet's 14 and TCP/IP's 52 (timestamps on) bytes for ``mtu - 52`` of payload."""
     t = from_spec("torus:3")
     with Testbed(t, rate=RATE, name="optiq-mtu", mtu=mtu) as bed:
         from optiq.testbed.session import measure_goodput

@@ -92,7 +92,8 @@ def _collectives(args: argparse.Namespace) -> int:
         check_writable(args.json, "--json")
     topology = from_spec(args.topology) if args.topology else None
     run = run_collectives(args.ranks, rate=args.rate, size=args.size, queue=args.queue, congestion=args.congestion,
-                          fit_sizes=tuple(args.fit_sizes) if args.fit_sizes else None, repeat=args.repeat, name=args.name, offloads=args.offloads, mtu=args.mtu,
+                          fit_sizes=tuple(args.fit_sizes) if args.fit_sizes else None, repeat=args.repeat,
+                          name=args.name, offloads=args.offloads, mtu=args.mtu,
                           topology=topology, jobs=args.jobs, progress=_progress(args))
     print(run)
     if args.json:

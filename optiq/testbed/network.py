@@ -43,7 +43,8 @@ from .system import (
 if TYPE_CHECKING:
     from ..topology import Topology
 
-__all__ = ["Testbed", "Counters", "DEFAULT_QUEUE", "DEFAULT_MTU", "sweep", "state_root", "SweepResult", "default_tcp_window"]
+__all__ = ["Testbed", "Counters", "DEFAULT_QUEUE", "DEFAULT_MTU", "sweep", "state_root", "SweepResult",
+           "default_tcp_window"]
 
 #: Bytes a link's queue holds before it drops (tail drop) by default: deep enough that TCP
 #: seldom loses a packet, as on a lossless fabric (InfiniBand's credits hold a packet back
@@ -58,9 +59,9 @@ LINK_HEADER = 14
 MTU_RANGE = (576, 65535)
 #: Link time the token bucket of a link may save up (its burst), at least :data:`MIN_BURST`.
 BURST_S = 1e-3
-#: The least burst (bytes): four frames of the default MTU, and two of a larger one. The same
-#: bytes whatever the MTU where they hold two frames, so that a link which stood idle runs no
-#: further ahead of its rate with larger packets than with Ethernet's.
+#: The least burst (bytes): four frames of the default MTU. A larger MTU's bucket holds two of
+#: its frames where they are more, and these bytes where they are not, so that a link which
+#: stood idle runs no further ahead of its rate with larger packets than it must.
 MIN_BURST = 4 * (DEFAULT_MTU + LINK_HEADER)
 #: The kernel settings of every namespace: routers forward, and routes may be asymmetric; a
 #: connection idle between two exchanges keeps its window (``tcp_slow_start_after_idle=0``), as
@@ -345,8 +346,9 @@ class Testbed:
         lines += [fwd.rule_line("add", s, d, e) for s, d, e in sorted(fwd.rule_keys().get(node, ()))]
         ip_batch(ns, lines, what=f"configuring {ns}")
         rates = lay.link_rates(self.rate) * self.conditions.rate_factors(t)
+        least = max(MIN_BURST, 2 * self.frame)
         lines = [f"qdisc replace dev {lay.interface(e)} root handle 1: tbf rate {max(8, round(rates[e] * 8))}bit "
-                 f"burst {max(MIN_BURST, 2 * self.frame, int(rates[e] * BURST_S))} limit {self.queue}" for e in links]
+                 f"burst {max(least, int(rates[e] * BURST_S))} limit {self.queue}" for e in links]
         tc_batch(ns, lines, what=f"queues of {ns}")
         if self.conditions.loss_percent and links:  # every link direction drops at random, before its queue
             run(["ip", "netns", "exec", ns, _nft() or "nft", "-f", "-"], input=_loss_rules([lay.interface(e) for e in links],

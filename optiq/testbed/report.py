@@ -165,7 +165,8 @@ class TestbedReport:
     def __str__(self) -> str:
         head = "\n".join(textwrap.wrap(
             f"{self.topology}, {self.workload}: {self.hosts} hosts, {self.switches} switches, {self.cables} cables at "
-            f"{self.rate_bps / 1e6:.4g} Mbit/s, queue {self.queue_bytes:,} B, MTU {self.mtu}, TCP {self.congestion_control}.", 100)
+            f"{self.rate_bps / 1e6:.4g} Mbit/s, queue {self.queue_bytes:,} B, MTU {self.mtu}, "
+            f"TCP {self.congestion_control}.", 100)
             + textwrap.wrap(
             f"One flow: {self.goodput_bps / 1e6:.4g} Mbit/s of payload ({self.goodput_bps / self.rate_bps:.1%} of the "
             f"link), {self.header_overhead:.1%} header and {self.ack_overhead:.1%} acknowledgement bytes per payload "

@@ -225,8 +225,8 @@ def _report(bed: Testbed, methods: list[Method], steps: list, goodput: Any, expe
     return TestbedReport(
         topology=t.name, workload=workload, hosts=t.num_endpoints, switches=t.num_nodes - t.num_endpoints,
         cables=t.num_links // 2, rate_bps=bed.rate * 8, goodput_bps=goodput.bytes_per_s * 8, queue_bytes=bed.queue,
-        mtu=bed.mtu, congestion_control=bed.congestion, header_overhead=goodput.header, ack_overhead=goodput.ack, repeat=repeat,
-        warmup=warmup, cpu_idle=float(np.mean([s.cpu_idle for s in measured])), load_before=load,
+        mtu=bed.mtu, congestion_control=bed.congestion, header_overhead=goodput.header, ack_overhead=goodput.ack,
+        repeat=repeat, warmup=warmup, cpu_idle=float(np.mean([s.cpu_idle for s in measured])), load_before=load,
         build_s=bed.build_s, seconds=seconds, rows=out_rows, notes=notes, links=links,
         conditions=bed.conditions.describe(),
         labels=[t.link_label(e) for e in range(t.num_links)])
