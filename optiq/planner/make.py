@@ -32,7 +32,7 @@ from .methods import (
     planner_named,
 )
 
-__all__ = ["make_plan", "default_routes_optimal", "plan_memory_estimate", "METHODS"]
+__all__ = ["make_plan", "check_plan_options", "default_routes_optimal", "plan_memory_estimate", "METHODS"]
 
 #: Planning methods. ``opt``: column generation to a certified gap; ``lp``: the LP over ``k``
 #: diverse candidates per job; then the heuristics and the system's default routes.
@@ -137,20 +137,32 @@ def make_plan(topology: Topology, demands: Demands, method: str | Planner = "opt
     return closed
 
 
-def _check_parameters(topology: Any, demands: Any, method: str | Planner, params: dict[str, Any], *,
-                      chunk_size: Any, seed: Any, routing: Any = FORWARDED,
-                      max_intermediates: Any = 1, progress: Any = None) -> tuple[Planner, list[str]]:
-    """Refuse a bad argument by name before any work starts; the planner and the unused keywords."""
+def check_plan_options(method: str | Planner, *, chunk_size: Any = DEFAULT_CHUNK_SIZE, seed: Any = 0,
+                       routing: Any = FORWARDED, max_intermediates: Any = 1, progress: Any = None,
+                       **params: Any) -> tuple[Planner, list[str]]:
+    """The planner :func:`make_plan` would plan with for ``method`` and these keywords, and
+    the names of those it does not take; a bad one is refused by name, before any work and
+    without a network (a call that plans later checks its options here first).
+
+    Raises
+    ------
+    ParameterError
+        For an unknown method or keyword, or a value out of range.
+
+    Examples
+    --------
+    >>> check_plan_options("heu2", k=4)[0].name
+    'heu2'
+    >>> check_plan_options("heu2", kk=4)
+    Traceback (most recent call last):
+    optiq.errors.ParameterError: unknown planner parameter 'kk'
+    """
     check_progress(progress)
     if routing not in ROUTINGS:
         raise ParameterError(f"unknown routing {routing!r}; expected one of {', '.join(ROUTINGS)}")
     check_count("max_intermediates", max_intermediates, 1)
     if max_intermediates > MAX_INTERMEDIATES:
         raise ParameterError(f"max_intermediates must be at most {MAX_INTERMEDIATES}, got {max_intermediates}")
-    if not isinstance(topology, Topology):
-        raise ParameterError(f"topology must be a Topology (e.g. from_spec('bgq:1024')), not {type(topology).__name__}")
-    if not isinstance(demands, Demands):
-        raise ParameterError(f"demands must be Demands (e.g. read_demands(FILE)), not {type(demands).__name__}")
     check_count("chunk_size", chunk_size, 1)
     check_count("seed", seed, 0)
     if isinstance(method, Planner):
@@ -161,6 +173,18 @@ def _check_parameters(topology: Any, demands: Any, method: str | Planner, params
     if not isinstance(method, str):
         raise ParameterError(f"method must be a name ({', '.join(METHODS)}) or a Planner, not {type(method).__name__}")
     return planner_named(method, **params)
+
+
+def _check_parameters(topology: Any, demands: Any, method: str | Planner, params: dict[str, Any], *,
+                      chunk_size: Any, seed: Any, routing: Any = FORWARDED,
+                      max_intermediates: Any = 1, progress: Any = None) -> tuple[Planner, list[str]]:
+    """Refuse a bad argument by name before any work starts; the planner and the unused keywords."""
+    if not isinstance(topology, Topology):
+        raise ParameterError(f"topology must be a Topology (e.g. from_spec('bgq:1024')), not {type(topology).__name__}")
+    if not isinstance(demands, Demands):
+        raise ParameterError(f"demands must be Demands (e.g. read_demands(FILE)), not {type(demands).__name__}")
+    return check_plan_options(method, chunk_size=chunk_size, seed=seed, routing=routing,
+                              max_intermediates=max_intermediates, progress=progress, **params)
 
 
 def plan_memory_estimate(topology: Topology, demands: Demands, method: str | Planner, k: int = 16) -> float:
