@@ -65,6 +65,44 @@ def test_host_demands_leave_out_traffic_within_hosts():
     assert host_demands_of(m, np.array([0, 1, 1])).to_rows() == [(0, 1, 4), (1, 0, 3)]
 
 
+GOOD_CALL = dict(method="auto", link_bw=None, chunk_model=None, planner_options={}, cache_size=16, max_unchecked=127,
+                 plan_budget=0.02, timeout=60.0)
+
+
+@pytest.mark.parametrize("option, value, named", [
+    ("method", "optt", "unknown method 'optt'"), ("method", None, "unknown method None"),
+    ("link_bw", 0, "link_bw"), ("link_bw", -5.0, "link_bw"), ("link_bw", float("nan"), "link_bw"),
+    ("link_bw", float("inf"), "link_bw"), ("link_bw", "10Gb/s", "link_bw"), ("link_bw", True, "link_bw"),
+    ("chunk_model", "x", "chunk_model"), ("cache_size", 0, "cache_size"), ("max_unchecked", -1, "max_unchecked"),
+    ("plan_budget", -0.5, "plan_budget"), ("plan_budget", "5%", "plan_budget"), ("timeout", 0, "timeout"),
+    ("timeout", float("nan"), "timeout"), ("planner_options", {"kk": 4}, "'kk'"),
+    ("planner_options", {"k": 0}, "k must be"), ("planner_options", {"comm": None}, "comm="),
+])
+def test_a_calls_options_are_refused_by_name_whether_or_not_it_would_plan(option, value, named):
+    """What makes a planning call fail is refused by every call, even one MPI moves (method="mpi")."""
+    from optiq.errors import OptiqError
+    from optiq.runtime.options import check_call_options
+
+    for method in ("auto", "mpi", "opt"):
+        options = dict(GOOD_CALL, method=method) | {option: value}
+        with pytest.raises(OptiqError, match=named.replace("(", r"\(")):
+            check_call_options(**options)
+
+
+def test_every_valid_call_option_is_taken():
+    from optiq.runtime.options import CALL_METHODS, check_call_options, check_keywords
+    from optiq.sim import ChunkModel
+
+    for method in CALL_METHODS:
+        check_call_options(**dict(GOOD_CALL, method=method))
+    for option, value in [("link_bw", 1.25e9), ("link_bw", np.float64(5e8)), ("link_bw", 10**9),
+                          ("chunk_model", ChunkModel()), ("timeout", float("inf")), ("plan_budget", float("inf")),
+                          ("plan_budget", 0), ("max_unchecked", 0), ("cache_size", np.int64(3)),
+                          ("planner_options", {"k": 4, "seed": 2, "fewest_stops": False, "chunk_size": 8192})]:
+        check_call_options(**dict(GOOD_CALL, **{option: value}))
+    check_keywords("heu2", {"network": "torus:4x4", "hosts": [0, 1], "k": 8, "timeout": 5})
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("ranks", [4, 8])
 def test_alltoallv_moves_what_mpi_alltoallv_moves_caches_and_fails_together(ranks):

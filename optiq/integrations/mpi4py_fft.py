@@ -28,8 +28,10 @@ from typing import Any
 from ..errors import ArgumentError
 from ..mpi.comms import cached_on
 from ..mpi.grids import grid_comm
+from ..mpi.launch import together
 from ..runtime import AlltoallvResult, alltoallv, alltoallw
 from ..runtime.context import open_groups
+from ..runtime.options import check_keywords
 from ..runtime.patterns import check_placement, import_planner
 
 __all__ = ["accelerate", "restore", "AcceleratedComm"]
@@ -133,6 +135,9 @@ def accelerate(fft: Any, network: Any = None, method: str = "auto", *, parent: A
     ------
     ArgumentError
         If ``fft`` is not a ``PFFT``, or the grid does not fit the network (on every rank).
+    ParameterError
+        An option no call could use (:func:`optiq.runtime.options.check_call_options`), on
+        every rank, before the application's first transform.
 
     Examples
     --------
@@ -143,6 +148,7 @@ def accelerate(fft: Any, network: Any = None, method: str = "auto", *, parent: A
     if network is None:
         raise ArgumentError("accelerate needs network= (the machine the grid runs on)")
     grid = parent if parent is not None else _grid_of(list(fft.subcomm))
+    together(grid, lambda: check_keywords(method, alltoallv_options))  # not first at the loop's first plan
     check_placement(grid, network, alltoallv_options.get("hosts"), alltoallv_options.get("link_bw"))
     if method == "auto" and grid.Get_rank() == 0:  # the rank that makes auto's plans: not in the first plan
         import_planner()

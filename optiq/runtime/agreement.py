@@ -41,11 +41,11 @@ from ..mpi.connect import connect_in_turn
 from ..mpi.launch import together
 from ..mpi.waiting import idle_pause
 from ..topology import Topology
-from ..utils.checks import check_count
 from .context import Context, Group, SpreadMessage, connected, context, group_of
 from .forms import Collective
 from .messages import Message, as_argument_error, overlapping
 from .moves import run_plan
+from .options import DEFAULT_CACHE_SIZE, DEFAULT_MAX_UNCHECKED, DEFAULT_PLAN_BUDGET, check_call_options
 from .patterns import (
     CONFIG_SEPARATOR,
     Pattern,
@@ -61,12 +61,6 @@ from .watch import bound, judge, review
 __all__ = ["Call", "Start", "begin", "agree", "resolve", "config_of", "agreement_words", "fingerprint_words",
            "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET", "DEFAULT_MAX_UNCHECKED"]
 
-#: Patterns kept per communicator.
-DEFAULT_CACHE_SIZE = 16
-#: ``method="auto"`` plans a shape once planning costs at most this fraction of its calls' time.
-DEFAULT_PLAN_BUDGET = 0.02
-#: ``method="auto"``: at most this many calls in a row go to MPI without the ranks' agreement.
-DEFAULT_MAX_UNCHECKED = 127
 
 
 @dataclass
@@ -312,11 +306,11 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
         if joint:
             group = group_of(comm, parent, ctx)
         local, blocks = (rank, size) if group.whole else (int(group.local[rank]), group.members.size)
-        check_count("cache_size", cache_size, 1)
-        check_count("max_unchecked", max_unchecked, 0)
-        if isinstance(plan_budget, bool) or not isinstance(plan_budget, (int, float, np.number)) \
-                or not plan_budget >= 0:  # NaN too
-            raise ArgumentError(f"plan_budget must be a fraction of the calls' time of 0 or more, got {plan_budget!r}")
+        checked = (config, cache_size, timeout)
+        if checked not in ctx.checked:
+            check_call_options(method, link_bw, chunk_model, planner_options, cache_size=cache_size,
+                               max_unchecked=max_unchecked, plan_budget=plan_budget, timeout=timeout)
+            ctx.checked.add(checked)
         if local < 0:  # a relay: no bytes of its own
             words, readable, pairs = _words(rank, size, np.zeros(size, np.int64), np.zeros(size, np.int64), config)[0], \
                 True, 0

@@ -346,6 +346,11 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
         between senders and receivers, ranks that passed different options, a communicator
         larger than the network, a rank whose host the network does not have, overlapping
         sub-communicators, a rank of ``parent`` that did not join.
+    ParameterError
+        The same on every rank, before any data moves, for an option no call could use
+        (:func:`~optiq.runtime.options.check_call_options`): an unknown method or planner
+        keyword, a link rate or timeout of 0 or less. It is refused by every call, one that
+        MPI moves too, so that no mistake waits for the first call that plans.
     TransferError
         On a timeout.
     """
@@ -382,7 +387,7 @@ def alltoallw(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
 
     Raises
     ------
-    ArgumentTypeError, ArgumentError, ArgumentKeyError, ArgumentBufferError, TransferError
+    ArgumentTypeError, ArgumentError, ArgumentKeyError, ArgumentBufferError, ParameterError, TransferError
         As for :func:`alltoallv`.
 
     Examples

@@ -28,6 +28,7 @@ from ..mpi.comms import cached_on, forget, mpi_module
 from ..mpi.launch import together
 from ..mpi.waiting import idle_pause
 from .messages import Message
+from .options import check_timeout
 from .patterns import Pattern
 from .policy import Quiet, Shapes
 
@@ -179,6 +180,7 @@ class Context:
         #: next call so that every rank reviews the plan alike (:mod:`optiq.runtime.watch`)
         self.watch: tuple[Pattern | None, float, bool] = (None, 0.0, False)
         self.placed: set[str] = set()  # the options whose placement of the ranks has been checked
+        self.checked: set[tuple[str, Any, Any]] = set()  # the options checked (:func:`check_call_options`)
         self.quiet = Quiet()
         self.released = False
         self.serial = next(_SERIALS)
@@ -301,7 +303,11 @@ def context(comm: Any, timeout: float | None = None) -> Context:
     ------
     ArgumentError
         A context not every rank joined.
+    ParameterError
+        A ``timeout`` that is not a number of seconds above 0.
     """
+    if timeout is not None:
+        check_timeout(timeout)
     last, ctx = _LAST
     if last is comm and not ctx.released:
         return ctx

@@ -255,6 +255,12 @@ def refused(option: str, *bad) -> None:
 
 
 refused("plan_budget", -1.0, "5%")
+# what would fail a call that plans fails a call handed to MPI too, on every rank alike
+refused("method", "optt")
+refused("link_bw", 0, -5.0)
+refused("timeout", 0, -1.0)
+refused("chunk_model", "x")
+refused("kk", 4)
 clear_cache(comm)
 # calls of one shape left to MPI go unchecked between agreed calls, in windows that grow fourfold up
 # to max_unchecked: with 3, the ranks agree at calls 0, 1, 5, 9, 13; every call's bytes exact, and

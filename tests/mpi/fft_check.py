@@ -13,7 +13,7 @@ import numpy as np
 from mpi4py import MPI
 from mpi4py_fft import PFFT, newDistArray
 
-from optiq.errors import ArgumentError
+from optiq.errors import ArgumentError, OptiqError
 from optiq.integrations.mpi4py_fft import AcceleratedComm, accelerate, restore
 from optiq.runtime import clear_cache
 
@@ -64,6 +64,14 @@ for shape, dtype, decomposition in (((12, 10, 8), complex, {"grid": (2, 2, 1)}),
         refused = str(exc)
     check("not a rank of parent=" in refused, f"{label}: a parent of half the ranks was not refused: {refused!r}")
     half.Free()
+    # an option no call could use is refused by accelerate, before the first transform, on every rank
+    for bad in ({"method": "optt"}, {"link_bw": 0}, {"kk": 4}):
+        try:
+            accelerate(fft, network="torus:2x2", **bad)
+            refused = ""
+        except OptiqError as exc:
+            refused = str(exc)
+        check(any(word in refused for word in bad), f"{label}: accelerate took {bad}: {refused!r}")
     for method in ("auto", "heu2", "opt"):
         same = accelerate(fft, network="torus:2x2", method=method, plan_budget=float("inf"))
         check(same is fft, "accelerate did not return the same PFFT")
