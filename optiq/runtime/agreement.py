@@ -45,7 +45,14 @@ from .context import Context, Group, SpreadMessage, connected, context, group_of
 from .forms import Collective
 from .messages import Message, as_argument_error, overlapping
 from .moves import run_plan
-from .options import DEFAULT_CACHE_SIZE, DEFAULT_MAX_UNCHECKED, DEFAULT_PLAN_BUDGET, check_call_options
+from .options import (
+    DEFAULT_CACHE_SIZE,
+    DEFAULT_MAX_UNCHECKED,
+    DEFAULT_PLAN_BUDGET,
+    DEFAULT_TIMEOUT,
+    check_call_options,
+    is_timeout,
+)
 from .patterns import (
     CONFIG_SEPARATOR,
     Pattern,
@@ -376,8 +383,10 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
                     group.word(rank) if joint else 0, consistent, watched is not None, round(watch_s * 1e6),
                     watch_failed, slow], dtype=np.uint64)
     agreement = c.Iallreduce(MPI.IN_PLACE, vec, op=MPI.SUM)
+    # a timeout refused above is refused once the ranks agree: until then this rank waits as the others do
+    waits = timeout if is_timeout(timeout) else DEFAULT_TIMEOUT
     return Start(kind, ctx, group, joint, config, send, recv, failure, vec, agreement, last_shape, row, ahead,
-                 placing, timeout, skipped, own, predicted, consistent, go_ahead, watched=watched, keys=keys)
+                 placing, waits, skipped, own, predicted, consistent, go_ahead, watched=watched, keys=keys)
 
 
 def _failure(exc: Exception, rank: int) -> tuple[type[OptiqError], str]:

@@ -28,7 +28,7 @@ from ..mpi.comms import cached_on, forget, mpi_module
 from ..mpi.launch import together
 from ..mpi.waiting import idle_pause
 from .messages import Message
-from .options import check_timeout
+from .options import DEFAULT_TIMEOUT, check_timeout, is_timeout
 from .patterns import Pattern
 from .policy import Quiet, Shapes
 
@@ -299,15 +299,17 @@ def context(comm: Any, timeout: float | None = None) -> Context:
     duplicate is waited for at most that long (a call with ``parent=``), and a context whose
     ranks did not all join is refused (:attr:`Context.broken`).
 
+    A ``timeout`` that is no number of seconds above 0 waits :data:`DEFAULT_TIMEOUT`: the
+    call's agreement refuses it then, on every rank together, where one rank raising here
+    would leave the others waiting for it.
+
     Raises
     ------
     ArgumentError
         A context not every rank joined.
-    ParameterError
-        A ``timeout`` that is not a number of seconds above 0.
     """
-    if timeout is not None:
-        check_timeout(timeout)
+    if timeout is not None and not is_timeout(timeout):
+        timeout = DEFAULT_TIMEOUT
     last, ctx = _LAST
     if last is comm and not ctx.released:
         return ctx
@@ -367,7 +369,10 @@ def open_groups(parent: Any, comms: list[Any], timeout: float = 60.0) -> None:
     ArgumentError
         On every rank, if a communicator holds a rank that ``parent`` does not, or not every
         rank of the parent joined within ``timeout`` seconds.
+    ParameterError
+        A ``timeout`` that is no number of seconds above 0.
     """
+    check_timeout(timeout)
     ctx = context(parent, timeout)
     groups = together(ctx.comm, lambda: [group_of(comm, parent, ctx) for comm in comms])
     for group in groups:

@@ -23,7 +23,7 @@ from ..utils.checks import check_count
 from .patterns import AUTO_METHOD
 
 __all__ = ["CALL_METHODS", "SET_BY_THE_CALL", "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET", "DEFAULT_MAX_UNCHECKED",
-           "check_call_options", "check_keywords", "check_timeout"]
+           "DEFAULT_TIMEOUT", "check_call_options", "check_keywords", "check_timeout", "is_timeout"]
 
 #: Patterns kept per communicator.
 DEFAULT_CACHE_SIZE = 16
@@ -31,6 +31,8 @@ DEFAULT_CACHE_SIZE = 16
 DEFAULT_PLAN_BUDGET = 0.02
 #: ``method="auto"``: at most this many calls in a row go to MPI without the ranks' agreement.
 DEFAULT_MAX_UNCHECKED = 127
+#: Seconds a call waits for the other ranks before it gives up.
+DEFAULT_TIMEOUT = 60.0
 #: The keywords of :func:`optiq.alltoallv` that are the call's own; the others are its planner's.
 CALL_KEYWORDS = ("network", "hosts", "link_bw", "cache_size", "chunk_model", "timeout", "plan_budget",
                  "max_unchecked", "parent")
@@ -45,6 +47,11 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
+def is_timeout(value: Any) -> bool:
+    """Whether ``value`` is a number of seconds above 0 (infinity too; not NaN)."""
+    return _is_number(value) and value > 0
+
+
 def check_timeout(timeout: Any) -> None:
     """Refuse a ``timeout=`` that is not a number of seconds above 0 (infinity waits for ever).
 
@@ -55,7 +62,7 @@ def check_timeout(timeout: Any) -> None:
     Traceback (most recent call last):
     optiq.errors.ParameterError: timeout must be a number of seconds above 0, got 0
     """
-    if not _is_number(timeout) or not timeout > 0:  # NaN too
+    if not is_timeout(timeout):
         raise ParameterError(f"timeout must be a number of seconds above 0, got {timeout!r}")
 
 
@@ -124,4 +131,4 @@ def check_keywords(method: Any, keywords: dict[str, Any]) -> None:
                        {key: value for key, value in keywords.items() if key not in CALL_KEYWORDS},
                        cache_size=given("cache_size", DEFAULT_CACHE_SIZE),
                        max_unchecked=given("max_unchecked", DEFAULT_MAX_UNCHECKED),
-                       plan_budget=given("plan_budget", DEFAULT_PLAN_BUDGET), timeout=given("timeout", 60.0))
+                       plan_budget=given("plan_budget", DEFAULT_PLAN_BUDGET), timeout=given("timeout", DEFAULT_TIMEOUT))

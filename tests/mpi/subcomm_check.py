@@ -159,6 +159,15 @@ for c in (g1, g2):
     if c != MPI.COMM_NULL:
         c.Free()
 
+# 5. a timeout one rank got wrong, on a parent's first call: every rank refuses it, with one message
+fresh = world.Dup()
+said, message, kind = one_error(lambda: alltoallv(rows, np.zeros(rows.Get_size(), "i"), np.zeros(rows.Get_size(), "i"),
+                                                  network=ring, parent=fresh, timeout=-1.0 if rank == 0 else 60.0))
+check(len(set(said)) == 1 and message is not None and "timeout" in message and "rank 0" in message,
+      f"a timeout of -1 on rank 0: {said}")
+clear_cache(fresh)
+fresh.Free()
+
 rows.Free()
 cols.Free()
 cart.Free()
