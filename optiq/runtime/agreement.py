@@ -69,7 +69,6 @@ __all__ = ["Call", "Start", "begin", "agree", "resolve", "config_of", "agreement
            "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET", "DEFAULT_MAX_UNCHECKED"]
 
 
-
 @dataclass
 class Call:
     """One call, checked on every rank: its messages, and how its pattern's bytes move.
@@ -313,7 +312,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
         if joint:
             group = group_of(comm, parent, ctx)
         local, blocks = (rank, size) if group.whole else (int(group.local[rank]), group.members.size)
-        checked = (config, cache_size, timeout)
+        checked = (config, repr(cache_size), repr(timeout))  # by their text: a list given by mistake is refused
         if checked not in ctx.checked:
             check_call_options(method, link_bw, chunk_model, planner_options, cache_size=cache_size,
                                max_unchecked=max_unchecked, plan_budget=plan_budget, timeout=timeout)

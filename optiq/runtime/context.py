@@ -180,7 +180,7 @@ class Context:
         #: next call so that every rank reviews the plan alike (:mod:`optiq.runtime.watch`)
         self.watch: tuple[Pattern | None, float, bool] = (None, 0.0, False)
         self.placed: set[str] = set()  # the options whose placement of the ranks has been checked
-        self.checked: set[tuple[str, Any, Any]] = set()  # the options checked (:func:`check_call_options`)
+        self.checked: set[tuple[str, str, str]] = set()  # the options checked (:func:`check_call_options`)
         self.quiet = Quiet()
         self.released = False
         self.serial = next(_SERIALS)

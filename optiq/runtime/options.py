@@ -22,7 +22,7 @@ from ..sim.chunk import ChunkModel
 from ..utils.checks import check_count
 from .patterns import AUTO_METHOD
 
-__all__ = ["CALL_METHODS", "SET_BY_THE_CALL", "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET", "DEFAULT_MAX_UNCHECKED",
+__all__ = ["CALL_METHODS", "CALL_KEYWORDS", "SET_BY_THE_CALL", "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET", "DEFAULT_MAX_UNCHECKED",
            "DEFAULT_TIMEOUT", "check_call_options", "check_keywords", "check_timeout", "is_timeout"]
 
 #: Patterns kept per communicator.
