@@ -31,7 +31,7 @@ from ..mpi.grids import grid_comm
 from ..mpi.launch import together
 from ..runtime import AlltoallvResult, alltoallv, alltoallw
 from ..runtime.context import open_groups
-from ..runtime.options import check_keywords
+from ..runtime.options import DEFAULT_TIMEOUT, check_keywords
 from ..runtime.patterns import check_placement, import_planner
 
 __all__ = ["accelerate", "restore", "AcceleratedComm"]
@@ -157,7 +157,7 @@ def accelerate(fft: Any, network: Any = None, method: str = "auto", *, parent: A
     # one of a single rank (a slab's other axes) moves nothing between ranks: it keeps MPI's
     accelerated = [(t, c) for t, c in zip(transfers, comms) if c.Get_size() > 1]
     # the calls' context and their groups' duplicates, made here: the loop's first calls wait for none
-    open_groups(grid, [c for _, c in accelerated], alltoallv_options.get("timeout", 60.0))
+    open_groups(grid, [c for _, c in accelerated], alltoallv_options.get("timeout", DEFAULT_TIMEOUT))
     for transfer, comm in accelerated:
         transfer.comm = AcceleratedComm(comm, grid, options)
     return fft

@@ -285,7 +285,7 @@ def begin(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, *, network: A
           link_bw: float | None, cache_size: int, chunk_model: Any, planner_options: dict[str, Any],
           cached: bool = True, plan_budget: float = DEFAULT_PLAN_BUDGET,
           max_unchecked: int = DEFAULT_MAX_UNCHECKED, go_ahead: bool = False, parent: Any = None,
-          timeout: float = 60.0) -> Start:
+          timeout: float = DEFAULT_TIMEOUT) -> Start:
     """Check a call on this rank and start the ranks' agreement on it (a non-blocking
     ``Iallreduce`` over the context's ranks, started alike by every rank's call of every form).
     ``go_ahead``: the blocking call, which may hand a pattern of no hot shape to MPI before the
@@ -677,7 +677,7 @@ def resolve(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, **options: 
     (collective); with ``cached`` False a new pattern of the caller's own, left out of the
     cache (persistent requests)."""
     begin_options = dict(options)
-    parent, timeout = begin_options.pop("parent", None), begin_options.pop("timeout", 60.0)
+    parent, timeout = begin_options.pop("parent", None), begin_options.pop("timeout", DEFAULT_TIMEOUT)
     return agree(begin(kind, comm, sendbuf, recvbuf, parent=parent, timeout=timeout, **begin_options), sendbuf,
                  recvbuf, **begin_options)
 

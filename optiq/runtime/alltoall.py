@@ -86,6 +86,7 @@ from .agreement import (
 from .context import Context, Group, clear_cache, context, group_of
 from .forms import GENERAL, VECTOR, Collective
 from .moves import move, trial
+from .options import DEFAULT_TIMEOUT
 from .patterns import AUTO_METHOD, MIN_GAIN, Pattern
 
 __all__ = ["alltoallv", "alltoallw", "AlltoallvResult", "clear_cache", "MIN_GAIN", "DEFAULT_CACHE_SIZE",
@@ -287,7 +288,7 @@ def _call(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, more: tuple[A
 
 def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topology | str | None = None,
               method: str = "auto", hosts: Any = None, link_bw: float | None = None,
-              cache_size: int = DEFAULT_CACHE_SIZE, chunk_model: Any = None, timeout: float = 60.0,
+              cache_size: int = DEFAULT_CACHE_SIZE, chunk_model: Any = None, timeout: float = DEFAULT_TIMEOUT,
               plan_budget: float = DEFAULT_PLAN_BUDGET, max_unchecked: int = DEFAULT_MAX_UNCHECKED,
               parent: Any = None, **planner_options: Any) -> AlltoallvResult:
     """Move what ``comm.Alltoallv(sendbuf, recvbuf)`` would move, on planned paths (module docstring).
@@ -361,7 +362,7 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
 
 def alltoallw(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topology | str | None = None,
               method: str = "auto", hosts: Any = None, link_bw: float | None = None,
-              cache_size: int = DEFAULT_CACHE_SIZE, chunk_model: Any = None, timeout: float = 60.0,
+              cache_size: int = DEFAULT_CACHE_SIZE, chunk_model: Any = None, timeout: float = DEFAULT_TIMEOUT,
               plan_budget: float = DEFAULT_PLAN_BUDGET, max_unchecked: int = DEFAULT_MAX_UNCHECKED,
               parent: Any = None, **planner_options: Any) -> AlltoallvResult:
     """Move what ``comm.Alltoallw(sendbuf, recvbuf)`` would move, on planned paths (module docstring).

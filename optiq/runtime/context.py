@@ -357,7 +357,7 @@ def group_of(comm: Any, parent: Any, ctx: Context) -> Group:
     return group
 
 
-def open_groups(parent: Any, comms: list[Any], timeout: float = 60.0) -> None:
+def open_groups(parent: Any, comms: list[Any], timeout: float = DEFAULT_TIMEOUT) -> None:
     """Make now what the first calls with ``parent=`` on each of ``comms`` would make: the
     parent's context and every group's duplicate (collective over ``parent``: every rank passes
     its own sub-communicators, one per exchange, in the same order). An application's set-up

@@ -10,7 +10,6 @@ first failing rank's error), and an application's set-up can check them before i
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ from ..errors import ArgumentError, ParameterError
 from ..planner.make import check_plan_options
 from ..planner.methods import PLANNERS
 from ..sim.chunk import ChunkModel
-from ..utils.checks import check_count
+from ..utils.checks import check_count, check_range
 from .patterns import AUTO_METHOD
 
 __all__ = ["CALL_METHODS", "CALL_KEYWORDS", "SET_BY_THE_CALL", "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET", "DEFAULT_MAX_UNCHECKED",
@@ -60,10 +59,9 @@ def check_timeout(timeout: Any) -> None:
     >>> check_timeout(60.0)
     >>> check_timeout(0)
     Traceback (most recent call last):
-    optiq.errors.ParameterError: timeout must be a number of seconds above 0, got 0
+    optiq.errors.ParameterError: timeout must be in (0, inf], got 0
     """
-    if not is_timeout(timeout):
-        raise ParameterError(f"timeout must be a number of seconds above 0, got {timeout!r}")
+    check_range("timeout", timeout, 0, low_open=True, high_open=False)
 
 
 def check_call_options(method: Any, link_bw: Any, chunk_model: Any, planner_options: dict[str, Any], *,
@@ -97,9 +95,7 @@ def check_call_options(method: Any, link_bw: Any, chunk_model: Any, planner_opti
     """
     if not isinstance(method, str) or method not in CALL_METHODS:
         raise ParameterError(f"unknown method {method!r}; expected one of {', '.join(CALL_METHODS)}")
-    if link_bw is not None and (not _is_number(link_bw) or not 0 < link_bw < math.inf):
-        raise ParameterError(f"link_bw must be a link rate in bytes per second above 0, or None for the network's "
-                             f"own, got {link_bw!r}")
+    check_range("link_bw", link_bw, 0, low_open=True, optional=True)  # bytes per second; None: the network's own
     if chunk_model is not None and not isinstance(chunk_model, ChunkModel):
         raise ParameterError(f"chunk_model must be an optiq.sim.ChunkModel or None, not {type(chunk_model).__name__}")
     check_count("cache_size", cache_size, 1)
@@ -124,7 +120,7 @@ def check_keywords(method: Any, keywords: dict[str, Any]) -> None:
     >>> check_keywords("auto", {"network": "torus:4x4", "k": 4})
     >>> check_keywords("auto", {"network": "torus:4x4", "link_bw": 0})
     Traceback (most recent call last):
-    optiq.errors.ParameterError: link_bw must be a link rate in bytes per second above 0, or None for the network's own, got 0
+    optiq.errors.ParameterError: link_bw must be in (0, inf), got 0
     """
     given = keywords.get
     check_call_options(method, given("link_bw"), given("chunk_model"),
