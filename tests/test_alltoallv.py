@@ -75,7 +75,8 @@ GOOD_CALL = dict(method="auto", link_bw=None, chunk_model=None, planner_options=
 @pytest.mark.parametrize("option, value, named", [
     ("method", "optt", "unknown method 'optt'"), ("method", None, "unknown method None"),
     ("link_bw", 0, "link_bw"), ("link_bw", -5.0, "link_bw"), ("link_bw", float("nan"), "link_bw"),
-    ("link_bw", float("inf"), "link_bw"), ("link_bw", "10Gb/s", "link_bw"), ("link_bw", True, "link_bw"),
+    ("link_bw", float("inf"), "link_bw"), ("link_bw", True, "link_bw"), ("link_bw", "fast", "link_bw 'fast' is not a rate"),
+    ("link_bw", "10", "link_bw '10' needs a unit"), ("link_bw", "0Mb/s", "link_bw '0Mb/s' must be positive"),
     ("chunk_model", "x", "chunk_model"), ("cache_size", 0, "cache_size"), ("max_unchecked", -1, "max_unchecked"),
     ("plan_budget", -0.5, "plan_budget"), ("plan_budget", "5%", "plan_budget"), ("timeout", 0, "timeout"),
     ("timeout", float("nan"), "timeout"), ("planner_options", {"kk": 4}, "'kk'"),
@@ -98,7 +99,8 @@ def test_every_valid_call_option_is_taken():
 
     for method in CALL_METHODS:
         check_call_options(**dict(GOOD_CALL, method=method))
-    for option, value in [("link_bw", 1.25e9), ("link_bw", np.float64(5e8)), ("link_bw", 10**9),
+    for option, value in [("link_bw", 1.25e9), ("link_bw", np.float64(5e8)), ("link_bw", 10**9), ("link_bw", "10Gb/s"),
+                          ("link_bw", "25MB/s"),
                           ("chunk_model", ChunkModel()), ("timeout", float("inf")), ("plan_budget", float("inf")),
                           ("plan_budget", 0), ("max_unchecked", 0), ("cache_size", np.int64(3)),
                           ("planner_options", {"k": 4, "seed": 2, "fewest_stops": False, "chunk_size": 8192})]:

@@ -31,7 +31,7 @@ from ..mpi.grids import grid_comm
 from ..mpi.launch import together
 from ..runtime import AlltoallvResult, alltoallv, alltoallw
 from ..runtime.context import open_groups
-from ..runtime.options import DEFAULT_TIMEOUT, check_keywords
+from ..runtime.options import DEFAULT_TIMEOUT, check_keywords, link_rate
 from ..runtime.patterns import check_placement, import_planner
 
 __all__ = ["accelerate", "restore", "AcceleratedComm"]
@@ -149,10 +149,12 @@ def accelerate(fft: Any, network: Any = None, method: str = "auto", *, parent: A
         raise ArgumentError("accelerate needs network= (the machine the grid runs on)")
     grid = parent if parent is not None else _grid_of(list(fft.subcomm))
     together(grid, lambda: check_keywords(method, alltoallv_options))  # not first at the loop's first plan
-    check_placement(grid, network, alltoallv_options.get("hosts"), alltoallv_options.get("link_bw"))
+    options = dict(alltoallv_options, network=network, method=method)
+    if "link_bw" in options:
+        options["link_bw"] = link_rate(options["link_bw"])  # a rate's text parsed once, not at every call
+    check_placement(grid, network, options.get("hosts"), options.get("link_bw"))
     if method == "auto" and grid.Get_rank() == 0:  # the rank that makes auto's plans: not in the first plan
         import_planner()
-    options = dict(alltoallv_options, network=network, method=method)
     comms = [t.comm.comm if isinstance(t.comm, AcceleratedComm) else t.comm for t in transfers]
     # one of a single rank (a slab's other axes) moves nothing between ranks: it keeps MPI's
     accelerated = [(t, c) for t, c in zip(transfers, comms) if c.Get_size() > 1]

@@ -52,6 +52,7 @@ from .options import (
     DEFAULT_TIMEOUT,
     check_call_options,
     is_timeout,
+    link_rate,
 )
 from .patterns import (
     CONFIG_SEPARATOR,
@@ -103,7 +104,7 @@ class Call:
         return self.recv
 
 
-def config_of(kind: Collective, network: Any, method: str, hosts: Any, link_bw: float | None, chunk_model: Any,
+def config_of(kind: Collective, network: Any, method: str, hosts: Any, link_bw: float | str | None, chunk_model: Any,
               planner_options: dict[str, Any], plan_budget: float = DEFAULT_PLAN_BUDGET,
               max_unchecked: int = DEFAULT_MAX_UNCHECKED, joint: bool = False) -> str:
     """The options of a call, labelled, as one string every rank must agree on."""
@@ -122,7 +123,7 @@ def _plain_config(name: str, network: str | None, method: str, hosts: str | None
     return _config_text(name, network, method, hosts, link_bw, None, {}, plan_budget, max_unchecked, joint)
 
 
-def _config_text(name: str, network: Any, method: str, hosts: Any, link_bw: float | None, chunk_model: Any,
+def _config_text(name: str, network: Any, method: str, hosts: Any, link_bw: float | str | None, chunk_model: Any,
                  planner_options: dict[str, Any], plan_budget: float, max_unchecked: int, joint: bool) -> str:
     given = {"method": method, "network": network.spec or network.name if isinstance(network, Topology) else network,
              "hosts": hosts if isinstance(hosts, (str, type(None))) else "by name" if names_needed(hosts) else "given",
@@ -676,7 +677,7 @@ def resolve(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, **options: 
     """Check a call on every rank and find (or make) its pattern, before any byte moves
     (collective); with ``cached`` False a new pattern of the caller's own, left out of the
     cache (persistent requests)."""
-    begin_options = dict(options)
+    begin_options = dict(options, link_bw=link_rate(options.get("link_bw")))
     parent, timeout = begin_options.pop("parent", None), begin_options.pop("timeout", DEFAULT_TIMEOUT)
     return agree(begin(kind, comm, sendbuf, recvbuf, parent=parent, timeout=timeout, **begin_options), sendbuf,
                  recvbuf, **begin_options)

@@ -86,7 +86,7 @@ from .agreement import (
 from .context import Context, Group, clear_cache, context, group_of
 from .forms import GENERAL, VECTOR, Collective
 from .moves import move, trial
-from .options import DEFAULT_TIMEOUT
+from .options import DEFAULT_TIMEOUT, link_rate
 from .patterns import AUTO_METHOD, MIN_GAIN, Pattern
 
 __all__ = ["alltoallv", "alltoallw", "AlltoallvResult", "clear_cache", "MIN_GAIN", "DEFAULT_CACHE_SIZE",
@@ -201,10 +201,11 @@ def _intercomm(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, start: f
 
 
 def _call(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, more: tuple[Any, ...], *, network: Any,
-          method: str, hosts: Any, link_bw: float | None, cache_size: int, chunk_model: Any, timeout: float,
+          method: str, hosts: Any, link_bw: float | str | None, cache_size: int, chunk_model: Any, timeout: float,
           plan_budget: float, max_unchecked: int, parent: Any, planner_options: dict[str, Any]) -> AlltoallvResult:
     """The blocking call of either collective (:func:`alltoallv`, :func:`alltoallw`)."""
     start = time.perf_counter()
+    link_bw = link_rate(link_bw)
     if more:
         raise ArgumentTypeError(f"{kind.name} takes (comm, sendbuf, recvbuf) as comm.{kind.mpi_name} takes (sendbuf, "
                                 f"recvbuf), got {2 + len(more)} arguments after comm: pass [buf, (counts, displs)"
@@ -287,7 +288,7 @@ def _call(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, more: tuple[A
 
 
 def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topology | str | None = None,
-              method: str = "auto", hosts: Any = None, link_bw: float | None = None,
+              method: str = "auto", hosts: Any = None, link_bw: float | str | None = None,
               cache_size: int = DEFAULT_CACHE_SIZE, chunk_model: Any = None, timeout: float = DEFAULT_TIMEOUT,
               plan_budget: float = DEFAULT_PLAN_BUDGET, max_unchecked: int = DEFAULT_MAX_UNCHECKED,
               parent: Any = None, **planner_options: Any) -> AlltoallvResult:
@@ -313,8 +314,9 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
         ``"auto"`` (a plan where it pays, else MPI), ``"mpi"``, or a planner's name.
     hosts : optional
         Where the ranks run (module docstring).
-    link_bw : float, optional
-        Emulate links of this many bytes/s (the executor paces every link leaving a rank).
+    link_bw : float or str, optional
+        Emulate links of this many bytes/s, or of a rate such as ``"25MB/s"`` or ``"20Mb/s"``
+        (the executor paces every link leaving a rank).
     cache_size : int
         Patterns kept for this communicator.
     chunk_model : ChunkModel, optional
@@ -361,7 +363,7 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
 
 
 def alltoallw(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topology | str | None = None,
-              method: str = "auto", hosts: Any = None, link_bw: float | None = None,
+              method: str = "auto", hosts: Any = None, link_bw: float | str | None = None,
               cache_size: int = DEFAULT_CACHE_SIZE, chunk_model: Any = None, timeout: float = DEFAULT_TIMEOUT,
               plan_budget: float = DEFAULT_PLAN_BUDGET, max_unchecked: int = DEFAULT_MAX_UNCHECKED,
               parent: Any = None, **planner_options: Any) -> AlltoallvResult:

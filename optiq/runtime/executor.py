@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import PlanError, TransferError
+from ..errors import OptiqError, PlanError, TransferError
 from ..plan import Plan, load_plan
+from ..utils.units import parse_rate
 from .memory import job_buffers
 from .schedule import RankSchedule, compile_schedule
 from .slots import forwarding_slots, paced_message_chunks, path_slots
@@ -253,8 +254,9 @@ class Executor:
         value (senders cut messages at the receivers' slot segments). By default :func:`default_window`
         for the plan's slowest link (:func:`slowest_link`), halved on every rank until each rank's forwarding slots take at most
         :data:`FORWARDING_BYTES`.
-    link_bw : float, optional
-        Emulate links of this many bytes/s (each rank paces what it sends on each link).
+    link_bw : float or str, optional
+        Emulate links of this many bytes/s, or of a rate such as ``"25MB/s"`` (each rank paces
+        what it sends on each link).
     chunk_size : int, optional
         Override the plan's chunk size (by default the plan's, smaller where a chunk would
         last long on its links: :func:`default_chunk_size`).
@@ -280,14 +282,13 @@ class Executor:
         more slowly than predicted (unless ``routes_as_planned``).
     """
 
-    def __init__(self, comm: Any, plan: Plan, *, window: int | None = None, link_bw: float | None = None,
+    def __init__(self, comm: Any, plan: Plan, *, window: int | None = None, link_bw: float | str | None = None,
                  chunk_size: int | None = None, pace_paths: bool = False, routes_as_planned: bool = False,
                  duplicate: bool = True) -> None:
         check_comm(comm, plan)
         if not routes_as_planned:
             check_routes(plan)
-        if link_bw is not None and not link_bw > 0:
-            raise PlanError(f"link bandwidth must be positive, got {link_bw}")
+        link_bw = _link_rate(link_bw)
         chunk = default_chunk_size(plan, paced=pace_paths) if chunk_size is None else int(chunk_size)
         if chunk < 1:
             raise PlanError(f"chunk size must be a positive number of bytes, got {chunk}")
@@ -399,8 +400,21 @@ class Executor:
         return " -> ".join(t.label(v) for v in self.plan.paths.nodes(path, t))
 
 
+def _link_rate(link_bw: float | str | None) -> float | None:
+    """``link_bw`` in bytes per second (a rate's text parsed), or None; refused unless above 0 and finite."""
+    if isinstance(link_bw, str):
+        try:
+            return parse_rate(link_bw, what="link bandwidth")
+        except OptiqError as exc:
+            raise PlanError(str(exc)) from None
+    if link_bw is not None and (isinstance(link_bw, (bool, np.bool_)) or not isinstance(link_bw, (int, float, np.number))
+                                or not 0 < link_bw < math.inf):
+        raise PlanError(f"link bandwidth must be a number of bytes/s above 0 or a rate such as '25MB/s', got {link_bw!r}")
+    return None if link_bw is None else float(link_bw)
+
+
 def run_plan(comm: Any, plan: Plan, send: Mapping[int, np.ndarray], recv: Mapping[int, np.ndarray] | None = None, *,
-             window: int | None = None, link_bw: float | None = None, timeout: float = 60.0,
+             window: int | None = None, link_bw: float | str | None = None, timeout: float = 60.0,
              routes_as_planned: bool = False) -> TransferResult:
     """Move the plan's bytes over ``comm``: one call on every rank, like an all-to-all.
 

@@ -66,7 +66,7 @@ def _istart(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, timeout: fl
 
 
 def ialltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any = None, method: str = "auto",
-               hosts: Any = None, link_bw: float | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
+               hosts: Any = None, link_bw: float | str | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
                chunk_model: Any = None, timeout: float = DEFAULT_TIMEOUT, parent: Any = None, **planner_options: Any) -> Any:
     """``comm.Ialltoallv(sendbuf, recvbuf)`` on planned paths (module docstring): the same
     arguments and options as :func:`optiq.alltoallv`; returns an ``MPI.Request``.
@@ -87,7 +87,7 @@ def ialltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any = None, me
 
 
 def ialltoallw(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any = None, method: str = "auto",
-               hosts: Any = None, link_bw: float | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
+               hosts: Any = None, link_bw: float | str | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
                chunk_model: Any = None, timeout: float = DEFAULT_TIMEOUT, parent: Any = None, **planner_options: Any) -> Any:
     """``comm.Ialltoallw(sendbuf, recvbuf)`` on planned paths: the arguments of
     :func:`optiq.alltoallw`, the behaviour of :func:`ialltoallv`; returns an ``MPI.Request``.
@@ -200,7 +200,7 @@ class AlltoallvRequest:
 
 
 def alltoallv_init(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any = None, method: str = "auto",
-                   hosts: Any = None, link_bw: float | None = None, chunk_model: Any = None, timeout: float = DEFAULT_TIMEOUT,
+                   hosts: Any = None, link_bw: float | str | None = None, chunk_model: Any = None, timeout: float = DEFAULT_TIMEOUT,
                    parent: Any = None, **planner_options: Any) -> AlltoallvRequest:
     """``comm.Alltoallv_init(sendbuf, recvbuf)`` on planned paths (module docstring): checks and
     plans once, on every rank together; returns an :class:`AlltoallvRequest`.
@@ -221,7 +221,7 @@ def alltoallv_init(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any = None
 
 
 def alltoallw_init(comm: Any, sendbuf: Any, recvbuf: Any, *, network: Any = None, method: str = "auto",
-                   hosts: Any = None, link_bw: float | None = None, chunk_model: Any = None, timeout: float = DEFAULT_TIMEOUT,
+                   hosts: Any = None, link_bw: float | str | None = None, chunk_model: Any = None, timeout: float = DEFAULT_TIMEOUT,
                    parent: Any = None, **planner_options: Any) -> AlltoallvRequest:
     """``comm.Alltoallw_init(sendbuf, recvbuf)`` on planned paths: the arguments of
     :func:`optiq.alltoallw`, the behaviour of :func:`alltoallv_init`; returns an

@@ -24,7 +24,7 @@ BASELINES = ("none", "alltoallv")
 
 
 def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: bool = False, seed: int = 0,
-            window: int | None = None, link_bw: float | None = None, chunk_size: int | None = None,
+            window: int | None = None, link_bw: float | str | None = None, chunk_size: int | None = None,
             baseline: str = "none", timeout: float = 60.0, pace_paths: bool = False,
             routes_as_planned: bool = False) -> RunReport:
     """Run the plan ``warmup + repeat`` times (and the baseline likewise); all ranks call it.

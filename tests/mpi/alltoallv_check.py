@@ -366,6 +366,11 @@ if size >= 4:  # rank 0's bytes to rank 3 on a torus of M x 2 (M >= 2) have two 
     check(split.predicted_s is not None and fresh.predicted_s is not None
           and split.predicted_s <= fresh.predicted_s * (1 + 1e-9),
           f"the re-split plan predicts {split.predicted_s} s, a fresh heu2 plan {fresh.predicted_s} s")
+    # a rate's text is that rate: the same plan, from the cache, moving the same bytes
+    got = np.zeros_like(recv)
+    textual = a2a(send, sc, sd, got, rc, rd, network=grid, method="heu2", link_bw="8Gb/s")
+    check(np.array_equal(got, want) and textual.cached and textual.predicted_s == fresh.predicted_s,
+          f"link_bw='8Gb/s' is not link_bw=1e9: {textual}")
     clear_cache(comm)
 
 # 5. the non-blocking and persistent forms against MPI's, on random counts with zeros

@@ -73,7 +73,8 @@ for shape, dtype, decomposition in (((12, 10, 8), complex, {"grid": (2, 2, 1)}),
             refused = str(exc)
         check(any(word in refused for word in bad), f"{label}: accelerate took {bad}: {refused!r}")
     for method in ("auto", "heu2", "opt"):
-        same = accelerate(fft, network="torus:2x2", method=method, plan_budget=float("inf"))
+        paced = {"link_bw": "1Gb/s"} if method == "opt" else {}  # a rate's text, parsed once
+        same = accelerate(fft, network="torus:2x2", method=method, plan_budget=float("inf"), **paced)
         check(same is fft, "accelerate did not return the same PFFT")
         ours = transform(fft, u)
         label = f"{shape} {np.dtype(dtype).name} {decomposition}, {method}"
@@ -81,6 +82,8 @@ for shape, dtype, decomposition in (((12, 10, 8), complex, {"grid": (2, 2, 1)}),
         accelerated = [t.comm for t in fft.transfer if t.comm.Get_size() > 1]  # one of one rank stays MPI's
         check(accelerated and all(isinstance(c, AcceleratedComm) and c.calls >= 2 for c in accelerated),
               f"{label}: a transfer did not go through optiq")
+        check(all(c.options.get("link_bw") == (1.25e8 if paced else None) for c in accelerated),
+              f"{label}: link_bw={paced} reached the calls as {[c.options.get('link_bw') for c in accelerated]}")
         if method != "auto":
             moved = [c.last.method for c in accelerated]
             check(set(moved) == {method}, f"{label}: {moved} moved the bytes, not {method}")

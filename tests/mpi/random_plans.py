@@ -112,10 +112,12 @@ def main() -> int:
                            f"{predicted_time(plan, link_bw)[0]:.4f} s its links need at {link_bw:g} B/s")
             failures.extend(bad)
             checked += 1
-    for window, link_bw in ((1, None), (2, None), (3, 2e8), (None, None)) if size > 2 else ():
+    for window, link_bw in ((1, None), (2, None), (3, "1.6Gb/s"), (None, None)) if size > 2 else ():
         plan = cyclic_plan(size, 4096)
         with Executor(comm, plan, window=window, link_bw=link_bw, routes_as_planned=True) as ex:
             result = ex.run(fill_send_buffers(ex.schedule.send_jobs, seed=7), timeout=60)
+            if link_bw is not None and ex.link_bw != 2e8:
+                failures.append(f"rank {rank}: link_bw={link_bw!r} paced at {ex.link_bw!r} B/s, not 2e8")
         failures.extend(f"cyclic plan, window {window}, rank {rank}: {m}" for m in find_mismatches(result.recv, seed=7))
         chunks = result.chunks_sent + result.chunks_forwarded
         if window is None and not result.messages < chunks:
@@ -129,6 +131,13 @@ def main() -> int:
         except PlanError as e:
             if "same on every rank" not in str(e):
                 failures.append(f"rank {rank}: unexpected error for different windows: {e}")
+    for bad in ("fast", "25", 0, -1.0, float("nan"), True):
+        try:
+            Executor(comm, cyclic_plan(size, 4096), link_bw=bad, routes_as_planned=True).close()
+            failures.append(f"rank {rank}: link_bw={bad!r} was accepted")
+        except PlanError as e:
+            if "link bandwidth" not in str(e):
+                failures.append(f"rank {rank}: unexpected error for link_bw={bad!r}: {e}")
     failures = [f for fs in comm.gather(failures, root=0) or [] for f in fs]
     roles_seen = comm.reduce(roles_seen, op=MPI.SUM, root=0)
     if rank == 0:
