@@ -194,6 +194,19 @@ def test_mismatch_names_job_and_offset():
     assert find_mismatches({3: job_pattern(2, 1000, seed=5)}, seed=5)  # another job's data is caught
 
 
+@pytest.mark.parametrize("option, value, named", [("repeat", 0, "repeat must be"), ("warmup", -1, "warmup must be"),
+                                                  ("repeat", 2.5, "repeat must be"), ("baseline", "mpi", "unknown baseline")])
+def test_measure_refuses_its_options_by_name_before_any_run(tmp_path, option, value, named):
+    from mpi4py import MPI
+
+    from optiq.errors import ParameterError
+    from optiq.runtime import measure
+
+    plan, _ = small_plan(tmp_path)  # of 4 ranks: COMM_SELF would not fit it, so nothing may run before the check
+    with pytest.raises(ParameterError, match=named):
+        measure(MPI.COMM_SELF, plan, **{option: value})
+
+
 def test_predicted_time_counts_only_paced_links(tmp_path):
     plan, _ = small_plan(tmp_path, "fattree:k=2,n=2", "default")
     host_links = plan.topology.link_src < plan.topology.num_endpoints

@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..mpi.waiting import allreduce_asleep, start_together
 from ..plan import Plan
 from ..sim.runs import RunReport, Timing
+from ..utils.checks import check_count
 from .baseline import AlltoallvBaseline
 from .executor import Executor, predicted_time
 from .verify import fill_send_buffers, find_mismatches
@@ -43,10 +45,10 @@ def measure(comm: Any, plan: Plan, *, repeat: int = 3, warmup: int = 1, verify: 
         If a transfer times out or a buffer is wrong.
     """
 
-    if repeat < 1 or warmup < 0:
-        raise ValueError(f"need repeat >= 1 and warmup >= 0, got repeat={repeat}, warmup={warmup}")
+    check_count("repeat", repeat, 1)
+    check_count("warmup", warmup, 0)
     if baseline not in BASELINES:
-        raise ValueError(f"unknown baseline {baseline!r}; choose from {', '.join(BASELINES)}")
+        raise ParameterError(f"unknown baseline {baseline!r}; choose from {', '.join(BASELINES)}")
     from mpi4py import MPI
 
     with Executor(comm, plan, window=window, link_bw=link_bw, chunk_size=chunk_size,
