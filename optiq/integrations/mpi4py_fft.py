@@ -31,8 +31,9 @@ from ..mpi.grids import grid_comm
 from ..mpi.launch import together
 from ..runtime import AlltoallvResult, alltoallv, alltoallw
 from ..runtime.context import open_groups
-from ..runtime.options import DEFAULT_TIMEOUT, check_keywords, link_rate
+from ..runtime.options import DEFAULT_TIMEOUT, check_keywords
 from ..runtime.patterns import check_placement, import_planner
+from ..utils.units import as_rate
 
 __all__ = ["accelerate", "restore", "AcceleratedComm"]
 
@@ -151,7 +152,7 @@ def accelerate(fft: Any, network: Any = None, method: str = "auto", *, parent: A
     together(grid, lambda: check_keywords(method, alltoallv_options))  # not first at the loop's first plan
     options = dict(alltoallv_options, network=network, method=method)
     if "link_bw" in options:
-        options["link_bw"] = link_rate(options["link_bw"])  # a rate's text parsed once, not at every call
+        options["link_bw"] = as_rate(options["link_bw"])  # a rate's text parsed once, not at every call
     check_placement(grid, network, options.get("hosts"), options.get("link_bw"))
     if method == "auto" and grid.Get_rank() == 0:  # the rank that makes auto's plans: not in the first plan
         import_planner()

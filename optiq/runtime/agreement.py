@@ -41,6 +41,7 @@ from ..mpi.connect import connect_in_turn
 from ..mpi.launch import together
 from ..mpi.waiting import idle_pause
 from ..topology import Topology
+from ..utils.units import as_rate
 from .context import Context, Group, SpreadMessage, connected, context, group_of
 from .forms import Collective
 from .messages import Message, as_argument_error, overlapping
@@ -52,7 +53,6 @@ from .options import (
     DEFAULT_TIMEOUT,
     check_call_options,
     is_timeout,
-    link_rate,
 )
 from .patterns import (
     CONFIG_SEPARATOR,
@@ -677,7 +677,7 @@ def resolve(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, **options: 
     """Check a call on every rank and find (or make) its pattern, before any byte moves
     (collective); with ``cached`` False a new pattern of the caller's own, left out of the
     cache (persistent requests)."""
-    begin_options = dict(options, link_bw=link_rate(options.get("link_bw")))
+    begin_options = dict(options, link_bw=as_rate(options.get("link_bw")))
     parent, timeout = begin_options.pop("parent", None), begin_options.pop("timeout", DEFAULT_TIMEOUT)
     return agree(begin(kind, comm, sendbuf, recvbuf, parent=parent, timeout=timeout, **begin_options), sendbuf,
                  recvbuf, **begin_options)

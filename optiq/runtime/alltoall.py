@@ -75,6 +75,7 @@ from typing import Any
 
 from ..errors import ArgumentTypeError, TransferError
 from ..topology import Topology
+from ..utils.units import as_rate
 from .agreement import (
     DEFAULT_CACHE_SIZE,
     DEFAULT_MAX_UNCHECKED,
@@ -86,7 +87,7 @@ from .agreement import (
 from .context import Context, Group, clear_cache, context, group_of
 from .forms import GENERAL, VECTOR, Collective
 from .moves import move, trial
-from .options import DEFAULT_TIMEOUT, link_rate
+from .options import DEFAULT_TIMEOUT
 from .patterns import AUTO_METHOD, MIN_GAIN, Pattern
 
 __all__ = ["alltoallv", "alltoallw", "AlltoallvResult", "clear_cache", "MIN_GAIN", "DEFAULT_CACHE_SIZE",
@@ -205,7 +206,7 @@ def _call(kind: Collective, comm: Any, sendbuf: Any, recvbuf: Any, more: tuple[A
           plan_budget: float, max_unchecked: int, parent: Any, planner_options: dict[str, Any]) -> AlltoallvResult:
     """The blocking call of either collective (:func:`alltoallv`, :func:`alltoallw`)."""
     start = time.perf_counter()
-    link_bw = link_rate(link_bw)
+    link_bw = as_rate(link_bw)
     if more:
         raise ArgumentTypeError(f"{kind.name} takes (comm, sendbuf, recvbuf) as comm.{kind.mpi_name} takes (sendbuf, "
                                 f"recvbuf), got {2 + len(more)} arguments after comm: pass [buf, (counts, displs)"
@@ -315,8 +316,8 @@ def alltoallv(comm: Any, sendbuf: Any, recvbuf: Any, *more: Any, network: Topolo
     hosts : optional
         Where the ranks run (module docstring).
     link_bw : float or str, optional
-        Emulate links of this many bytes/s, or of a rate such as ``"25MB/s"`` or ``"20Mb/s"``
-        (the executor paces every link leaving a rank).
+        Emulate links of this many bytes/s, or of the rate a text names, as the CLI reads it
+        (:func:`~optiq.utils.units.parse_rate`); the executor paces every link leaving a rank.
     cache_size : int
         Patterns kept for this communicator.
     chunk_model : ChunkModel, optional

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import OptiqError, PlanError, TransferError
+from ..errors import PlanError, TransferError
 from ..plan import Plan, load_plan
-from ..utils.units import parse_rate
+from ..utils.checks import check_rate
+from ..utils.units import as_rate
 from .memory import job_buffers
 from .schedule import RankSchedule, compile_schedule
 from .slots import forwarding_slots, paced_message_chunks, path_slots
@@ -255,8 +256,8 @@ class Executor:
         for the plan's slowest link (:func:`slowest_link`), halved on every rank until each rank's forwarding slots take at most
         :data:`FORWARDING_BYTES`.
     link_bw : float or str, optional
-        Emulate links of this many bytes/s, or of a rate such as ``"25MB/s"`` (each rank paces
-        what it sends on each link).
+        Emulate links of this many bytes/s, or of the rate a text names
+        (:func:`~optiq.utils.units.parse_rate`); each rank paces what it sends on each link.
     chunk_size : int, optional
         Override the plan's chunk size (by default the plan's, smaller where a chunk would
         last long on its links: :func:`default_chunk_size`).
@@ -288,7 +289,8 @@ class Executor:
         check_comm(comm, plan)
         if not routes_as_planned:
             check_routes(plan)
-        link_bw = _link_rate(link_bw)
+        check_rate("link bandwidth", link_bw, optional=True)
+        rate: float | None = as_rate(link_bw)  # bytes per second
         chunk = default_chunk_size(plan, paced=pace_paths) if chunk_size is None else int(chunk_size)
         if chunk < 1:
             raise PlanError(f"chunk size must be a positive number of bytes, got {chunk}")
@@ -305,7 +307,7 @@ class Executor:
         asked = math.inf if window is None else window
         budget = window
         if window is None:
-            budget = _within_budget(self.schedule, chunk, default_window(chunk, link_bw, slowest_link(plan),
+            budget = _within_budget(self.schedule, chunk, default_window(chunk, rate, slowest_link(plan),
                                                                          paced_paths=pace_paths))
         mine = np.array([asked, -asked, budget], dtype=float)
         least = np.empty(3)
@@ -318,11 +320,11 @@ class Executor:
             raise PlanError(f"window must be at least 1 chunk, got {window}")
         if window is None:
             window = int(least[2])
-        self.plan, self.window, self.link_bw, self.chunk_size = plan, window, link_bw, chunk
+        self.plan, self.window, self.link_bw, self.chunk_size = plan, window, rate, chunk
         #: paced paths: the rate of every path this rank is the source of
         self.path_rate = None
         if pace_paths:
-            rates = path_rates(plan, link_bw)
+            rates = path_rates(plan, rate)
             self.path_rate = {s.path: rates[s.path] for s in self.schedule.streams if s.prev < 0}
         #: forwarding memory, allocated once and reused by every run
         self.slots = forwarding_slots(self.schedule, chunk, window)
@@ -398,19 +400,6 @@ class Executor:
         """Path ``path`` of the plan by the nodes it crosses (``H0 -> S4 -> H5``): the cables between them."""
         t = self.plan.topology
         return " -> ".join(t.label(v) for v in self.plan.paths.nodes(path, t))
-
-
-def _link_rate(link_bw: float | str | None) -> float | None:
-    """``link_bw`` in bytes per second (a rate's text parsed), or None; refused unless above 0 and finite."""
-    if isinstance(link_bw, str):
-        try:
-            return parse_rate(link_bw, what="link bandwidth")
-        except OptiqError as exc:
-            raise PlanError(str(exc)) from None
-    if link_bw is not None and (isinstance(link_bw, (bool, np.bool_)) or not isinstance(link_bw, (int, float, np.number))
-                                or not 0 < link_bw < math.inf):
-        raise PlanError(f"link bandwidth must be a number of bytes/s above 0 or a rate such as '25MB/s', got {link_bw!r}")
-    return None if link_bw is None else float(link_bw)
 
 
 def run_plan(comm: Any, plan: Plan, send: Mapping[int, np.ndarray], recv: Mapping[int, np.ndarray] | None = None, *,

@@ -14,16 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError, OptiqError, ParameterError
+from ..errors import ArgumentError, ParameterError
 from ..planner.make import check_plan_options
 from ..planner.methods import PLANNERS
 from ..sim.chunk import ChunkModel
-from ..utils.checks import check_count, check_range
-from ..utils.units import parse_rate
+from ..utils.checks import check_count, check_range, check_rate
 from .patterns import AUTO_METHOD
 
 __all__ = ["CALL_METHODS", "CALL_KEYWORDS", "SET_BY_THE_CALL", "DEFAULT_CACHE_SIZE", "DEFAULT_PLAN_BUDGET", "DEFAULT_MAX_UNCHECKED",
-           "DEFAULT_TIMEOUT", "check_call_options", "check_keywords", "check_timeout", "check_link_bw", "is_timeout", "link_rate"]
+           "DEFAULT_TIMEOUT", "check_call_options", "check_keywords", "check_timeout", "is_timeout"]
 
 #: Patterns kept per communicator.
 DEFAULT_CACHE_SIZE = 16
@@ -50,45 +49,6 @@ def _is_number(value: Any) -> bool:
 def is_timeout(value: Any) -> bool:
     """Whether ``value`` is a number of seconds above 0 (infinity too; not NaN)."""
     return _is_number(value) and value > 0
-
-
-def link_rate(link_bw: Any) -> Any:
-    """``link_bw`` in bytes per second: a rate's text (``"25MB/s"``, ``"20Mb/s"``, as the CLI and
-    a network's ``bw=`` take it) parsed, a number as a float, anything else as given: text that
-    is no rate too, for :func:`check_call_options` to refuse on every rank in the agreement.
-
-    Examples
-    --------
-    >>> link_rate("20Mb/s"), link_rate(2500000), link_rate(None), link_rate("fast")
-    (2500000.0, 2500000.0, None, 'fast')
-    """
-    if isinstance(link_bw, str):
-        try:
-            return parse_rate(link_bw, what="link_bw")
-        except OptiqError:
-            return link_bw
-    if _is_number(link_bw) and abs(link_bw) < 1e300:  # 2500000 and 2.5e6 are one option on every rank
-        return float(link_bw)
-    return link_bw
-
-
-def check_link_bw(link_bw: Any) -> None:
-    """Refuse a ``link_bw=`` that is neither ``None`` (the network's own rates) nor a rate above
-    0 and finite, in bytes per second or as text (:func:`link_rate`).
-
-    Examples
-    --------
-    >>> check_link_bw("25MB/s")
-    >>> check_link_bw("25")
-    Traceback (most recent call last):
-    optiq.errors.ParameterError: link_bw '25' needs a unit in bytes or bits: 25GB/s or 25Gb/s, say
-    """
-    if isinstance(link_bw, str):
-        try:
-            link_bw = parse_rate(link_bw, what="link_bw")
-        except OptiqError as exc:
-            raise ParameterError(str(exc)) from None
-    check_range("link_bw", link_bw, 0, low_open=True, optional=True)
 
 
 def check_timeout(timeout: Any) -> None:
@@ -135,7 +95,7 @@ def check_call_options(method: Any, link_bw: Any, chunk_model: Any, planner_opti
     """
     if not isinstance(method, str) or method not in CALL_METHODS:
         raise ParameterError(f"unknown method {method!r}; expected one of {', '.join(CALL_METHODS)}")
-    check_link_bw(link_bw)
+    check_rate("link_bw", link_bw, optional=True)  # bytes per second or a rate's text; None: the network's own
     if chunk_model is not None and not isinstance(chunk_model, ChunkModel):
         raise ParameterError(f"chunk_model must be an optiq.sim.ChunkModel or None, not {type(chunk_model).__name__}")
     check_count("cache_size", cache_size, 1)

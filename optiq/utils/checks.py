@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..errors import OptiqError, ParameterError
+from .units import parse_rate
 
-__all__ = ["check_count", "check_range", "check_seconds", "check_progress"]
+__all__ = ["check_count", "check_range", "check_rate", "check_seconds", "check_progress"]
 
 
 def _prefix(where: str) -> str:
@@ -54,6 +55,27 @@ def check_range(name: str, value: Any, low: float, high: float = math.inf, *, wh
     if not ok:
         raise ParameterError(f"{_prefix(where)}{name} must be in {'(' if low_open else '['}{low:g}, {high:g}"
                              f"{')' if high_open else ']'}, got {value!r}")
+
+
+def check_rate(name: str, value: Any, *, optional: bool = False) -> None:
+    """Refuse ``value`` unless it is a rate above 0 and finite: bytes per second, or a rate's text
+    (:func:`~optiq.utils.units.parse_rate`, whose reason a text it cannot read is refused with);
+    ``None`` too if ``optional``.
+
+    Examples
+    --------
+    >>> check_rate("link_bw", None, optional=True)
+    >>> check_rate("link_bw", 0)
+    Traceback (most recent call last):
+    ...
+    optiq.errors.ParameterError: link_bw must be in (0, inf), got 0
+    """
+    if isinstance(value, str):
+        try:
+            value = parse_rate(value, what=name)
+        except OptiqError as exc:
+            raise ParameterError(str(exc)) from None
+    check_range(name, value, 0, low_open=True, optional=optional)
 
 
 def check_seconds(name: str, value: Any, *, where: str = "", optional: bool = True) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
+from typing import Any
+
+import numpy as np
 
 from ..errors import OptiqError
 
@@ -167,3 +170,27 @@ def format_seconds(seconds: float) -> str:
     """
     name, scale = time_unit(seconds)
     return f"{seconds / scale:.3f} {name}"
+
+
+def as_rate(value: Any) -> Any:
+    """``value`` as bytes per second where it is one: a rate's text parsed (:func:`parse_rate`), a
+    number as a float (an ``int`` and a ``float`` of one rate are then one option), anything else,
+    text that is no rate included, as given, for a check (:func:`~optiq.utils.checks.check_rate`)
+    to refuse.
+
+    Examples
+    --------
+    >>> as_rate("8Gb/s"), as_rate(3), as_rate(None), as_rate("fast")
+    (1000000000.0, 3.0, None, 'fast')
+    """
+    if isinstance(value, str):
+        try:
+            return parse_rate(value)
+        except OptiqError:
+            return value
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond any float: left for the check to refuse
+            return value
+    return value
