@@ -80,6 +80,7 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    from optiq.errors import OptiqError
     from optiq.utils.units import parse_size
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -90,7 +91,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="rounds of every method in turn (default 5)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    args.pairs = [parse_size(p, what="pair size") for p in args.pairs.split(",")]
+    try:
+        args.pairs = [parse_size(p, what="pair size") for p in args.pairs.split(",")]
+    except OptiqError as exc:
+        ap.error(str(exc))
     if min(args.ranks, args.calls, args.repeat) < 1:
         ap.error("--ranks, --calls and --repeat must be at least 1")
     if args.worker:
