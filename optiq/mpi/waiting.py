@@ -5,8 +5,8 @@ beside a waiting rank), a rank that only waits would take the CPU from the ones 
 compute, so every wait here tests non-blocking requests and gives the CPU away between
 tests: first by yielding (a short wait, such as a small collective, ends at once when the
 peer runs), then, after :data:`YIELDS` fruitless tests, by sleeping with a back-off
-growing from 20 µs to :data:`MAX_IDLE_SLEEP_S`. The executor's progress loop uses the same
-back-off (:func:`idle_pause`).
+growing from 20 µs to :data:`MAX_IDLE_SLEEP_S` (:func:`give_way`). The executor's progress
+loop gives the core away the same way between its turns.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["MAX_IDLE_SLEEP_S", "YIELDS", "START_LEAD_S", "idle_pause", "wait_politely", "wait_all",
+__all__ = ["MAX_IDLE_SLEEP_S", "YIELDS", "START_LEAD_S", "idle_pause", "give_way", "wait_politely", "wait_all",
            "start_together", "sleep_until", "allreduce_asleep"]
 
 #: The longest pause between two tests of a request (seconds): short, because ranks that wait on
@@ -46,6 +46,35 @@ def idle_pause(idle: int) -> float:
     return float(min(MAX_IDLE_SLEEP_S, 1e-5 * 2 ** min(idle, 10)))
 
 
+def give_way(idle: int, yields: int = YIELDS, *, until: float | None = None,
+             longest: float = MAX_IDLE_SLEEP_S) -> None:
+    """Give the CPU away after ``idle`` fruitless tests in a row: yield for the first
+    ``yields``, then sleep the back-off (:func:`idle_pause`, at most ``longest`` seconds),
+    never past ``until`` (a :func:`time.perf_counter` moment).
+
+    A yield returns within a microsecond when no other task wants the core, where a sleep lasts
+    the kernel's timer slack and a wake-up beyond what it asked (``benchmarks/call_cost.py
+    --ranks 2``): a rank with a core of its own so learns of a message, or reaches a moment,
+    as soon as MPI's own polling wait would, and on a crowded node any rank that can run gets
+    the core. A wait that outlasts the yields is a long one, and sleeps.
+
+    Examples
+    --------
+    >>> give_way(1)                                       # yields
+    >>> start = time.perf_counter()
+    >>> give_way(1, yields=0, until=start + 1e-6)         # would sleep 20 us: sleeps to ``until`` only
+    >>> time.perf_counter() - start < 0.01
+    True
+    """
+    if idle <= yields:
+        os.sched_yield()
+        return
+    pause = min(longest, idle_pause(idle - yields))
+    if until is not None:
+        pause = min(pause, max(0.0, until - time.perf_counter()))
+    time.sleep(pause)
+
+
 def wait_all(requests: Sequence[Any], yields: int = YIELDS, timeout: float | None = None) -> bool:
     """Complete non-blocking MPI ``requests``, giving the CPU away between tests; whether they
     completed within ``timeout`` seconds (default: wait for ever, and return True).
@@ -66,10 +95,7 @@ def wait_all(requests: Sequence[Any], yields: int = YIELDS, timeout: float | Non
         if deadline is not None and time.perf_counter() > deadline:
             return False
         tests += 1
-        if tests <= yields:
-            os.sched_yield()
-        else:
-            time.sleep(idle_pause(tests - yields))
+        give_way(tests, yields)
     return True
 
 

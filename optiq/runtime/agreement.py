@@ -39,7 +39,7 @@ from ..errors import ArgumentError, OptiqError
 from ..mpi.comms import mpi_module
 from ..mpi.connect import connect_in_turn
 from ..mpi.launch import together
-from ..mpi.waiting import idle_pause
+from ..mpi.waiting import wait_all
 from ..topology import Topology
 from ..utils.units import as_rate
 from .context import Context, Group, SpreadMessage, connected, context, group_of
@@ -440,17 +440,13 @@ def _wait(start: Start) -> None:
     if not start.joint or ctx.joined:
         start.agreement.Wait()
         return
-    began, tests = time.perf_counter(), 0
-    while not start.agreement.Test():
-        tests += 1
-        if time.perf_counter() - began > start.timeout:
-            ctx.broken = (f"not every rank of parent= joined the {start.kind.name} within {start.timeout:g} s: "
-                          f"every rank of the parent calls together, each with its own sub-communicator "
-                          f"(MPI.COMM_NULL for a rank that only relays); calls with this parent are refused "
-                          f"from now on")
-            ctx.released = True  # its duplicate has the agreement pending: never freed, never used again
-            raise ArgumentError(ctx.broken)
-        time.sleep(idle_pause(tests))
+    if not wait_all([start.agreement], timeout=start.timeout):
+        ctx.broken = (f"not every rank of parent= joined the {start.kind.name} within {start.timeout:g} s: "
+                      f"every rank of the parent calls together, each with its own sub-communicator "
+                      f"(MPI.COMM_NULL for a rank that only relays); calls with this parent are refused "
+                      f"from now on")
+        ctx.released = True  # its duplicate has the agreement pending: never freed, never used again
+        raise ArgumentError(ctx.broken)
     ctx.joined = True
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import time
 from collections import OrderedDict
 from typing import Any
 
@@ -26,7 +25,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..mpi.comms import cached_on, forget, mpi_module
 from ..mpi.launch import together
-from ..mpi.waiting import idle_pause
+from ..mpi.waiting import wait_all
 from .messages import Message
 from .options import DEFAULT_TIMEOUT, check_timeout, is_timeout
 from .patterns import Pattern
@@ -157,7 +156,7 @@ class Context:
             self.comm = comm.Dup()
         else:  # parent=: a rank of the parent that never calls must not leave the others in a Dup for ever
             self.comm, request = comm.Idup()
-            if not _wait_for(request, timeout):
+            if not wait_all([request], timeout=timeout):
                 self.broken = (f"not every rank of parent= joined within {timeout:g} s: every rank of the parent "
                                f"calls together, each with its own sub-communicator (MPI.COMM_NULL for a rank that "
                                f"only relays); calls with this parent are refused from now on")
@@ -281,17 +280,6 @@ _GROUPS = "optiq.alltoallv.groups"
 
 #: The last communicator whose context was asked for, and that context: found again without asking MPI.
 _LAST: list[Any] = [None, None]
-
-
-def _wait_for(request: Any, timeout: float) -> bool:
-    """Wait for an MPI request at most ``timeout`` seconds, giving the CPU away between tests."""
-    began, tests = time.perf_counter(), 0
-    while not request.Test():
-        tests += 1
-        if time.perf_counter() - began > timeout:
-            return False
-        time.sleep(idle_pause(tests))
-    return True
 
 
 def context(comm: Any, timeout: float | None = None) -> Context:

@@ -49,8 +49,10 @@ The state is in named objects: a ``_StreamState`` per stream (chunks held, sent,
 segment), a ``_Link`` per outgoing link (its queue, window and token bucket), and
 ``_Requests``, the requests in flight, each with the ``_Message`` it moves (which chunks of
 which stream, sent or received). The progress loop reuses one request slot per message in
-flight (``Testsome`` sets it to ``REQUEST_NULL`` in place) and sleeps with a growing back-off (:mod:`optiq.mpi.waiting`) as
-soon as nothing moved, so oversubscribed ranks leave the cores to the ranks with work.
+flight (``Testsome`` sets it to ``REQUEST_NULL`` in place) and, when nothing moved, gives the
+core away (:func:`optiq.mpi.waiting.give_way`): it yields, so that a rank with a core of its own
+turns as soon as a message or a pacing moment comes and oversubscribed ranks leave the cores to
+the ranks with work, and after many fruitless turns sleeps with a growing back-off.
 
 Why runs of chunks and not one message per chunk, what the copies cost and which other
 designs were tried and dropped: ``benchmarks/executor.py`` against ``MPI_Alltoallv`` and
@@ -69,7 +71,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import TransferError
-from ..mpi.waiting import idle_pause, sleep_until
+from ..mpi.waiting import MAX_IDLE_SLEEP_S, give_way, sleep_until
 from .schedule import RankSchedule, Stream
 from .slots import PACED_MESSAGE_S, forwarding_slots, paced_message_chunks, path_slots, segment_chunks
 
@@ -400,10 +402,9 @@ class Transfer:
                 raise TransferError(_timeout_message(self.comm.Get_rank(), self.timeout, in_flight,
                                                      self.describe_path))
             idle += 1
-            pause = idle_pause(idle)
-            if not self.unsent and not self.receiving:
-                pause = min(pause, SEND_COMPLETION_POLL_S)  # only its own sends are left to complete
-            time.sleep(min(pause, max(0.0, deadline - now)))
+            # a rank left to see its own sends complete sleeps briefly: the receivers take the bytes within moments
+            give_way(idle, until=deadline,
+                     longest=MAX_IDLE_SLEEP_S if self.unsent or self.receiving else SEND_COMPLETION_POLL_S)
         return TransferResult(recv=self.recv, elapsed_s=time.perf_counter() - start, chunks_sent=self.chunks_sent,
                               chunks_forwarded=self.chunks_forwarded,
                               buffer_bytes=sum(b.nbytes for b in self.slots), messages=self.messages)
