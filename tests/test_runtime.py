@@ -420,3 +420,25 @@ def test_the_run_report_follows_the_shared_schema(tmp_path):
     path.write_text(json.dumps({k: v for k, v in data.items() if k != "plan_fingerprint"}))
     with pytest.raises(PlanError, match="has no 'plan_fingerprint'"):
         read_run_report(path)
+
+
+def test_an_idle_rank_yields_first_then_sleeps_a_growing_pause_never_past_its_moment(monkeypatch):
+    """``give_way``, between a transfer's idle turns and in the polite waits: the first ``yields``
+    idle turns yield the core (a rank with a core of its own sees the next message at once, where a
+    sleep lasts its timer slack beyond), later ones sleep the back-off from its start, at most
+    ``longest`` and never past ``until``."""
+    import time
+
+    from optiq.mpi import waiting
+
+    did: list = []
+    monkeypatch.setattr(waiting.os, "sched_yield", lambda: did.append("yield"))
+    monkeypatch.setattr(waiting.time, "sleep", did.append)
+    for idle in (1, 3, 4, 5, 40):
+        waiting.give_way(idle, yields=3)
+    assert did == ["yield", "yield", waiting.idle_pause(1), waiting.idle_pause(2), waiting.MAX_IDLE_SLEEP_S]
+    did.clear()
+    waiting.give_way(6, yields=0, longest=1e-4)                       # the back-off is past 1e-4 here
+    waiting.give_way(1, yields=0, until=time.perf_counter() - 1.0)    # a moment gone: no sleep at all
+    waiting.give_way(1, yields=0, until=time.perf_counter() + 60.0)   # a moment far off: the back-off
+    assert did == [1e-4, 0.0, waiting.idle_pause(1)]
