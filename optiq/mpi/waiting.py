@@ -62,7 +62,7 @@ def give_way(idle: int, yields: int = YIELDS, *, until: float | None = None,
     --------
     >>> give_way(1)                                       # yields
     >>> start = time.perf_counter()
-    >>> give_way(1, yields=0, until=start + 1e-6)         # would sleep 20 us: sleeps to ``until`` only
+    >>> give_way(1, yields=0, until=start + 1e-6)         # sleeps the back-off, to ``until`` only
     >>> time.perf_counter() - start < 0.01
     True
     """
