@@ -11,7 +11,6 @@ import numpy as np
 from ..errors import PlanError, TransferError
 from ..plan import Plan, load_plan
 from ..utils.checks import check_rate
-from ..utils.units import as_rate
 from .memory import job_buffers
 from .schedule import RankSchedule, compile_schedule
 from .slots import forwarding_slots, paced_message_chunks, path_slots
@@ -289,8 +288,7 @@ class Executor:
         check_comm(comm, plan)
         if not routes_as_planned:
             check_routes(plan)
-        check_rate("link bandwidth", link_bw, optional=True)
-        rate: float | None = as_rate(link_bw)  # bytes per second
+        rate = check_rate("link bandwidth", link_bw, optional=True)  # bytes per second
         chunk = default_chunk_size(plan, paced=pace_paths) if chunk_size is None else int(chunk_size)
         if chunk < 1:
             raise PlanError(f"chunk size must be a positive number of bytes, got {chunk}")

@@ -57,14 +57,20 @@ def check_range(name: str, value: Any, low: float, high: float = math.inf, *, wh
                              f"{')' if high_open else ']'}, got {value!r}")
 
 
-def check_rate(name: str, value: Any, *, optional: bool = False) -> None:
+def check_rate(name: str, value: Any, *, optional: bool = False) -> float | None:
     """Refuse ``value`` unless it is a rate above 0 and finite: bytes per second, or a rate's text
     (:func:`~optiq.utils.units.parse_rate`, whose reason a text it cannot read is refused with);
-    ``None`` too if ``optional``.
+    ``None`` too if ``optional``. Returns the rate in bytes per second (``None`` for ``None``).
 
     Examples
     --------
     >>> check_rate("link_bw", None, optional=True)
+    >>> check_rate("link_bw", "8Gb/s"), check_rate("link_bw", 3)
+    (1000000000.0, 3.0)
+    >>> check_rate("link_bw", 10**400)
+    Traceback (most recent call last):
+    ...
+    optiq.errors.ParameterError: link_bw must be a finite rate, got an integer of 1329 bits
     >>> check_rate("link_bw", 0)
     Traceback (most recent call last):
     ...
@@ -76,6 +82,12 @@ def check_rate(name: str, value: Any, *, optional: bool = False) -> None:
         except OptiqError as exc:
             raise ParameterError(str(exc)) from None
     check_range(name, value, 0, low_open=True, optional=optional)
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond any float, which the range's infinite end lets by
+        raise ParameterError(f"{name} must be a finite rate, got an integer of {int(value).bit_length()} bits") from None
 
 
 def check_seconds(name: str, value: Any, *, where: str = "", optional: bool = True) -> None:
